@@ -1,0 +1,39 @@
+# Every target builds its own virtual environment from the pinned requirements: nothing relies on
+# what happens to be installed on the machine.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: all venv demo test lint bench fuzz clean
+
+all: test
+
+$(STAMP): requirements.txt requirements-dev.txt pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade "pip>=24"
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/fitguard demo
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
+
+test: lint
+	$(PY) -m pytest -n 2 --dist loadgroup
+
+bench: $(STAMP)
+	$(PY) -m tests.bench
+
+fuzz: $(STAMP)
+	$(PY) -m pytest tests/test_fuzz_admission.py -p no:randomly --hypothesis-profile=fuzz
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis

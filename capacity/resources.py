@@ -1,0 +1,50 @@
+"""Resource lists: `dict[str, int]` of milli-units, and the few operations the scheduler uses."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from capacity.quantity import canonical_quantity, parse_quantity
+
+Resources = dict[str, int]
+
+CPU = "cpu"
+MEMORY = "memory"
+EPHEMERAL_STORAGE = "ephemeral-storage"
+PODS = "pods"
+POD_ENI = "vpc.amazonaws.com/pod-eni"
+
+
+def parse_resources(raw: object, field: str) -> Resources:
+    """A `requests`/`limits`/`allocatable` map parsed; errors name `field.<resource>`."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise TypeError(f"{field}: expected a map of resource quantities, got {type(raw).__name__}")
+    return {str(name): parse_quantity(value, f"{field}.{name}") for name, value in raw.items()}
+
+
+def add(target: Resources, other: Mapping[str, int]) -> Resources:
+    """Adds `other` into `target` and returns it."""
+    for name, value in other.items():
+        target[name] = target.get(name, 0) + value
+    return target
+
+
+def take_max(target: Resources, other: Mapping[str, int]) -> Resources:
+    """Raises each entry of `target` to at least `other`'s, and returns it."""
+    for name, value in other.items():
+        target[name] = max(target.get(name, value), value)
+    return target
+
+
+def total(lists: Iterable[Mapping[str, int]]) -> Resources:
+    result: Resources = {}
+    for item in lists:
+        add(result, item)
+    return result
+
+
+def to_quantities(resources: Mapping[str, int]) -> dict[str, str]:
+    """The map back in API form, sorted by name, e.g. for a NodeGroupTemplate."""
+    return {name: canonical_quantity(value, name) for name, value in sorted(resources.items())}

@@ -1,0 +1,155 @@
+"""Node group templates: what a new node of a group offers, seen two ways (DESIGN.md failure 1).
+
+- The actual view: what a node really offers (a live node's allocatable, or an estimate from the
+  launch template's instance type and root volume, or what a person wrote down).
+- The autoscaler view: what cluster-autoscaler builds for the group when it has no node, from the
+  instance type and the ASG's `k8s.io/cluster-autoscaler/node-template/*` tags only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from capacity.resources import Resources, parse_resources, to_quantities
+from capacity.taints import Taint
+
+API_VERSION = "fitguard.io/v1alpha1"
+KIND = "NodeGroupTemplate"
+PROVIDERS = ("aws-asg", "eks-managed", "manual")
+SOURCES = ("live-node", "launch-template", "manual", "tags")
+
+
+@dataclass(frozen=True, slots=True)
+class View:
+    """A node as one party sees it: allocatable (milli-units), labels, taints, and its source."""
+
+    allocatable: Resources
+    labels: Mapping[str, str] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    source: str = "manual"
+
+    @classmethod
+    def from_object(cls, raw: Mapping[str, Any], field_path: str, default_source: str) -> View:
+        taints = raw.get("taints") or []
+        if not isinstance(taints, list):
+            raise TypeError(f"{field_path}.taints: expected a list")
+        labels = raw.get("labels") or {}
+        if not isinstance(labels, Mapping):
+            raise TypeError(f"{field_path}.labels: expected a map")
+        return cls(
+            allocatable=parse_resources(raw.get("allocatable"), f"{field_path}.allocatable"),
+            labels={str(k): str(v) for k, v in labels.items()},
+            taints=tuple(Taint.from_object(t) for t in taints if isinstance(t, Mapping)),
+            source=str(raw.get("source") or default_source),
+        )
+
+    def to_object(self, with_source: bool = True) -> dict[str, Any]:
+        obj: dict[str, Any] = {}
+        if with_source:
+            obj["source"] = self.source
+        obj["allocatable"] = to_quantities(self.allocatable)
+        obj["labels"] = dict(sorted(self.labels.items()))
+        obj["taints"] = [t.to_object() for t in self.taints]
+        return obj
+
+
+@dataclass(frozen=True, slots=True)
+class NodeGroupTemplate:
+    name: str
+    provider: str = "manual"
+    instance_types: tuple[str, ...] = ()
+    min_size: int = 0
+    max_size: int = 0
+    desired_size: int = 0
+    nodes: int = 0
+    actual: View | None = None
+    autoscaler: View | None = None
+    daemonset_overhead: Resources = field(default_factory=dict)
+    daemonset_pods: int = 0
+    scale_from_zero: str = "autoscaler"  # autoscaler | fitguard
+
+    @property
+    def instance_type(self) -> str:
+        """The type a new node gets: the first override, as cluster-autoscaler assumes."""
+        return self.instance_types[0] if self.instance_types else ""
+
+    def judged_view(self) -> tuple[View | None, str]:
+        """The view that will really be used for a new pod, and why (DESIGN.md, validating webhook).
+
+        Live nodes: the actual view. No node: the autoscaler view, unless fitguard scales the group
+        from zero itself or nothing autoscales it (manual capacity). Max size 0 serves nothing.
+        """
+        if self.max_size <= 0 and self.nodes <= 0:
+            return None, "max size is 0"
+        if self.nodes > 0:
+            return self.actual, "live nodes"
+        if self.scale_from_zero == "fitguard":
+            return self.actual, "fitguard scales it from zero"
+        if self.provider == "manual" or self.autoscaler is None:
+            return self.actual, "no autoscaler view"
+        return self.autoscaler, "no nodes: cluster-autoscaler builds the node from tags"
+
+    @classmethod
+    def from_object(cls, obj: Mapping[str, Any]) -> NodeGroupTemplate:
+        """Parses a NodeGroupTemplate object as the API returns it. Raises ValueError/TypeError."""
+        meta = obj.get("metadata") or {}
+        spec = obj.get("spec") or {}
+        if not isinstance(meta, Mapping) or not isinstance(spec, Mapping):
+            raise TypeError("metadata and spec must be maps")
+        name = meta.get("name")
+        if not isinstance(name, str) or not name:
+            raise ValueError("metadata.name: required")
+        overhead = dict(spec.get("daemonSetOverhead") or {})
+        pods = overhead.pop("pods", 0)
+        actual = spec.get("actual")
+        autoscaler = spec.get("autoscaler")
+        return cls(
+            name=name,
+            provider=str(spec.get("provider") or "manual"),
+            instance_types=tuple(str(t) for t in spec.get("instanceTypes") or ()),
+            min_size=_int(spec, "minSize"),
+            max_size=_int(spec, "maxSize"),
+            desired_size=_int(spec, "desiredSize"),
+            nodes=_int(spec, "nodes"),
+            actual=View.from_object(actual, "spec.actual", "manual") if isinstance(actual, Mapping) else None,
+            autoscaler=(
+                View.from_object(autoscaler, "spec.autoscaler", "tags")
+                if isinstance(autoscaler, Mapping)
+                else None
+            ),
+            daemonset_overhead=parse_resources(overhead, "spec.daemonSetOverhead"),
+            daemonset_pods=int(pods),
+            scale_from_zero=str(spec.get("scaleFromZero") or "autoscaler"),
+        )
+
+    def to_object(self) -> dict[str, Any]:
+        spec: dict[str, Any] = {
+            "provider": self.provider,
+            "instanceTypes": list(self.instance_types),
+            "minSize": self.min_size,
+            "maxSize": self.max_size,
+            "desiredSize": self.desired_size,
+            "nodes": self.nodes,
+        }
+        if self.actual is not None:
+            spec["actual"] = self.actual.to_object()
+        if self.autoscaler is not None:
+            spec["autoscaler"] = self.autoscaler.to_object(with_source=False)
+        overhead: dict[str, Any] = to_quantities(self.daemonset_overhead)
+        if self.daemonset_pods:
+            overhead["pods"] = str(self.daemonset_pods)
+        spec["daemonSetOverhead"] = overhead
+        spec["scaleFromZero"] = self.scale_from_zero
+        return {"apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": self.name}, "spec": spec}
+
+
+def _int(spec: Mapping[str, Any], key: str) -> int:
+    value = spec.get(key, 0)
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise TypeError(f"spec.{key}: expected an integer")
+    try:
+        return int(value)
+    except ValueError:
+        raise ValueError(f"spec.{key}: expected an integer, got {value!r}") from None

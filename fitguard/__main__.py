@@ -1,0 +1,5 @@
+import sys
+
+from fitguard.cli import main
+
+sys.exit(main())
