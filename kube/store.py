@@ -1,0 +1,111 @@
+"""An in-memory store of one kind of object, filled by a list+watch reflector or a state file.
+
+Objects are projected on the way in (`transform`): a webhook keeps compiled policies, the
+controller keeps compact pod records, nobody keeps client model objects. Reads never block on the
+API: they see the last state the store was given.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T")
+Listener = Callable[[str, Any, Any], None]  # (event type, old record or None, new record or None)
+log = logging.getLogger(__name__)
+
+
+def object_key(obj: Mapping[str, Any]) -> tuple[str, str]:
+    meta = obj.get("metadata") or {}
+    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
+
+
+def identity(obj: Mapping[str, Any]) -> Any:
+    return obj
+
+
+class Store(Generic[T]):
+    """Objects of one kind by namespace and name. Thread-safe; readers get consistent snapshots."""
+
+    def __init__(self, kind: str, transform: Callable[[Mapping[str, Any]], T] = identity) -> None:
+        self.kind = kind
+        self._transform = transform
+        self._lock = threading.Lock()
+        self._by_namespace: dict[str, dict[str, T]] = {}
+        self._listeners: list[Listener] = []
+        self.synced = False
+        self.resource_version = ""
+        self.rejected = 0  # objects the transform refused (malformed), counted, never fatal
+
+    def add_listener(self, listener: Listener) -> None:
+        self._listeners.append(listener)
+
+    def _project(self, obj: Mapping[str, Any]) -> T | None:
+        try:
+            return self._transform(obj)
+        except (TypeError, ValueError, KeyError, AttributeError) as err:
+            self.rejected += 1
+            ns, name = object_key(obj)
+            log.warning("skipping malformed %s %s/%s: %s", self.kind, ns, name, err)
+            return None
+
+    def replace(self, objects: Iterable[Mapping[str, Any]], resource_version: str = "") -> None:
+        """A full relist: the store becomes exactly `objects`; vanished ones are reported deleted."""
+        fresh: dict[str, dict[str, T]] = {}
+        for obj in objects:
+            record = self._project(obj)
+            if record is not None:
+                ns, name = object_key(obj)
+                fresh.setdefault(ns, {})[name] = record
+        with self._lock:
+            old = self._by_namespace
+            self._by_namespace = fresh
+            self.resource_version = resource_version
+            self.synced = True
+        if self._listeners:
+            for ns, names in old.items():
+                for name, record in names.items():
+                    if name not in fresh.get(ns, {}):
+                        self._notify("DELETED", record, None)
+            for ns, names in fresh.items():
+                for name, record in names.items():
+                    self._notify("MODIFIED", old.get(ns, {}).get(name), record)
+
+    def apply(self, event_type: str, obj: Mapping[str, Any], resource_version: str = "") -> None:
+        """One watch event (ADDED, MODIFIED, DELETED)."""
+        ns, name = object_key(obj)
+        record = None if event_type == "DELETED" else self._project(obj)
+        with self._lock:
+            names = self._by_namespace.setdefault(ns, {})
+            previous = names.get(name)
+            if record is None:
+                names.pop(name, None)
+            else:
+                names[name] = record
+            if resource_version:
+                self.resource_version = resource_version
+        if event_type != "DELETED" and record is None:
+            return
+        self._notify(event_type, previous, record)
+
+    def _notify(self, event_type: str, old: T | None, new: T | None) -> None:
+        for listener in self._listeners:
+            try:
+                listener(event_type, old, new)
+            except Exception:  # a listener's bug must not stop the store from updating
+                log.exception("listener of %s failed", self.kind)
+
+    def get(self, namespace: str, name: str) -> T | None:
+        return self._by_namespace.get(namespace, {}).get(name)
+
+    def items(self, namespace: str | None = None) -> list[T]:
+        with self._lock:
+            if namespace is not None:
+                return list(self._by_namespace.get(namespace, {}).values())
+            return [record for names in self._by_namespace.values() for record in names.values()]
+
+    def __len__(self) -> int:
+        with self._lock:
+            return sum(len(names) for names in self._by_namespace.values())
