@@ -12,19 +12,18 @@ API server canonicalises it ("0.1m will be rounded up to 1m"). Python ints are u
 
 from __future__ import annotations
 
+import math
 import re
 from functools import lru_cache
 
 MILLI = 1000
 
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
-_DECIMAL = {"m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+_DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
 
 # sign, number (digits, digits., digits.digits, .digits), then a binary or decimal suffix or an
 # exponent. `2E` is exa, `2E3` is an exponent: the regex tries the suffix first and backtracks.
-_QUANTITY = re.compile(
-    r"([+-]?)(\d+(?:\.\d*)?|\.\d+)(?:(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E)|[eE]([+-]?\d+))?"
-)
+_QUANTITY = re.compile(r"([+-]?)(\d+(?:\.\d*)?|\.\d+)(?:(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)|[eE]([+-]?\d+))?")
 # Far beyond any real resource (2^63 bytes is 8Ei) yet small enough that no input can make us
 # build a giant integer.
 _MAX_DIGITS = 64
@@ -50,7 +49,7 @@ def parse_quantity(value: object, field: str = "") -> int:
         return value * MILLI
     if isinstance(value, float):
         # JSON numbers are allowed by the API's int-or-string decoding of quantities.
-        if value != value or value in (float("inf"), float("-inf")):
+        if not math.isfinite(value):
             raise QuantityError(value, field, "not finite")
         value = repr(value)
     if not isinstance(value, str):

@@ -21,7 +21,9 @@ from capacity.resources import Resources, add, parse_resources, take_max
 
 
 def container_requests(container: Mapping[str, Any], field: str) -> Resources:
-    resources = container.get("resources") or {}
+    resources = container.get("resources")
+    if resources is None:
+        resources = {}
     if not isinstance(resources, Mapping):
         raise TypeError(f"{field}.resources: expected a map")
     requests = parse_resources(resources.get("requests"), f"{field}.resources.requests")

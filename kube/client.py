@@ -1,0 +1,231 @@
+"""Connecting to the API: an `ApiClient` from in-cluster config or a kubeconfig, and raw JSON
+requests on top of it (no client model classes: they are slow to build and lossy to round-trip).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+import urllib3
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+from kubernetes.config.config_exception import ConfigException
+
+# (connect, read) seconds for ordinary requests; watches set their own read timeout.
+DEFAULT_TIMEOUT: tuple[float, float] = (5.0, 30.0)
+JSON = "application/json"
+MERGE_PATCH = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+
+Query = Mapping[str, str | int | bool] | Sequence[tuple[str, str | int | bool]]
+Timeout = float | tuple[float, float]
+
+
+class KubeError(Exception):
+    """An API call that did not succeed: an HTTP status (0 when the server was not reached)."""
+
+    def __init__(
+        self,
+        status: int,
+        reason: str,
+        message: str = "",
+        retry_after: float | None = None,
+        body: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(f"{status} {reason}: {message}" if message else f"{status} {reason}")
+        self.status = status
+        self.reason = reason
+        self.message = message
+        self.retry_after = retry_after
+        self.body = dict(body) if body else {}
+
+    @property
+    def not_found(self) -> bool:
+        return self.status == 404
+
+    @property
+    def conflict(self) -> bool:
+        return self.status == 409
+
+    @property
+    def gone(self) -> bool:
+        return self.status == 410
+
+    @property
+    def unreachable(self) -> bool:
+        return self.status == 0
+
+
+@dataclass(frozen=True)
+class Resource:
+    """Which collection: enough to build any resource path (core, grouped, custom, cluster-scoped)."""
+
+    group: str
+    version: str
+    plural: str
+    namespaced: bool
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    def path(self, namespace: str | None = None, name: str | None = None, subresource: str = "") -> str:
+        """`namespace=None` on a namespaced resource means all namespaces (lists and watches only)."""
+        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        if self.namespaced and namespace:
+            base += f"/namespaces/{quote(namespace, safe='')}"
+        elif self.namespaced and name:
+            raise ValueError(f"{self.plural}/{name}: a namespaced object needs its namespace")
+        base += f"/{self.plural}"
+        if name:
+            base += f"/{quote(name, safe='')}"
+        if subresource:
+            base += f"/{subresource}"
+        return base
+
+
+PODS = Resource("", "v1", "pods", True)
+NODES = Resource("", "v1", "nodes", False)
+NAMESPACES = Resource("", "v1", "namespaces", False)
+SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts", True)
+CONFIG_MAPS = Resource("", "v1", "configmaps", True)
+DAEMON_SETS = Resource("apps", "v1", "daemonsets", True)
+LEASES = Resource("coordination.k8s.io", "v1", "leases", True)
+EVENTS = Resource("events.k8s.io", "v1", "events", True)
+SECURITY_GROUP_POLICIES = Resource("vpcresources.k8s.aws", "v1beta1", "securitygrouppolicies", True)
+NODE_GROUP_TEMPLATES = Resource("fitguard.io", "v1alpha1", "nodegrouptemplates", False)
+
+
+def load_api_client(
+    kubeconfig: str | None = None,
+    context: str | None = None,
+    in_cluster: bool | None = None,
+) -> k8s.ApiClient:
+    """An ApiClient: in-cluster when running in a pod (and no kubeconfig is named), else the
+    kubeconfig (`kubeconfig`, then $KUBECONFIG, then ~/.kube/config) with the given context."""
+    configuration = k8s.Configuration()
+    use_cluster = in_cluster
+    if use_cluster is None:
+        use_cluster = kubeconfig is None and "KUBERNETES_SERVICE_HOST" in os.environ
+    try:
+        if use_cluster:
+            k8s_config.load_incluster_config(client_configuration=configuration)
+        else:
+            # $KUBECONFIG is read now, not at import time as the client's default does
+            path = kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
+            k8s_config.load_kube_config(
+                config_file=path, context=context, client_configuration=configuration, persist_config=False
+            )
+    except (ConfigException, OSError) as err:
+        raise KubeError(0, "ConfigError", str(err)) from None
+    # keep-alive probes notice a silently dropped watch connection (NAT, load balancer)
+    configuration.keep_alive = True
+    api_client = k8s.ApiClient(configuration)
+    api_client.user_agent = "fitguard/0.1"
+    return api_client
+
+
+def _retry_after(headers: Mapping[str, str], body: Mapping[str, Any]) -> float | None:
+    value = headers.get("Retry-After")
+    if value:
+        try:
+            return max(0.0, float(value))
+        except ValueError:
+            return None  # an HTTP date: rare from the apiserver, which sends seconds
+    details = body.get("details")
+    if isinstance(details, Mapping) and isinstance(details.get("retryAfterSeconds"), int | float):
+        return float(details["retryAfterSeconds"])
+    return None
+
+
+def error_from_response(status: int, reason: str, headers: Mapping[str, str], data: bytes) -> KubeError:
+    """A KubeError from a non-2xx response, reading the apiserver's Status body when there is one."""
+    body: dict[str, Any] = {}
+    try:
+        parsed = json.loads(data) if data else {}
+        if isinstance(parsed, dict):
+            body = parsed
+    except ValueError:
+        body = {}
+    message = str(body.get("message") or data[:200].decode("utf-8", "replace"))
+    return KubeError(status, str(body.get("reason") or reason), message, _retry_after(headers, body), body)
+
+
+class KubeClient:
+    """Raw JSON requests through an ApiClient: its auth, TLS and connection pool, none of its models."""
+
+    def __init__(self, api_client: k8s.ApiClient, timeout: Timeout = DEFAULT_TIMEOUT) -> None:
+        self.api_client = api_client
+        self.timeout = timeout
+
+    def open(
+        self,
+        method: str,
+        path: str,
+        query: Query | None = None,
+        body: Any = None,
+        content_type: str = JSON,
+        timeout: Timeout | None = None,
+    ) -> urllib3.BaseHTTPResponse:
+        """A response whose body is still unread (for streams); raises KubeError unless 2xx."""
+        headers = {"Accept": JSON}
+        if body is not None:
+            headers["Content-Type"] = content_type
+        params = list(query.items()) if isinstance(query, Mapping) else list(query or [])
+        method, url, headers, body, _ = self.api_client.param_serialize(
+            method, path, query_params=params, header_params=headers, body=body, auth_settings=["BearerToken"]
+        )
+        try:
+            response = self.api_client.call_api(
+                method, url, header_params=headers, body=body, _request_timeout=timeout or self.timeout
+            ).response
+        except urllib3.exceptions.HTTPError as err:
+            raise KubeError(0, type(err).__name__, str(err)) from None
+        except k8s.ApiException as err:  # the REST layer reports TLS failures this way
+            raise KubeError(err.status or 0, str(err.reason or "ApiException"), str(err.body or "")) from None
+        if not 200 <= response.status < 300:
+            try:
+                data = response.read()
+            except urllib3.exceptions.HTTPError:
+                data = b""
+            finally:
+                response.release_conn()
+            raise error_from_response(response.status, response.reason or "", response.headers, data)
+        return response
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        query: Query | None = None,
+        body: Any = None,
+        content_type: str = JSON,
+        timeout: Timeout | None = None,
+    ) -> Any:
+        """The parsed JSON answer (None when the body is empty); raises KubeError unless 2xx."""
+        response = self.open(method, path, query, body, content_type, timeout)
+        try:
+            data = response.read()
+        except urllib3.exceptions.HTTPError as err:
+            raise KubeError(0, type(err).__name__, str(err)) from None
+        finally:
+            response.release_conn()
+        if not data:
+            return None
+        try:
+            return json.loads(data)
+        except ValueError as err:
+            raise KubeError(response.status, "BadResponse", f"not JSON: {err}") from None
+
+    def get(self, path: str, query: Query | None = None) -> Any:
+        return self.request("GET", path, query)
+
+
+def as_kube_client(api: KubeClient | k8s.ApiClient) -> KubeClient:
+    return api if isinstance(api, KubeClient) else KubeClient(api)

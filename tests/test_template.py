@@ -1,0 +1,86 @@
+"""NodeGroupTemplate objects parse and render the DESIGN.md shape, and pick the view that will
+really be used for a new pod."""
+
+import pytest
+
+from capacity.quantity import parse_quantity
+from capacity.template import NodeGroupTemplate, View
+
+OBJECT = {
+    "apiVersion": "fitguard.io/v1alpha1",
+    "kind": "NodeGroupTemplate",
+    "metadata": {"name": "ng-batch"},
+    "spec": {
+        "provider": "aws-asg",
+        "instanceTypes": ["m5.large"],
+        "minSize": 0,
+        "maxSize": 10,
+        "desiredSize": 0,
+        "nodes": 0,
+        "actual": {
+            "source": "launch-template",
+            "allocatable": {
+                "cpu": "1930m",
+                "memory": "7220Mi",
+                "ephemeral-storage": "19136439364",
+                "pods": "29",
+                "vpc.amazonaws.com/pod-eni": "9",
+            },
+            "labels": {"node.kubernetes.io/instance-type": "m5.large"},
+            "taints": [],
+        },
+        "autoscaler": {
+            "allocatable": {"cpu": "2", "memory": "8Gi", "pods": "110"},
+            "labels": {"node.kubernetes.io/instance-type": "m5.large"},
+            "taints": [],
+        },
+        "daemonSetOverhead": {"cpu": "200m", "memory": "300Mi", "pods": "3"},
+        "scaleFromZero": "autoscaler",
+    },
+}
+
+
+def test_the_design_example_parses() -> None:
+    t = NodeGroupTemplate.from_object(OBJECT)
+    assert t.name == "ng-batch" and t.instance_type == "m5.large"
+    assert t.actual is not None and t.actual.source == "launch-template"
+    assert t.actual.allocatable["ephemeral-storage"] == parse_quantity("19136439364")
+    assert t.autoscaler is not None and "ephemeral-storage" not in t.autoscaler.allocatable
+    assert t.daemonset_overhead == {"cpu": 200, "memory": parse_quantity("300Mi")}
+    assert t.daemonset_pods == 3
+
+
+def test_render_then_parse_is_the_same_template() -> None:
+    t = NodeGroupTemplate.from_object(OBJECT)
+    assert NodeGroupTemplate.from_object(t.to_object()) == t
+
+
+def test_judged_view_follows_who_builds_the_next_node() -> None:
+    t = NodeGroupTemplate.from_object(OBJECT)
+    assert t.judged_view() == (t.autoscaler, "no nodes: cluster-autoscaler builds the node from tags")
+    live = NodeGroupTemplate.from_object({**OBJECT, "spec": {**OBJECT["spec"], "nodes": 2}})
+    assert live.judged_view()[0] is live.actual
+    ours = NodeGroupTemplate.from_object({**OBJECT, "spec": {**OBJECT["spec"], "scaleFromZero": "fitguard"}})
+    assert ours.judged_view()[0] is ours.actual
+    closed = NodeGroupTemplate.from_object({**OBJECT, "spec": {**OBJECT["spec"], "maxSize": 0}})
+    assert closed.judged_view() == (None, "max size is 0")
+    manual = NodeGroupTemplate("m", provider="manual", max_size=1, actual=View({"cpu": 1000}))
+    assert manual.judged_view()[0] is manual.actual
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ({"maxSize": "ten"}, "spec.maxSize"),
+        ({"actual": {"allocatable": {"cpu": "fast"}}}, "spec.actual.allocatable.cpu"),
+        ({"actual": {"taints": "none"}}, "spec.actual.taints"),
+    ],
+)
+def test_bad_templates_name_the_field(spec: dict, message: str) -> None:
+    with pytest.raises((TypeError, ValueError), match=message.replace(".", r"\.")):
+        NodeGroupTemplate.from_object({"metadata": {"name": "x"}, "spec": spec})
+
+
+def test_a_template_needs_a_name() -> None:
+    with pytest.raises(ValueError, match=r"metadata\.name"):
+        NodeGroupTemplate.from_object({"metadata": {}, "spec": {}})
