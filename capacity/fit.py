@@ -114,7 +114,8 @@ def check_fit(
     overhead = overhead or {}
     pods_allowed = milli_to_units(allocatable.get(PODS, 0))
     if overhead_pods + 1 > pods_allowed:
-        reasons.append(Reason(TOO_MANY_PODS, PODS, 1000, (pods_allowed - overhead_pods) * 1000))
+        free_slots = (pods_allowed - overhead_pods) * 1000
+        reasons.append(Reason(TOO_MANY_PODS, PODS, 1000, free_slots, pods_allowed * 1000))
     for name, wanted in needs.checked:
         have = allocatable.get(name, 0)
         free = have - overhead.get(name, 0)

@@ -1,0 +1,111 @@
+"""Which node groups can serve a pod, and, for each that cannot, why and what a person can do.
+
+A group serves a pod when the pod fits the view that will really be used for its next node
+(`NodeGroupTemplate.judged_view`), after the DaemonSet overhead of a new node. When the group is
+judged by its autoscaler view and the actual view would fit, the pod is in the classic trap of
+DESIGN.md failure 1: cluster-autoscaler will not scale for it until the ASG carries the tag.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from capacity.fit import PodNeeds, Reason, check_fit
+from capacity.instances import lookup
+from capacity.quantity import format_quantity
+from capacity.resources import POD_ENI
+from capacity.template import NodeGroupTemplate, View
+
+TAG_PREFIX = "k8s.io/cluster-autoscaler/node-template/resources/"
+CACHE_NOTE = (
+    "cluster-autoscaler may still scale it while it remembers an earlier node of the group, until it restarts"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class GroupVerdict:
+    group: str
+    serves: bool
+    reasons: tuple[Reason, ...] = ()
+    trap: bool = False  # judged by tags that miss what the real node has
+    explanation: str = ""  # one line a person can act on; empty when the group serves
+
+
+def judge(needs: PodNeeds, template: NodeGroupTemplate) -> GroupVerdict:
+    view, why = template.judged_view()
+    if view is None:
+        return GroupVerdict(template.name, False, (), False, f"{template.name}: {why}: it cannot add a node")
+    reasons = tuple(_check(needs, template, view))
+    if not reasons:
+        return GroupVerdict(template.name, True)
+    trap = (
+        view is template.autoscaler
+        and template.actual is not None
+        and not _check(needs, template, template.actual)
+    )
+    parts = [_explain(reason, template, view, trap) for reason in reasons]
+    return GroupVerdict(template.name, False, reasons, trap, f"{template.name}: " + "; ".join(parts))
+
+
+def judge_all(needs: PodNeeds, templates: Iterable[NodeGroupTemplate]) -> list[GroupVerdict]:
+    return [judge(needs, t) for t in sorted(templates, key=lambda t: t.name)]
+
+
+def _check(needs: PodNeeds, template: NodeGroupTemplate, view: View) -> list[Reason]:
+    return check_fit(needs, view, template.daemonset_overhead, template.daemonset_pods)
+
+
+def _node_phrase(template: NodeGroupTemplate) -> str:
+    kind = template.instance_type
+    article = "an" if kind[:1] in "aeiou" else "a"
+    return f"{article} {kind} node" if kind else "a node"
+
+
+def _explain(reason: Reason, template: NodeGroupTemplate, view: View, trap: bool) -> str:
+    if reason.taint is not None:
+        t = reason.taint
+        value = f"={t.value}" if t.value else ""
+        return f"{reason.message}: add a toleration for {t.key}{value}:{t.effect}"
+    if not reason.resource:
+        return f"{reason.message}: its nodes are labelled {_labels(view)}"
+    if reason.resource == "pods":
+        slots = format_quantity(reason.allocatable)
+        return f"{reason.message}: DaemonSets already take all {slots} pod slots"
+    name = reason.resource
+    wanted = format_quantity(reason.requested, name)
+    head = f"{reason.message}: requests {wanted}"
+    if trap and template.actual is not None:
+        real = template.actual.allocatable.get(name, 0) - template.daemonset_overhead.get(name, 0)
+        seen = format_quantity(reason.available, name) if reason.allocatable else "none"
+        where = "managed node group" if template.provider == "eks-managed" else "ASG"
+        return (
+            f"{head}; {_node_phrase(template)} would offer {format_quantity(real, name)}, but "
+            f"cluster-autoscaler sees {seen} while the group has 0 nodes: tag the {where} "
+            f"{TAG_PREFIX}{name}, or let fitguard sync the tags"
+        )
+    if name == POD_ENI:
+        facts = lookup(template.instance_type) if template.instance_type else None
+        if facts is not None and not facts.trunking:
+            return (
+                f"{head}; {template.instance_type} supports no branch ENIs (not trunking-compatible): "
+                "run pods with security groups on a Nitro type such as m5"
+            )
+    offered = format_quantity(reason.available, name)
+    overhead = template.daemonset_overhead.get(name, 0)
+    after = f" after {format_quantity(overhead, name)} of DaemonSets" if overhead else ""
+    return f"{head}; {_node_phrase(template)} offers {offered}{after}: request less or use a larger type"
+
+
+def _labels(view: View) -> str:
+    shown = [f"{k}={v}" for k, v in sorted(view.labels.items())][:6]
+    return ", ".join(shown) if shown else "with no labels"
+
+
+def denial_message(verdicts: list[GroupVerdict], subject: str = "pod") -> str:
+    """The text kubectl shows: one short line, then one line per node group."""
+    lines = [f"{subject} does not fit any node group"]
+    lines += [v.explanation for v in verdicts if not v.serves]
+    if any(v.trap for v in verdicts):
+        lines.append(f"note: {CACHE_NOTE}")
+    return "\n".join(lines)

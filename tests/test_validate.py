@@ -1,0 +1,240 @@
+"""/validate's decisions: which pods and workload templates are refused, and what the message
+tells a person to do. Runs the review function on the demo cluster's state (examples/)."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from capacity.template import NodeGroupTemplate
+from kube.statefile import load_state
+from webhook.cluster import ClusterView, from_objects
+from webhook.review import WebhookConfig
+from webhook.validate import COLD_START, MAX_WARNING, review
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+CLUSTER = load_state(EXAMPLES / "cluster.yaml")
+WORKLOADS = {obj["metadata"]["name"]: obj for obj in load_state(EXAMPLES / "workloads.yaml")}
+ENFORCE = WebhookConfig(mode="enforce")
+
+
+def cluster(*extra: dict[str, Any], drop: tuple[str, ...] = ()) -> ClusterView:
+    objects = [o for o in CLUSTER if o["metadata"]["name"] not in drop]
+    return from_objects([*copy.deepcopy(objects), *extra])
+
+
+def request(
+    obj: dict[str, Any], operation: str = "CREATE", old: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    group, _, version = obj["apiVersion"].rpartition("/")
+    return {
+        "uid": "u-1",
+        "kind": {"group": group, "version": version, "kind": obj["kind"]},
+        "operation": operation,
+        "namespace": obj["metadata"].get("namespace", ""),
+        "object": obj,
+        "oldObject": old,
+    }
+
+
+def pod(name: str = "p", requests: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"containers": [{"name": "c", "resources": {"requests": requests or {}}}], **spec},
+    }
+
+
+def ngt(name: str, **spec: Any) -> NodeGroupTemplate:
+    base = next(o for o in CLUSTER if o["kind"] == "NodeGroupTemplate" and o["metadata"]["name"] == name)
+    return NodeGroupTemplate.from_object({**base, "spec": {**base["spec"], **spec}})
+
+
+def test_zero_node_group_without_the_tag_is_the_classic_trap_and_says_the_fix() -> None:
+    verdict = review(request(WORKLOADS["scratch-build"]), cluster(), ENFORCE)
+    assert not verdict.allowed
+    lines = verdict.message.splitlines()
+    assert lines[0] == "pod does not fit any node group"
+    batch = next(line for line in lines if line.startswith("ng-batch:"))
+    assert "Insufficient ephemeral-storage: requests 30Gi" in batch
+    assert (
+        "an m5.large node would offer 43.8Gi, but cluster-autoscaler sees none while the group has 0 nodes"
+        in batch
+    )
+    assert "tag the ASG k8s.io/cluster-autoscaler/node-template/resources/ephemeral-storage" in batch
+    assert "or let fitguard sync the tags" in batch
+    assert "until it restarts" in lines[-1]
+    assert any(line.startswith("ng-burst: Insufficient ephemeral-storage") for line in lines)
+
+
+def test_the_tag_on_the_asg_makes_the_same_pod_fit() -> None:
+    tagged = ngt("ng-batch").to_object()
+    tagged["spec"]["autoscaler"]["allocatable"]["ephemeral-storage"] = "47019777424"
+    view = cluster(tagged, drop=("ng-batch",))
+    assert review(request(WORKLOADS["scratch-build"]), view, ENFORCE).allowed
+
+
+def test_a_live_node_makes_the_group_judged_by_what_it_really_offers() -> None:
+    live = ngt("ng-batch", nodes=1).to_object()
+    assert review(request(WORKLOADS["scratch-build"]), cluster(live, drop=("ng-batch",)), ENFORCE).allowed
+
+
+def test_fitguard_scaled_groups_are_judged_by_the_actual_view() -> None:
+    ours = ngt("ng-batch", scaleFromZero="fitguard").to_object()
+    assert review(request(WORKLOADS["scratch-build"]), cluster(ours, drop=("ng-batch",)), ENFORCE).allowed
+
+
+def test_pod_eni_on_t3_only_says_the_type_has_no_branch_enis() -> None:
+    selected = pod(
+        "eni",
+        {"vpc.amazonaws.com/pod-eni": "1"},
+        nodeSelector={"node.kubernetes.io/instance-type": "t3.large"},
+    )
+    verdict = review(request(selected), cluster(), ENFORCE)
+    assert not verdict.allowed
+    assert "t3.large supports no branch ENIs" in verdict.message
+    assert "ng-general: node(s) didn't match Pod's node affinity/selector" in verdict.message
+
+
+def test_pod_eni_on_the_m5_group_is_allowed() -> None:
+    assert review(request(pod("eni", {"vpc.amazonaws.com/pod-eni": "1"})), cluster(), ENFORCE).allowed
+
+
+def test_a_node_selector_only_a_too_small_group_satisfies() -> None:
+    verdict = review(
+        request(pod("big", {"cpu": "3"}, nodeSelector={"workload": "general"})), cluster(), ENFORCE
+    )
+    assert verdict.allowed  # ng-general has 3920m
+    verdict = review(
+        request(pod("big", {"cpu": "3800m"}, nodeSelector={"workload": "general"})), cluster(), ENFORCE
+    )
+    assert not verdict.allowed
+    assert (
+        "ng-general: Insufficient cpu: requests 3800m; an m5.xlarge node offers 3720m after 200m"
+        in verdict.message
+    )
+
+
+def test_taints_need_tolerations() -> None:
+    tainted = ngt("ng-general").to_object()
+    tainted["spec"]["actual"]["taints"] = [{"key": "dedicated", "value": "eni", "effect": "NoSchedule"}]
+    view = cluster(tainted, drop=("ng-general",))
+    eni = pod("eni", {"vpc.amazonaws.com/pod-eni": "1"})
+    verdict = review(request(eni), view, ENFORCE)
+    assert (
+        "node(s) had untolerated taint {dedicated: eni}: add a toleration for dedicated=eni:NoSchedule"
+        in (verdict.message)
+    )
+    eni["spec"]["tolerations"] = [{"key": "dedicated", "operator": "Exists"}]
+    assert review(request(eni), view, ENFORCE).allowed
+
+
+def test_daemonset_overhead_tips_a_pod_over() -> None:
+    assert not review(request(pod("x", {"cpu": "3800m"})), cluster(), ENFORCE).allowed
+    light = ngt("ng-general", daemonSetOverhead={}).to_object()
+    assert review(request(pod("x", {"cpu": "3800m"})), cluster(light, drop=("ng-general",)), ENFORCE).allowed
+
+
+def test_a_deployment_is_refused_with_the_field_path_in_warn_mode() -> None:
+    verdict = review(request(WORKLOADS["video-transcode"]), cluster(), WebhookConfig(mode="warn"))
+    assert verdict.allowed
+    assert verdict.warnings
+    assert all(len(w) <= MAX_WARNING for w in verdict.warnings)
+    assert verdict.warnings[0].startswith(
+        "spec.template.spec.containers[0].resources.limits.ephemeral-storage:"
+    )
+    enforced = review(request(WORKLOADS["video-transcode"]), cluster(), ENFORCE)
+    assert enforced.message.startswith("Deployment video-transcode does not fit any node group")
+
+
+def test_job_and_cronjob_templates_are_found() -> None:
+    template = {
+        "spec": {"containers": [{"name": "c", "resources": {"requests": {"ephemeral-storage": "900Gi"}}}]}
+    }
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "j", "namespace": "default"},
+        "spec": {"template": template},
+    }
+    cron = {
+        "apiVersion": "batch/v1",
+        "kind": "CronJob",
+        "metadata": {"name": "c", "namespace": "default"},
+        "spec": {"jobTemplate": {"spec": {"template": template}}},
+    }
+    assert not review(request(job), cluster(), ENFORCE).allowed
+    warn = review(request(cron), cluster(), WebhookConfig(mode="warn"))
+    assert warn.warnings[0].startswith("spec.jobTemplate.spec.template.spec.containers[0].resources.requests")
+
+
+def test_a_template_that_matches_a_security_group_policy_is_judged_with_pod_eni() -> None:
+    deploy = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "api", "namespace": "payments"},
+        "spec": {
+            "template": {
+                "metadata": {"labels": {"app": "payments-api"}},
+                "spec": {
+                    "serviceAccountName": "payments-api",
+                    "nodeSelector": {"node.kubernetes.io/instance-type": "t3.large"},
+                    "containers": [{"name": "c"}],
+                },
+            }
+        },
+    }
+    verdict = review(request(deploy), cluster(), ENFORCE)
+    assert not verdict.allowed and "supports no branch ENIs" in verdict.message
+    deploy["spec"]["template"]["metadata"]["labels"] = {"app": "other"}
+    assert review(request(deploy), cluster(), ENFORCE).allowed
+
+
+def test_update_is_checked_only_when_the_pod_template_changed() -> None:
+    deploy = WORKLOADS["video-transcode"]
+    scaled = copy.deepcopy(deploy)
+    scaled["spec"]["replicas"] = 5
+    assert review(request(scaled, "UPDATE", deploy), cluster(), ENFORCE).allowed
+    assert not review(request(deploy, "UPDATE", WORKLOADS["scratch-build"]), cluster(), ENFORCE).allowed
+
+
+def test_namespace_label_overrides_the_mode() -> None:
+    ns = {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": "default", "labels": {"fitguard.io/mode": "audit"}},
+    }
+    view = cluster(ns, drop=("default",))
+    verdict = review(request(WORKLOADS["scratch-build"]), view, ENFORCE)
+    assert verdict.allowed and verdict.message.startswith("pod does not fit")
+
+
+def test_cold_start_allows_with_a_warning() -> None:
+    view = from_objects([o for o in CLUSTER if o["kind"] != "NodeGroupTemplate"])
+    verdict = review(request(WORKLOADS["scratch-build"]), view, ENFORCE)
+    assert verdict.allowed and verdict.warnings == [COLD_START]
+
+
+def test_a_group_at_max_size_zero_serves_nothing() -> None:
+    closed = ngt("ng-general", maxSize=0, nodes=0).to_object()
+    verdict = review(
+        request(pod("eni", {"vpc.amazonaws.com/pod-eni": "1"})),
+        cluster(closed, drop=("ng-general",)),
+        ENFORCE,
+    )
+    assert not verdict.allowed and "ng-general: max size is 0" in verdict.message
+
+
+@pytest.mark.parametrize("operation", ["DELETE", "CONNECT"])
+def test_other_operations_are_allowed(operation: str) -> None:
+    assert review(request(WORKLOADS["scratch-build"], operation), cluster(), ENFORCE).allowed
+
+
+def test_a_malformed_quantity_is_not_denied_out_of_confusion() -> None:
+    verdict = review(request(pod("bad", {"cpu": "lots"})), cluster(), ENFORCE)
+    assert verdict.allowed
+    assert "spec.containers[0].resources.requests.cpu" in verdict.warnings[0]
