@@ -1,0 +1,351 @@
+"""The branch ENI books: what each node's branch ENIs are really doing (DESIGN.md failure 2).
+
+Per node: capacity (allocatable `vpc.amazonaws.com/pod-eni`, else the instance facts; unknown when
+neither says), in use (pod-eni requested by its non-terminated pods, as the scheduler counts),
+held (finished or deleted pods whose branch ENI the VPC resource controller has not yet released),
+scheduler-free = capacity - in use, true free = capacity - in use - held, and waiting pods (bound,
+requesting pod-eni, still without the annotation after a grace period).
+
+Facts from aws/amazon-vpc-resource-controller-k8s:
+- pkg/provider/branch/cooldown/cooldown.go: the cooldown is `branch-eni-cooldown` (whole seconds)
+  in ConfigMap kube-system/amazon-vpc-cni, 60 s when absent or unparsable, never below 30 s;
+- pkg/provider/branch/provider.go: the cooled-down delete queue is processed every 30 s
+  (deleteQueueRequeueRequest), so a branch ENI is free at the latest cooldown + 30 s after release;
+- PR #48 (issue #33, v1.1.0): Succeeded/Failed pods push their branch ENIs to the cooldown queue
+  when they finish; before it, only the pod's deletion did.
+
+Pure and incremental: every pod event costs O(1); the clock is the caller's `now` (epoch seconds).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from capacity import instances
+
+COOLDOWN = "cooldown"
+ON_DELETE = "on-delete"
+RELEASE_MODELS = (COOLDOWN, ON_DELETE)
+COOLDOWN_KEY = "branch-eni-cooldown"
+CONFIGMAP_NAMESPACE = "kube-system"
+CONFIGMAP_NAME = "amazon-vpc-cni"
+DEFAULT_COOLDOWN = 60.0
+MINIMUM_COOLDOWN = 30.0
+PROCESSING_PERIOD = 30.0
+# The VPC resource controller annotates a pod within seconds of binding; past this it is waiting.
+DEFAULT_WAITING_GRACE = 30.0
+TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+
+
+class PodFacts(Protocol):
+    """What the books read from a pod (controller/records.py PodRecord has these)."""
+
+    uid: str
+    namespace: str
+    name: str
+    node: str
+    phase: str
+    pod_eni: int
+    eni_count: int
+    finished_at: float | None
+    created_at: float | None
+    scheduled_at: float | None
+
+
+class NodeFacts(Protocol):
+    name: str
+    node_group: str
+    instance_type: str
+    pod_eni: int | None
+
+
+def cooldown_from_configmap(data: Mapping[str, Any] | None) -> float:
+    """The cooldown the VPC resource controller uses, from the ConfigMap's `data`."""
+    raw = (data or {}).get(COOLDOWN_KEY)
+    try:
+        seconds = float(int(str(raw).strip()))
+    except ValueError:
+        return DEFAULT_COOLDOWN
+    return max(seconds, MINIMUM_COOLDOWN)
+
+
+def release_window(cooldown: float = DEFAULT_COOLDOWN) -> float:
+    """Seconds from release to a free branch ENI, at the latest."""
+    return max(cooldown, MINIMUM_COOLDOWN) + PROCESSING_PERIOD
+
+
+def instance_branch_interfaces(instance_type: str) -> int | None:
+    facts = instances.lookup(instance_type) if instance_type else None
+    return None if facts is None else facts.branch_interfaces
+
+
+@dataclass(frozen=True, slots=True)
+class Held:
+    """Branch ENIs a gone or finished pod still holds; `until` None: until the pod is deleted."""
+
+    pod: str
+    count: int
+    until: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class Waiting:
+    pod: str
+    namespace: str
+    since: float
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSummary:
+    """One node's books at a moment; counts are branch ENIs, None where capacity is unknown."""
+
+    name: str
+    node_group: str
+    instance_type: str
+    capacity: int | None
+    in_use: int
+    held: int
+    waiting: int
+    held_by: tuple[str, ...] = ()
+    waiting_pods: tuple[Waiting, ...] = ()
+    next_release: float | None = None  # seconds until the earliest held ENI is surely free
+
+    @property
+    def scheduler_free(self) -> int | None:
+        return None if self.capacity is None else self.capacity - self.in_use
+
+    @property
+    def true_free(self) -> int | None:
+        return None if self.capacity is None else self.capacity - self.in_use - self.held
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "nodeGroup": self.node_group,
+            "instanceType": self.instance_type,
+            "capacity": self.capacity,
+            "inUse": self.in_use,
+            "held": self.held,
+            "schedulerFree": self.scheduler_free,
+            "trueFree": self.true_free,
+            "waiting": self.waiting,
+            "heldBy": list(self.held_by),
+            "waitingPods": [f"{w.namespace}/{w.pod}" for w in self.waiting_pods],
+            "nextReleaseSeconds": self.next_release,
+        }
+
+
+def held_message(summary: NodeSummary, shown: int = 5) -> str:
+    """The node event's text: `3 of 9 branch ENIs are held by finished pods a, b, c; ...`."""
+    names = ", ".join(summary.held_by[:shown])
+    more = ", ..." if len(summary.held_by) > shown else ""
+    return (
+        f"{summary.held} of {summary.capacity} branch ENIs are held by finished pods {names}{more}; "
+        f"the scheduler sees {summary.scheduler_free} free, {max(summary.true_free or 0, 0)} are"
+    )
+
+
+def waiting_message(summary: NodeSummary, waiting: Waiting, now: float) -> str:
+    """A waiting pod's event text: why it waits, and until when it probably will."""
+    waited = f"bound to {summary.name} {max(now - waiting.since, 0.0):.0f} s ago, still without a branch ENI"
+    if summary.held and summary.next_release is not None:
+        return (
+            f"{waited}: {summary.held} of {summary.capacity} are held by finished or deleted pods "
+            f"({', '.join(summary.held_by[:3])}{', ...' if len(summary.held_by) > 3 else ''}); "
+            f"the next is released within about {summary.next_release:.0f} s"
+        )
+    if summary.held:
+        return f"{waited}: {summary.held} of {summary.capacity} are held by finished pods until deleted"
+    return f"{waited}: all {summary.capacity} are in use by running pods; it waits until one of them ends"
+
+
+@dataclass(slots=True)
+class _Ledger:
+    """One node's running totals; `held` and `pending` are keyed by pod uid."""
+
+    in_use: int = 0
+    held: dict[str, Held] = field(default_factory=dict)
+    pending: dict[str, Waiting] = field(default_factory=dict)
+
+    def empty(self) -> bool:
+        return not (self.in_use or self.held or self.pending)
+
+
+class _Entry:
+    """What the books remember of one pod: where its contributions went, to take them back and to
+    leave a tombstone when it vanishes."""
+
+    __slots__ = ("eni_count", "finished", "in_use", "name", "node")
+
+    def __init__(self, node: str, name: str, in_use: int, eni_count: int, finished: float | None) -> None:
+        self.node = node
+        self.name = name
+        self.in_use = in_use
+        self.eni_count = eni_count
+        self.finished = finished
+
+
+class BranchEniBooks:
+    """Not thread-safe: one owner (the controller's event loop) calls it, under its own lock."""
+
+    def __init__(
+        self,
+        release: str = COOLDOWN,
+        window: float = release_window(),
+        waiting_grace: float = DEFAULT_WAITING_GRACE,
+        branch_interfaces: Callable[[str], int | None] = instance_branch_interfaces,
+    ) -> None:
+        if release not in RELEASE_MODELS:
+            raise ValueError(f"release model must be one of {', '.join(RELEASE_MODELS)}, not {release!r}")
+        self.release = release
+        self.window = window
+        self.waiting_grace = waiting_grace
+        self._branch_interfaces = branch_interfaces
+        self._nodes: dict[str, NodeFacts] = {}
+        self._ledgers: dict[str, _Ledger] = {}
+        self._pods: dict[str, _Entry] = {}  # only pods that request or got branch ENIs
+
+    # nodes
+
+    def set_node(self, node: NodeFacts) -> None:
+        self._nodes[node.name] = node
+
+    def remove_node(self, name: str) -> None:
+        self._nodes.pop(name, None)
+        self._drop_if_idle(name)
+
+    def capacity(self, node: NodeFacts) -> int | None:
+        if node.pod_eni is not None:
+            return node.pod_eni
+        return self._branch_interfaces(node.instance_type)
+
+    # pods
+
+    def _ledger(self, node: str) -> _Ledger:
+        ledger = self._ledgers.get(node)
+        if ledger is None:
+            ledger = self._ledgers[node] = _Ledger()
+        return ledger
+
+    def _drop_if_idle(self, node: str) -> None:
+        ledger = self._ledgers.get(node)
+        if ledger is not None and ledger.empty() and node not in self._nodes:
+            del self._ledgers[node]
+
+    def _take_back(self, uid: str) -> _Entry | None:
+        entry = self._pods.pop(uid, None)
+        if entry is not None:
+            ledger = self._ledger(entry.node)
+            ledger.in_use -= entry.in_use
+            ledger.pending.pop(uid, None)
+        return entry
+
+    def update_pod(self, pod: PodFacts, now: float) -> str:
+        """An added or changed pod; returns the name of the node whose books moved ('' if none)."""
+        previous = self._take_back(pod.uid)
+        if not pod.node or not (pod.pod_eni or pod.eni_count):
+            return previous.node if previous else ""
+        ledger = self._ledger(pod.node)
+        if pod.phase in TERMINAL_PHASES:
+            # A pod that finished unseen (no timestamps) is dated by when we first saw it finished.
+            finished = pod.finished_at
+            if finished is None:
+                finished = previous.finished if previous and previous.finished is not None else now
+            self._pods[pod.uid] = _Entry(pod.node, pod.name, 0, pod.eni_count, finished)
+            if pod.eni_count and pod.uid not in ledger.held:
+                until = finished + self.window if self.release == COOLDOWN else None
+                if until is None or until > now:
+                    ledger.held[pod.uid] = Held(pod.name, pod.eni_count, until)
+            return pod.node
+        self._pods[pod.uid] = _Entry(pod.node, pod.name, pod.pod_eni, pod.eni_count, None)
+        ledger.in_use += pod.pod_eni
+        if pod.pod_eni and not pod.eni_count:
+            since = pod.scheduled_at or pod.created_at or now
+            ledger.pending[pod.uid] = Waiting(pod.name, pod.namespace, since)
+        return pod.node
+
+    def delete_pod(self, pod: PodFacts, now: float) -> str:
+        """A deleted pod (its last known state); returns the node whose books moved."""
+        self.update_pod(pod, now)  # a pod may finish and vanish in one event
+        return self._forget(pod.uid, now)
+
+    def _forget(self, uid: str, now: float) -> str:
+        """The pod is gone: its branch ENIs stay held for the window from now (its tombstone),
+        unless it finished earlier and its window already runs from then."""
+        entry = self._take_back(uid)
+        if entry is None:
+            return ""
+        ledger = self._ledger(entry.node)
+        held = ledger.held.pop(uid, None)
+        if held is not None and held.until is not None:
+            ledger.held[uid] = held
+        elif entry.eni_count and (entry.finished is None or held is not None):
+            ledger.held[uid] = Held(entry.name, entry.eni_count, now + self.window)
+        self._drop_if_idle(entry.node)
+        return entry.node
+
+    def expire(self, now: float) -> set[str]:
+        """Drops held ENIs whose window ended; returns the nodes whose held count fell."""
+        changed: set[str] = set()
+        for name, ledger in list(self._ledgers.items()):
+            gone = [uid for uid, h in ledger.held.items() if h.until is not None and h.until <= now]
+            for uid in gone:
+                del ledger.held[uid]
+            if gone:
+                changed.add(name)
+                self._drop_if_idle(name)
+        return changed
+
+    def rebuild(self, pods: Iterable[PodFacts], nodes: Iterable[NodeFacts], now: float) -> None:
+        """The books made equal to a full list (a relist): pods missing from it are deleted now
+        (tombstones), the others updated; deleted pods' tombstones survive, as no list shows them."""
+        pods = list(pods)
+        present = {pod.uid for pod in pods}
+        for uid in [uid for uid in self._pods if uid not in present]:
+            self._forget(uid, now)
+        self._nodes = {node.name: node for node in nodes}
+        for pod in pods:
+            self.update_pod(pod, now)
+        self.expire(now)
+
+    def tracked(self) -> int:
+        """How many pods the books follow (those that request or got branch ENIs)."""
+        return len(self._pods)
+
+    # reading
+
+    def summary(self, name: str, now: float) -> NodeSummary | None:
+        node = self._nodes.get(name)
+        if node is None:
+            return None
+        ledger = self._ledgers.get(name) or _Ledger()
+        live = sorted(
+            (h for h in ledger.held.values() if h.until is None or h.until > now),
+            key=lambda h: (h.until is None, h.until or 0.0, h.pod),
+        )
+        waiting = tuple(
+            sorted(
+                (w for w in ledger.pending.values() if w.since + self.waiting_grace <= now),
+                key=lambda w: (w.since, w.namespace, w.pod),
+            )
+        )
+        timed = [h.until for h in live if h.until is not None]
+        return NodeSummary(
+            name=node.name,
+            node_group=node.node_group,
+            instance_type=node.instance_type,
+            capacity=self.capacity(node),
+            in_use=ledger.in_use,
+            held=sum(h.count for h in live),
+            waiting=len(waiting),
+            held_by=tuple(h.pod for h in live),
+            waiting_pods=waiting,
+            next_release=max(min(timed) - now, 0.0) if timed else None,
+        )
+
+    def node_summary(self, now: float) -> list[NodeSummary]:
+        """Every known node's books, by node group then name."""
+        rows = [self.summary(name, now) for name in self._nodes]
+        return sorted((r for r in rows if r is not None), key=lambda r: (r.node_group, r.name))

@@ -1,0 +1,314 @@
+"""The live branch ENI books: pods and nodes watched into Stores, the books updated per event, and
+the leader's actions on them (exhausted-node label, events, metrics).
+
+Every replica keeps warm books; only the leader (`is_leader()`) writes labels and events, so a
+follower that takes over acts from books that are already complete.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Histogram
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from capacity.branch_eni import (
+    CONFIGMAP_NAME,
+    CONFIGMAP_NAMESPACE,
+    COOLDOWN,
+    DEFAULT_WAITING_GRACE,
+    BranchEniBooks,
+    NodeSummary,
+    Waiting,
+    cooldown_from_configmap,
+    held_message,
+    release_window,
+    waiting_message,
+)
+from controller.records import EXHAUSTED_LABEL, NodeRecord, PodRecord, project_node, project_pod
+from kube.client import CONFIG_MAPS, NODES, PODS, KubeClient, KubeError, as_kube_client
+from kube.events import EventRecorder, ObjectRef, TokenBucket
+from kube.patch import remove_node_label, set_node_label
+from kube.reflector import Reflector
+from kube.store import Store
+
+log = logging.getLogger(__name__)
+NODE_LABELS = ["node", "node_group"]
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One thing the leader did or chose not to do, with its reason (also logged)."""
+
+    action: str  # label-set, label-removed, label-deferred, label-failed
+    node: str
+    reason: str
+
+
+class LiveBooks:
+    """Books fed by list+watch; `reconcile()` applies the leader's decisions."""
+
+    def __init__(
+        self,
+        api: KubeClient | Any,
+        *,
+        release: str = COOLDOWN,
+        window: float | None = None,
+        waiting_grace: float = DEFAULT_WAITING_GRACE,
+        is_leader: Callable[[], bool] = lambda: True,
+        recorder: EventRecorder | None = None,
+        dry_run: bool = False,
+        label_rate: float = 5.0,
+        label_burst: float = 10.0,
+        rewrite_after: float = 60.0,
+        clock: Callable[[], float] = time.time,
+        registry: CollectorRegistry | None = None,
+    ) -> None:
+        self.api = as_kube_client(api)
+        self.clock = clock
+        self.is_leader = is_leader
+        self.dry_run = dry_run
+        self.recorder = recorder
+        self._fixed_window = window
+        self.books = BranchEniBooks(
+            release=release, window=window or release_window(), waiting_grace=waiting_grace
+        )
+        self.pods: Store[PodRecord] = Store("pods", project_pod)
+        self.nodes: Store[NodeRecord] = Store("nodes", project_node)
+        self.pods.add_listener(self._on_pod)
+        self.nodes.add_listener(self._on_node)
+        self._lock = threading.Lock()  # the books have one writer at a time: listeners or reconcile
+        self._labels = TokenBucket(label_rate, label_burst, clock())
+        self._rewrite_after = rewrite_after
+        self._written: dict[str, tuple[bool, float]] = {}  # node -> (exhausted, when we wrote it)
+        self._exhausted_noted: set[str] = set()
+        self._waiting_noted: dict[str, set[tuple[str, str]]] = {}  # node -> pods already reported
+        self.last_event = 0.0  # wall time the books last changed (books age in metrics)
+        self._reflectors: list[Reflector] = []
+        self.registry = registry or CollectorRegistry()
+        self.reconcile_seconds = Histogram(
+            "fitguard_branch_eni_reconcile_duration_seconds",
+            "Time one reconcile of the branch ENI books took",
+            registry=self.registry,
+        )
+        self.registry.register(BooksCollector(self))
+
+    # -- feeding the books ---------------------------------------------------------------------
+
+    def _on_pod(self, event: str, old: PodRecord | None, new: PodRecord | None) -> None:
+        now = self.clock()
+        with self._lock:
+            if event == "DELETED" and old is not None:
+                self.books.delete_pod(old, now)
+            elif new is not None:
+                self.books.update_pod(new, now)
+            self.last_event = now
+
+    def _on_node(self, event: str, old: NodeRecord | None, new: NodeRecord | None) -> None:
+        with self._lock:
+            if event == "DELETED" and old is not None:
+                self.books.remove_node(old.name)
+                self._written.pop(old.name, None)
+            elif new is not None:
+                self.books.set_node(new)
+            self.last_event = self.clock()
+
+    def read_window(self) -> float:
+        """The release window from ConfigMap kube-system/amazon-vpc-cni (unless fixed)."""
+        if self._fixed_window is not None:
+            return self._fixed_window
+        try:
+            config_map = self.api.get(CONFIG_MAPS.path(CONFIGMAP_NAMESPACE, CONFIGMAP_NAME))
+            cooldown = cooldown_from_configmap((config_map or {}).get("data"))
+        except KubeError as err:
+            if not err.not_found:
+                log.warning(
+                    "reading the VPC CNI ConfigMap failed, keeping the window", extra={"error": str(err)}
+                )
+                return self.books.window
+            cooldown = cooldown_from_configmap(None)
+        window = release_window(cooldown)
+        if window != self.books.window:
+            log.info(
+                "branch ENI release window", extra={"window_seconds": window, "cooldown_seconds": cooldown}
+            )
+        with self._lock:
+            self.books.window = window
+        return window
+
+    def start(self, page_size: int = 500) -> LiveBooks:
+        """Starts the pod and node reflectors (threads); `wait_synced` before trusting the books."""
+        self.read_window()
+        self._reflectors = [
+            Reflector(self.api, NODES, self.nodes, page_size=page_size, name="books-nodes").start(),
+            Reflector(self.api, PODS, self.pods, page_size=page_size, name="books-pods").start(),
+        ]
+        return self
+
+    def wait_synced(self, timeout: float | None = None) -> bool:
+        return all(reflector.wait_synced(timeout) for reflector in self._reflectors)
+
+    def stop(self) -> None:
+        for reflector in self._reflectors:
+            reflector.stop()
+
+    def snapshot(self, now: float | None = None) -> list[NodeSummary]:
+        now = self.clock() if now is None else now
+        with self._lock:
+            self.books.expire(now)
+            return self.books.node_summary(now)
+
+    # -- the leader's actions ------------------------------------------------------------------
+
+    def reconcile(self, now: float | None = None) -> list[Decision]:
+        """One pass: labels and events for every node (the leader only); returns what it did."""
+        start = time.monotonic()
+        now = self.clock() if now is None else now
+        rows = self.snapshot(now)
+        decisions: list[Decision] = []
+        if self.is_leader():
+            for row in rows:
+                decision = self._label(row, now)
+                if decision is not None:
+                    decisions.append(decision)
+                self._events(row, now)
+            if self.recorder is not None:
+                self.recorder.flush()
+        self.reconcile_seconds.observe(time.monotonic() - start)
+        return decisions
+
+    def _label(self, row: NodeSummary, now: float) -> Decision | None:
+        if not row.capacity:
+            return None  # no pod-eni capacity (or unknown): the label would mean nothing
+        node = self.nodes.get("", row.name)
+        if node is None:
+            return None
+        want = row.true_free is not None and row.true_free <= 0
+        written = self._written.get(row.name)
+        if node.exhausted == want:
+            self._written.pop(row.name, None)  # the watch shows our write: nothing left to remember
+            return None
+        if written is not None and written[0] == want and now - written[1] < self._rewrite_after:
+            return None  # written already; the watch has not shown it yet
+        reason = held_message(row) if want else f"{row.true_free} of {row.capacity} branch ENIs are free"
+        if not self._labels.take(now):
+            log.info("label write deferred", extra={"node": row.name, "exhausted": want, "why": "rate limit"})
+            return Decision("label-deferred", row.name, "rate limit")
+        action = "label-set" if want else "label-removed"
+        try:
+            if not self.dry_run:
+                if want:
+                    set_node_label(self.api, row.name, EXHAUSTED_LABEL, "true")
+                else:
+                    remove_node_label(self.api, row.name, EXHAUSTED_LABEL)
+        except KubeError as err:
+            log.warning("label write failed", extra={"node": row.name, "exhausted": want, "error": str(err)})
+            return Decision("label-failed", row.name, str(err))
+        self._written[row.name] = (want, now)
+        log.info(action, extra={"node": row.name, "node_group": row.node_group, "reason": reason})
+        return Decision(action, row.name, reason)
+
+    def _events(self, row: NodeSummary, now: float) -> None:
+        """Events on changes of state only; the recorder de-duplicates and rate-limits them."""
+        exhausted = bool(row.capacity) and row.true_free is not None and row.true_free <= 0 and row.held > 0
+        if exhausted and row.name not in self._exhausted_noted:
+            self._exhausted_noted.add(row.name)
+            self._emit(ObjectRef("Node", row.name), "BranchENIsHeld", held_message(row), warning=True)
+        elif not exhausted and row.name in self._exhausted_noted:
+            self._exhausted_noted.discard(row.name)
+            note = f"{row.true_free} of {row.capacity} branch ENIs are free again"
+            self._emit(ObjectRef("Node", row.name), "BranchENIsReleased", note, warning=False)
+        waiting_now = {(w.namespace, w.pod): w for w in row.waiting_pods}
+        noted = self._waiting_noted.get(row.name, set())
+        for key, waiting in waiting_now.items():
+            if key not in noted:
+                self._emit_waiting(row, waiting, now)
+        self._waiting_noted[row.name] = set(waiting_now)  # a pod that waits again is news again
+
+    def _emit_waiting(self, row: NodeSummary, waiting: Waiting, now: float) -> None:
+        pod = self.pods.get(waiting.namespace, waiting.pod)
+        ref = ObjectRef("Pod", waiting.pod, waiting.namespace, pod.uid if pod else "")
+        self._emit(ref, "WaitingForBranchENI", waiting_message(row, waiting, now), warning=True)
+
+    def _emit(self, ref: ObjectRef, reason: str, note: str, *, warning: bool) -> None:
+        log.info("event", extra={"kind": ref.kind, "object": ref.name, "reason": reason, "note": note})
+        if self.recorder is None:
+            return
+        if warning:
+            self.recorder.warning(ref, reason, note, action="BranchENIAccounting")
+        else:
+            self.recorder.normal(ref, reason, note, action="BranchENIAccounting")
+
+    def run(self, stop: threading.Event, interval: float = 5.0, window_refresh: float = 300.0) -> None:
+        """Reconciles every `interval` seconds until `stop` is set (the controller's loop)."""
+        refreshed = time.monotonic()
+        while not stop.wait(interval):
+            if time.monotonic() - refreshed >= window_refresh:
+                self.read_window()
+                refreshed = time.monotonic()
+            try:
+                self.reconcile()
+            except Exception:  # one failed pass must not end the loop; the next one retries
+                log.exception("branch ENI reconcile failed")
+
+
+class BooksCollector(Collector):
+    """Metrics read from the books at scrape time, so a deleted node leaves no stale series."""
+
+    def __init__(self, live: LiveBooks) -> None:
+        self.live = live
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        now = self.live.clock()
+        rows = self.live.snapshot(now)
+        names = ("capacity", "in_use", "held", "true_free")
+        per_node = {
+            name: GaugeMetricFamily(
+                f"fitguard_branch_eni_node_{name}",
+                f"Branch ENIs per node: {name}",
+                labels=["node", "node_group"],
+            )
+            for name in names
+        }
+        per_group = {
+            name: GaugeMetricFamily(
+                f"fitguard_branch_eni_group_{name}",
+                f"Branch ENIs per node group: {name}",
+                labels=["node_group"],
+            )
+            for name in names
+        }
+        totals: dict[str, dict[str, int]] = {}
+        waiting = 0
+        for row in rows:
+            waiting += row.waiting
+            if row.capacity is None:
+                continue  # unknown capacity: no figure rather than a wrong one
+            values = {
+                "capacity": row.capacity,
+                "in_use": row.in_use,
+                "held": row.held,
+                "true_free": row.true_free,
+            }
+            group = totals.setdefault(row.node_group, dict.fromkeys(names, 0))
+            for name, value in values.items():
+                per_node[name].add_metric([row.name, row.node_group], float(value or 0))
+                group[name] += value or 0
+        for group_name, values in totals.items():
+            for name, value in values.items():
+                per_group[name].add_metric([group_name], float(value))
+        yield from per_node.values()
+        yield from per_group.values()
+        yield GaugeMetricFamily(
+            "fitguard_branch_eni_waiting_pods", "Pods bound without their branch ENI", waiting
+        )
+        age = now - self.live.last_event if self.live.last_event else 0.0
+        yield GaugeMetricFamily(
+            "fitguard_branch_eni_books_age_seconds", "Seconds since the books last changed", age
+        )

@@ -1,0 +1,241 @@
+"""`fitguard report`: the branch ENI books per node, from a snapshot file or the live cluster.
+
+A snapshot is what `kubectl get nodes,pods,configmaps -A -o json` prints. Finished pods carry
+timestamps, so the books depend on "now": `--now` pins it; otherwise a snapshot that records its
+own capture time (annotation `fitguard.io/captured-at`, RFC 3339, on the List's metadata) is read
+at that moment; otherwise the current time is used. Record a snapshot with its capture time:
+
+    kubectl get nodes,pods,configmaps -A -o json \\
+      | jq --arg t "$(date -u +%FT%TZ)" '.metadata.annotations["fitguard.io/captured-at"] = $t'
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+from capacity.branch_eni import (
+    CONFIGMAP_NAME,
+    CONFIGMAP_NAMESPACE,
+    DEFAULT_WAITING_GRACE,
+    RELEASE_MODELS,
+    BranchEniBooks,
+    NodeSummary,
+    cooldown_from_configmap,
+    held_message,
+    release_window,
+    waiting_message,
+)
+from controller.records import NodeRecord, PodRecord, parse_time, project_node, project_pod
+
+CAPTURED_AT = "fitguard.io/captured-at"
+COLUMNS = ("NODE", "GROUP", "INSTANCE TYPE", "CAPACITY", "IN USE", "HELD", "SCHEDULER FREE", "TRUE FREE")
+
+
+@dataclass
+class Report:
+    nodes: list[NodeSummary]
+    now: float
+    window: float
+    release: str
+    skipped: int  # pods or nodes too malformed to project
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "nodes": [row.to_json() for row in self.nodes],
+            "releaseModel": self.release,
+            "releaseWindowSeconds": self.window,
+            "now": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.now)),
+            "skipped": self.skipped,
+        }
+
+
+def _project_all(objects: Iterable[Mapping[str, Any]]) -> tuple[list[PodRecord], list[NodeRecord], int]:
+    pods: list[PodRecord] = []
+    nodes: list[NodeRecord] = []
+    skipped = 0
+    for obj in objects:
+        kind = obj.get("kind")
+        try:
+            if kind == "Pod":
+                pods.append(project_pod(obj))
+            elif kind == "Node":
+                nodes.append(project_node(obj))
+        except (TypeError, ValueError, KeyError, AttributeError):
+            skipped += 1  # one malformed object must not hide every other node's books
+    return pods, nodes, skipped
+
+
+def vpc_cni_cooldown(objects: Iterable[Mapping[str, Any]]) -> float:
+    """The cooldown from ConfigMap kube-system/amazon-vpc-cni among `objects` (default if absent)."""
+    for obj in objects:
+        meta = obj.get("metadata") or {}
+        if (
+            obj.get("kind") == "ConfigMap"
+            and meta.get("namespace") == CONFIGMAP_NAMESPACE
+            and meta.get("name") == CONFIGMAP_NAME
+        ):
+            return cooldown_from_configmap(obj.get("data"))
+    return cooldown_from_configmap(None)
+
+
+def build_report(
+    objects: list[Mapping[str, Any]],
+    now: float,
+    release: str = "cooldown",
+    waiting_grace: float = DEFAULT_WAITING_GRACE,
+    window: float | None = None,
+) -> Report:
+    """The books of every node in `objects` (Pods, Nodes and the VPC CNI ConfigMap) at `now`;
+    the release window comes from the ConfigMap unless given."""
+    window = window if window is not None else release_window(vpc_cni_cooldown(objects))
+    pods, nodes, skipped = _project_all(objects)
+    books = BranchEniBooks(release=release, window=window, waiting_grace=waiting_grace)
+    books.rebuild(pods, nodes, now)
+    return Report(books.node_summary(now), now, window, release, skipped)
+
+
+def _cell(value: int | None) -> str:
+    return "?" if value is None else str(value)
+
+
+def render_table(report: Report, out: TextIO) -> None:
+    header = (*COLUMNS, "WAITING")
+    rows = [
+        (
+            row.name,
+            row.node_group or "-",
+            row.instance_type or "-",
+            _cell(row.capacity),
+            str(row.in_use),
+            str(row.held),
+            _cell(row.scheduler_free),
+            _cell(row.true_free),
+            str(row.waiting),
+        )
+        for row in report.nodes
+    ]
+    widths = [max(len(line[i]) for line in (header, *rows)) for i in range(len(header))]
+    for line in (header, *rows):
+        out.write("  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip())
+        out.write("\n")
+    for row in report.nodes:
+        if row.held and row.capacity is not None:
+            out.write(f"\n{row.name}: {held_message(row)}")
+        for waiting in row.waiting_pods:
+            out.write(f"\n{waiting.namespace}/{waiting.pod}: {waiting_message(row, waiting, report.now)}")
+    if any(row.held or row.waiting for row in report.nodes):
+        out.write("\n")
+
+
+def _captured_at(text: str) -> float | None:
+    """The capture time a snapshot records on its List (see the module docstring)."""
+    stripped = text.lstrip()
+    try:
+        if stripped.startswith("{"):
+            doc = json.loads(text)
+        else:
+            import yaml
+
+            doc = next(iter(yaml.safe_load_all(text)), None)
+    except ValueError:
+        return None
+    if not isinstance(doc, Mapping):
+        return None
+    annotations = (doc.get("metadata") or {}).get("annotations") or {}
+    return parse_time(annotations.get(CAPTURED_AT)) if isinstance(annotations, Mapping) else None
+
+
+def load_snapshot(path: str) -> tuple[list[dict[str, Any]], float | None]:
+    """The objects of a snapshot file and the capture time it records, if any."""
+    from kube.statefile import parse_state
+
+    with open(path, encoding="utf-8") as handle:
+        text = handle.read()
+    return parse_state(text, path), _captured_at(text)
+
+
+def load_live(kubeconfig: str | None, context: str | None) -> list[dict[str, Any]]:
+    """Nodes, pods and the VPC CNI ConfigMap listed from the cluster, page by page."""
+    from kube.client import CONFIG_MAPS, NODES, PODS, KubeClient, KubeError, load_api_client
+
+    client = KubeClient(load_api_client(kubeconfig, context))
+    objects: list[dict[str, Any]] = []
+    for resource, kind in ((NODES, "Node"), (PODS, "Pod")):
+        token = ""
+        while True:
+            query: dict[str, str | int] = {"limit": 500}
+            if token:
+                query["continue"] = token
+            page = client.get(resource.path(), query)
+            objects.extend({**item, "kind": kind} for item in page.get("items") or ())
+            token = str((page.get("metadata") or {}).get("continue") or "")
+            if not token:
+                break
+    try:
+        config_map = client.get(CONFIG_MAPS.path(CONFIGMAP_NAMESPACE, CONFIGMAP_NAME))
+        objects.append({**config_map, "kind": "ConfigMap"})
+    except KubeError as err:
+        if not err.not_found:  # absent means the default cooldown, anything else is a real failure
+            raise
+    return objects
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.now:
+        try:
+            now = parse_time(args.now)
+        except ValueError:
+            print(f"fitguard report: --now {args.now!r} is not an RFC 3339 time", file=sys.stderr)
+            return 2
+    else:
+        now = None
+    if args.snapshot:
+        try:
+            objects, captured = load_snapshot(args.snapshot)
+        except (OSError, ValueError) as err:  # StateFileError is a ValueError
+            print(f"fitguard report: {err}", file=sys.stderr)
+            return 1
+        now = now if now is not None else captured
+    else:
+        from kube.client import KubeError
+
+        try:
+            objects = load_live(args.kubeconfig, args.context)
+        except KubeError as err:
+            print(f"fitguard report: {err}", file=sys.stderr)
+            return 1
+    report = build_report(objects, now if now is not None else time.time(), args.branch_eni_release)
+    if args.output == "json":
+        json.dump(report.to_json(), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        render_table(report, sys.stdout)
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "report",
+        help="branch ENI books per node: capacity, in use, held, scheduler-free, true free, waiting",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--snapshot", metavar="PATH", help="read a snapshot file instead of the cluster")
+    parser.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    parser.add_argument(
+        "--branch-eni-release",
+        choices=RELEASE_MODELS,
+        default="cooldown",
+        help="cooldown: released a window after the pod finishes or is deleted (VPC resource "
+        "controller v1.1.0+); on-delete: held until the pod object is deleted (older controllers)",
+    )
+    parser.add_argument("--now", metavar="RFC3339", help="judge the books at this time")
+    parser.add_argument("--kubeconfig", help="kubeconfig for the live report (default: $KUBECONFIG)")
+    parser.add_argument("--context", help="kubeconfig context for the live report")
+    parser.set_defaults(func=run)

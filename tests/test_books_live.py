@@ -1,0 +1,195 @@
+"""The live books (controller/books.py) against the fake API server: a Job pod finishes, its node's
+held count rises and the node is labelled; after the window the count falls and the label goes; a
+deleted pod's tombstone; a dropped watch and a 410 relist neither lose nor double count; a pod that
+waits for its branch ENI gets an event."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from controller.books import LiveBooks
+from controller.records import EXHAUSTED_LABEL
+from fitguard.report import build_report
+from kube.events import EventRecorder
+
+NODE = "ip-10-0-1-23.ec2.internal"
+WINDOW = 40.0
+BASE = 1_714_564_800.0
+Obj = dict[str, Any]  # the fake clock's start: 2024-05-01T12:00:00Z
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = BASE
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def rfc3339(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def node(pod_eni: int = 3) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": NODE,
+            "labels": {"node.kubernetes.io/instance-type": "m5.large", "eks.amazonaws.com/nodegroup": "ng"},
+        },
+        "status": {
+            "allocatable": {"vpc.amazonaws.com/pod-eni": str(pod_eni)},
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+
+
+def pod(
+    name: str, *, phase: str = "Running", eni: bool = True, finished: float | None = None
+) -> dict[str, Any]:
+    annotations = {"vpc.amazonaws.com/pod-eni": json.dumps([{"eniId": f"eni-{name}"}])} if eni else {}
+    status: dict[str, Any] = {
+        "phase": phase,
+        "conditions": [{"type": "PodScheduled", "status": "True", "lastTransitionTime": rfc3339(BASE - 120)}],
+    }
+    if finished is not None:
+        status["containerStatuses"] = [
+            {"name": "main", "state": {"terminated": {"exitCode": 0, "finishedAt": rfc3339(finished)}}}
+        ]
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "batch", "annotations": annotations},
+        "spec": {
+            "nodeName": NODE,
+            "containers": [{"name": "main", "resources": {"limits": {"vpc.amazonaws.com/pod-eni": "1"}}}],
+        },
+        "status": status,
+    }
+
+
+def eventually(condition: Callable[[], bool], what: str) -> None:
+    """Waits for the watch to deliver; the deadline only bounds a hung test, it asserts no timing."""
+    deadline = time.monotonic() + 10.0
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"never happened: {what}")
+        time.sleep(0.02)
+
+
+def row(live: LiveBooks, now: float | None = None) -> Any:
+    return next(r for r in live.snapshot(now) if r.name == NODE)
+
+
+def labels(fake_kube: Any) -> dict[str, str]:
+    return fake_kube.get("Node", NODE)["metadata"].get("labels") or {}
+
+
+def events(fake_kube: Any, reason: str) -> list[dict[str, Any]]:
+    found = fake_kube.objects("Event", api_version="events.k8s.io/v1")
+    return [e for e in found if e.get("reason") == reason]
+
+
+@pytest.fixture
+def started(fake_kube: Any):
+    clock = Clock()
+    api = fake_kube.api_client()
+    recorder = EventRecorder(api, "books-test", clock=clock)
+    live = LiveBooks(api, window=WINDOW, waiting_grace=20.0, clock=clock, recorder=recorder)
+    fake_kube.create(node())
+    yield live, clock
+    live.stop()
+
+
+def test_a_finished_job_pod_is_held_labelled_then_released(fake_kube, started) -> None:
+    live, clock = started
+    for name in ("web-1", "web-2", "job-a-x7k2"):
+        fake_kube.create(pod(name))
+    live.start(page_size=2)
+    assert live.wait_synced(10.0)
+    eventually(lambda: row(live).in_use == 3, "three pods in use")
+
+    fake_kube.apply(pod("job-a-x7k2", phase="Succeeded", finished=clock.now - 5))
+    eventually(lambda: row(live).held == 1, "the finished job's ENI held")
+    summary = row(live)
+    assert (summary.in_use, summary.scheduler_free, summary.true_free) == (2, 1, 0)
+
+    decisions = live.reconcile()
+    assert [(d.action, d.node) for d in decisions] == [("label-set", NODE)]
+    assert "1 of 3 branch ENIs are held by finished pods job-a-x7k2" in decisions[0].reason
+    assert labels(fake_kube).get(EXHAUSTED_LABEL) == "true"
+    assert len(events(fake_kube, "BranchENIsHeld")) == 1
+    eventually(lambda: live.nodes.get("", NODE).exhausted, "the label seen by the watch")
+    patches = len(fake_kube.requests.find("PATCH", f"/nodes/{NODE}"))
+    assert live.reconcile() == []  # nothing changed: no write
+    assert len(fake_kube.requests.find("PATCH", f"/nodes/{NODE}")) == patches
+
+    clock.now += WINDOW
+    assert [d.action for d in live.reconcile()] == ["label-removed"]
+    assert (row(live).held, row(live).true_free) == (0, 1)
+    assert EXHAUSTED_LABEL not in labels(fake_kube)
+    assert len(events(fake_kube, "BranchENIsReleased")) == 1
+
+
+def test_a_deleted_pod_keeps_its_eni_held_for_the_window(fake_kube, started) -> None:
+    live, clock = started
+    fake_kube.create(pod("web-1"))
+    live.start()
+    assert live.wait_synced(10.0)
+    eventually(lambda: row(live).in_use == 1, "the pod in use")
+    fake_kube.delete("Pod", "web-1", "batch")
+    eventually(lambda: row(live).in_use == 0, "the pod gone")
+    assert (row(live).held, row(live).held_by) == (1, ("web-1",))
+    assert row(live, clock.now + WINDOW).held == 0
+
+
+def test_a_dropped_watch_and_a_410_relist_neither_lose_nor_double_count(fake_kube, started) -> None:
+    live, clock = started
+    for i in range(4):
+        fake_kube.create(pod(f"web-{i}"))
+    live.start(page_size=3)
+    assert live.wait_synced(10.0)
+    eventually(lambda: row(live).in_use == 4, "four pods")
+
+    fake_kube.faults.drop_next_watch(path="/pods", abrupt=True)
+    fake_kube.faults.expire_next_watch(path="/pods")
+    fake_kube.expire_history("Pod")  # resuming from the old resourceVersion now answers 410
+    fake_kube.delete("Pod", "web-0", "batch")
+    fake_kube.apply(pod("web-1", phase="Succeeded", finished=clock.now - 1))
+    fake_kube.create(pod("web-9"))
+    fake_kube.create(pod("waits", eni=False))
+
+    expected = build_report(
+        [*fake_kube.objects("Pod"), *fake_kube.objects("Node")], clock.now, waiting_grace=20.0, window=WINDOW
+    ).nodes[0]
+    api_pods = sorted((p["metadata"]["name"], p["status"]["phase"]) for p in fake_kube.objects("Pod"))
+    eventually(lambda: sorted((p.name, p.phase) for p in live.pods.items()) == api_pods, "caught up")
+    summary = row(live)
+    # the relist could not show web-0 deleted: its tombstone is the one held ENI beyond the list's
+    assert (summary.in_use, summary.held - 1, summary.waiting) == (expected.in_use, expected.held, 1)
+    assert set(summary.held_by) == {"web-0", "web-1"}
+    assert live.books.tracked() == len(fake_kube.objects("Pod"))
+    relists = [r for r in fake_kube.requests.find("GET", "/api/v1/pods", watch=False) if not r.fault]
+    assert len(relists) >= 2  # the 410 forced a fresh list, not a resumed watch
+
+
+def test_a_pod_waiting_for_its_branch_eni_gets_an_event(fake_kube, started) -> None:
+    live, _ = started
+    fake_kube.create(pod("job-b-d4s6", phase="Pending", eni=False))
+    live.start()
+    assert live.wait_synced(10.0)
+    eventually(lambda: live.books.tracked() == 1, "the pod in the books")
+    live.reconcile()
+    found = events(fake_kube, "WaitingForBranchENI")
+    assert len(found) == 1
+    assert found[0]["regarding"]["name"] == "job-b-d4s6"
+    assert "still without a branch ENI" in found[0]["note"]
+    live.reconcile()
+    assert len(events(fake_kube, "WaitingForBranchENI")) == 1  # reported on the change only

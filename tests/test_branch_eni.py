@@ -1,0 +1,307 @@
+"""The branch ENI books (capacity/branch_eni.py): held, tombstones, release models, waiting pods,
+unknown capacity, and incremental updates that always equal a from-scratch computation."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from capacity.branch_eni import (
+    BranchEniBooks,
+    NodeSummary,
+    cooldown_from_configmap,
+    held_message,
+    release_window,
+)
+from controller.records import NodeRecord, PodRecord
+
+T0 = 1_714_564_800.0  # 2024-05-01T12:00:00Z
+WINDOW = 90.0
+FACTS = {"m5.large": 9, "t3.large": 0}
+
+
+def books(release: str = "cooldown", window: float = WINDOW, grace: float = 20.0) -> BranchEniBooks:
+    b = BranchEniBooks(release=release, window=window, waiting_grace=grace, branch_interfaces=FACTS.get)
+    b.set_node(NodeRecord("n1", "ng-batch", "m5.large", pod_eni=9))
+    return b
+
+
+def running(name: str, node: str = "n1", eni: int = 1) -> PodRecord:
+    return PodRecord(
+        uid=f"uid-{name}", namespace="batch", name=name, node=node, phase="Running", pod_eni=1, eni_count=eni
+    )
+
+
+def finished(pod: PodRecord, at: float | None) -> PodRecord:
+    return replace_record(pod, phase="Succeeded", finished_at=at)
+
+
+def replace_record(pod: PodRecord, **changes: object) -> PodRecord:
+    fields = {slot: getattr(pod, slot) for slot in PodRecord.__slots__}
+    fields.update(changes)
+    return PodRecord(**fields)  # type: ignore[arg-type]
+
+
+def row(b: BranchEniBooks, now: float, node: str = "n1") -> NodeSummary:
+    summary = b.summary(node, now)
+    assert summary is not None
+    return summary
+
+
+def test_a_finished_job_pod_holds_its_branch_eni_until_the_window_ends() -> None:
+    b = books()
+    pods = [running(f"web-{i}") for i in range(6)] + [running(f"job-a-{i}") for i in range(3)]
+    for pod in pods:
+        b.update_pod(pod, T0 - 100)
+    assert (row(b, T0 - 100).in_use, row(b, T0 - 100).held) == (9, 0)
+    for pod in pods[6:]:
+        b.update_pod(finished(pod, T0 - 20), T0)
+    now = row(b, T0)
+    assert (now.in_use, now.held, now.scheduler_free, now.true_free) == (6, 3, 3, 0)
+    assert set(now.held_by) == {"job-a-0", "job-a-1", "job-a-2"}
+    assert now.next_release == pytest.approx(70.0)
+    assert held_message(now).startswith("3 of 9 branch ENIs are held by finished pods job-a-")
+    assert held_message(now).endswith("the scheduler sees 3 free, 0 are")
+    later = T0 - 20 + WINDOW
+    assert row(b, later).held == 0  # read-time filtering: correct even before expire() runs
+    assert b.expire(later) == {"n1"}
+    assert (row(b, later).held, row(b, later).true_free) == (0, 3)
+
+
+def test_a_finished_pod_that_never_got_an_eni_holds_nothing() -> None:
+    b = books()
+    b.update_pod(finished(running("job-x", eni=0), T0 - 5), T0)
+    assert (row(b, T0).in_use, row(b, T0).held) == (0, 0)
+
+
+def test_a_deleted_running_pod_leaves_a_tombstone_for_the_window() -> None:
+    b = books()
+    pod = running("web-1")
+    b.update_pod(pod, T0)
+    b.delete_pod(pod, T0 + 10)
+    assert (row(b, T0 + 10).in_use, row(b, T0 + 10).held) == (0, 1)
+    assert row(b, T0 + 10 + WINDOW - 1).held == 1
+    b.expire(T0 + 10 + WINDOW)
+    assert row(b, T0 + 10 + WINDOW).held == 0
+
+
+def test_deleting_a_finished_pod_does_not_restart_its_window() -> None:
+    b = books()
+    pod = finished(running("job-1"), T0)
+    b.update_pod(pod, T0 + 1)
+    b.delete_pod(pod, T0 + 50)
+    assert row(b, T0 + WINDOW - 1).held == 1
+    assert row(b, T0 + WINDOW).held == 0
+
+
+def test_a_finished_pod_without_timestamps_is_dated_when_first_seen_finished() -> None:
+    b = books()
+    pod = running("job-1")
+    b.update_pod(pod, T0)
+    b.update_pod(finished(pod, None), T0 + 5)
+    b.update_pod(finished(pod, None), T0 + 60)  # a later update must not move the start
+    assert row(b, T0 + 5 + WINDOW - 1).held == 1
+    assert row(b, T0 + 5 + WINDOW).held == 0
+
+
+def test_on_delete_model_holds_until_the_pod_object_is_deleted() -> None:
+    b = books(release="on-delete")
+    pod = finished(running("job-1"), T0)
+    b.update_pod(pod, T0)
+    b.expire(T0 + 10 * WINDOW)
+    assert row(b, T0 + 10 * WINDOW).held == 1
+    b.delete_pod(pod, T0 + 1000)
+    assert row(b, T0 + 1000).held == 1  # the release still goes through the cooldown queue
+    assert row(b, T0 + 1000 + WINDOW).held == 0
+
+
+def test_a_bound_pod_without_its_eni_is_waiting_only_after_the_grace() -> None:
+    b = books(grace=20.0)
+    pod = replace_record(running("job-b", eni=0), phase="Pending", scheduled_at=T0)
+    b.update_pod(pod, T0)
+    assert row(b, T0 + 19).waiting == 0
+    assert row(b, T0 + 20).waiting == 1
+    assert row(b, T0 + 20).waiting_pods[0].pod == "job-b"
+    b.update_pod(replace_record(pod, eni_count=1, phase="Running"), T0 + 25)
+    assert row(b, T0 + 30).waiting == 0
+
+
+def test_unknown_instance_type_has_unknown_capacity_not_zero() -> None:
+    b = books()
+    b.set_node(NodeRecord("n2", "ng", "x9.huge", pod_eni=None))
+    b.set_node(NodeRecord("n3", "ng", "t3.large", pod_eni=None))
+    b.update_pod(running("web", node="n2"), T0)
+    unknown, known = row(b, T0, "n2"), row(b, T0, "n3")
+    assert (unknown.capacity, unknown.scheduler_free, unknown.true_free) == (None, None, None)
+    assert unknown.in_use == 1
+    assert (known.capacity, known.true_free) == (0, 0)
+
+
+def test_allocatable_wins_over_the_instance_facts() -> None:
+    b = books()
+    b.set_node(NodeRecord("n2", "ng", "m5.large", pod_eni=5))
+    assert row(b, T0, "n2").capacity == 5
+
+
+def test_cooldown_comes_from_the_configmap_with_its_minimum_and_default() -> None:
+    assert cooldown_from_configmap({"branch-eni-cooldown": "120"}) == 120.0
+    assert cooldown_from_configmap({"branch-eni-cooldown": "10"}) == 30.0
+    assert cooldown_from_configmap({"branch-eni-cooldown": "soon"}) == 60.0
+    assert cooldown_from_configmap(None) == 60.0
+    assert release_window(60.0) == 90.0
+
+
+def test_an_unknown_release_model_is_refused() -> None:
+    with pytest.raises(ValueError, match="release model"):
+        BranchEniBooks(release="never")
+
+
+# -- incremental books against an independent model -------------------------------------------
+
+
+@dataclass
+class Life:
+    """One pod's lifecycle as a list of states; it only moves forward, as real pods do."""
+
+    uid: str
+    node: str
+    steps: list[PodRecord]
+
+
+def _lifecycle(uid: str, *, node: str, pod_eni: int, stage: int, ok: bool, finish: float) -> Life:
+    base = PodRecord(uid=uid, namespace="ns", name=uid, phase="Pending", pod_eni=pod_eni, created_at=T0)
+    bound = replace_record(base, node=node, scheduled_at=T0)
+    annotated = replace_record(bound, eni_count=pod_eni if ok else 0, phase="Running")
+    done = replace_record(annotated, phase="Failed" if stage % 2 else "Succeeded", finished_at=T0 + finish)
+    return Life(uid, node, [base, bound, annotated, done][: stage + 1])
+
+
+lives = st.lists(
+    st.builds(
+        _lifecycle,
+        uid=st.uuids().map(str),
+        node=st.sampled_from(["n1", "n2"]),
+        pod_eni=st.integers(0, 2),
+        stage=st.integers(0, 3),
+        ok=st.booleans(),
+        finish=st.floats(0, 300),
+    ),
+    max_size=12,
+    unique_by=lambda life: life.uid,
+)
+# (pod index, action): "step" moves a pod on, "last" to its final state, "delete" removes it, "tick"
+# lets time pass
+actions = st.lists(
+    st.tuples(st.integers(0, 11), st.sampled_from(["step", "last", "delete", "tick"])), max_size=60
+)
+
+
+Tombstone = tuple[str, int, float]  # node, branch ENIs, until
+
+
+def _expected(current: dict[str, PodRecord], tombstones: list[Tombstone], release: str, now: float):
+    """Brute force from the definitions in DESIGN.md, nothing shared with the implementation."""
+    out = {}
+    for node in ("n1", "n2"):
+        pods = [p for p in current.values() if p.node == node]
+        in_use = sum(p.pod_eni for p in pods if p.phase not in ("Succeeded", "Failed"))
+        held = sum(
+            p.eni_count
+            for p in pods
+            if p.phase in ("Succeeded", "Failed")
+            and p.eni_count
+            and (release == "on-delete" or (p.finished_at or 0) + WINDOW > now)
+        )
+        held += sum(count for n, count, until in tombstones if n == node and until > now)
+        waiting = sum(
+            1
+            for p in pods
+            if p.phase not in ("Succeeded", "Failed") and p.pod_eni and not p.eni_count and now >= T0 + 20
+        )
+        out[node] = (in_use, held, waiting)
+    return out
+
+
+def _observed(b: BranchEniBooks, now: float):
+    return {s.name: (s.in_use, s.held, s.waiting) for s in b.node_summary(now)}
+
+
+@settings(max_examples=300, deadline=None)
+@given(lives=lives, actions=actions, release=st.sampled_from(["cooldown", "on-delete"]))
+@example(  # a finished pod deleted under on-delete: its tombstone must end
+    lives=[_lifecycle("u1", node="n1", pod_eni=1, stage=3, ok=True, finish=5.0)],
+    actions=[(0, "last"), (0, "delete")],
+    release="on-delete",
+)
+def test_incremental_books_match_the_definitions_after_any_event_sequence(lives, actions, release) -> None:
+    b = books(release=release)
+    b.set_node(NodeRecord("n2", "ng", "m5.large", pod_eni=9))
+    now = T0
+    stage = {life.uid: -1 for life in lives}
+    current: dict[str, PodRecord] = {}
+    tombstones: list[Tombstone] = []
+    for index, action in actions:
+        now += 7.0
+        if action == "tick" or not lives:
+            b.expire(now)
+            continue
+        life = lives[index % len(lives)]
+        if action == "delete":
+            pod = current.pop(life.uid, None)
+            if pod is not None:
+                b.delete_pod(pod, now)
+                stage[life.uid] = len(life.steps)  # gone for good
+                if pod.eni_count and pod.node:
+                    terminal = pod.phase in ("Succeeded", "Failed")
+                    keeps_window = terminal and release == "cooldown"
+                    until = (pod.finished_at or 0) + WINDOW if keeps_window else now + WINDOW
+                    tombstones.append((pod.node, pod.eni_count, until))
+            continue
+        if stage[life.uid] + 1 < len(life.steps):
+            stage[life.uid] = len(life.steps) - 1 if action == "last" else stage[life.uid] + 1
+            pod = life.steps[stage[life.uid]]
+            current[life.uid] = pod
+            b.update_pod(pod, now)
+        assert _observed(b, now) == _expected(current, tombstones, release, now)
+    for later in (now, now + WINDOW, now + 10 * WINDOW):
+        b.expire(later)
+        assert _observed(b, later) == _expected(current, tombstones, release, later)
+
+
+@settings(max_examples=100, deadline=None)
+@given(lives=lives, keep=st.lists(st.booleans(), min_size=12, max_size=12))
+def test_a_relist_rebuild_equals_the_incremental_deletes_and_updates(lives, keep) -> None:
+    """Books fed event by event, then a relist where some pods vanished, equal books that saw
+    those pods deleted one by one at the relist time."""
+    nodes = [NodeRecord("n1", "ng", "m5.large", pod_eni=9), NodeRecord("n2", "ng", "m5.large", pod_eni=9)]
+    relisted, incremental = books(), books()
+    for b in (relisted, incremental):
+        for node in nodes:
+            b.set_node(node)
+        for life in lives:
+            b.update_pod(life.steps[-1], T0 + 10)
+    now = T0 + 40
+    survivors = [life.steps[-1] for i, life in enumerate(lives) if keep[i]]
+    relisted.rebuild(survivors, nodes, now)
+    for i, life in enumerate(lives):
+        if not keep[i]:
+            incremental.delete_pod(life.steps[-1], now)
+    for t in (now, now + 60, now + 200):
+        assert _observed(relisted, t) == _observed(incremental, t)
+    fresh = books()
+    fresh.rebuild([life.steps[-1] for life in lives], nodes, T0 + 10)
+    assert _observed(fresh, T0 + 10) == _observed(books_after(lives, nodes), T0 + 10)
+
+
+def books_after(lives: list[Life], nodes: list[NodeRecord]) -> BranchEniBooks:
+    """Books that saw every state of every pod, one event at a time."""
+    b = books()
+    for node in nodes:
+        b.set_node(node)
+    for life in lives:
+        for step in life.steps:
+            b.update_pod(step, T0 + 10)
+    return b
