@@ -25,6 +25,8 @@ STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 
 Query = Mapping[str, str | int | bool] | Sequence[tuple[str, str | int | bool]]
 Timeout = float | tuple[float, float]
+# connection attempts are retried (nothing was sent); reads, statuses and redirects are not
+_RETRIES = urllib3.Retry(total=2, connect=2, read=0, status=0, other=0, redirect=0, raise_on_status=False)
 
 
 class KubeError(Exception):
@@ -169,6 +171,7 @@ class KubeClient:
         method: str,
         path: str,
         query: Query | None = None,
+        *,
         body: Any = None,
         content_type: str = JSON,
         timeout: Timeout | None = None,
@@ -181,14 +184,26 @@ class KubeClient:
         method, url, headers, body, _ = self.api_client.param_serialize(
             method, path, query_params=params, header_params=headers, body=body, auth_settings=["BearerToken"]
         )
+        data = None if body is None else json.dumps(body, separators=(",", ":")).encode()
+        chosen = timeout or self.timeout
+        if isinstance(chosen, tuple):
+            limits = urllib3.Timeout(connect=chosen[0], read=chosen[1])
+        else:
+            limits = urllib3.Timeout(total=chosen)
         try:
-            response = self.api_client.call_api(
-                method, url, header_params=headers, body=body, _request_timeout=timeout or self.timeout
-            ).response
+            # the rest client's pool directly: its default Retry would sleep through a 429's
+            # Retry-After and repeat timed-out reads, which callers must see and decide on
+            response = self.api_client.rest_client.pool_manager.request(
+                method,
+                url,
+                body=data,
+                headers=headers,
+                timeout=limits,
+                retries=_RETRIES,
+                preload_content=False,
+            )
         except urllib3.exceptions.HTTPError as err:
             raise KubeError(0, type(err).__name__, str(err)) from None
-        except k8s.ApiException as err:  # the REST layer reports TLS failures this way
-            raise KubeError(err.status or 0, str(err.reason or "ApiException"), str(err.body or "")) from None
         if not 200 <= response.status < 300:
             try:
                 data = response.read()
@@ -204,12 +219,13 @@ class KubeClient:
         method: str,
         path: str,
         query: Query | None = None,
+        *,
         body: Any = None,
         content_type: str = JSON,
         timeout: Timeout | None = None,
     ) -> Any:
         """The parsed JSON answer (None when the body is empty); raises KubeError unless 2xx."""
-        response = self.open(method, path, query, body, content_type, timeout)
+        response = self.open(method, path, query, body=body, content_type=content_type, timeout=timeout)
         try:
             data = response.read()
         except urllib3.exceptions.HTTPError as err:

@@ -51,6 +51,10 @@ class Store(Generic[T]):
             log.warning("skipping malformed %s %s/%s: %s", self.kind, ns, name, err)
             return None
 
+    def project(self, obj: Mapping[str, Any]) -> T | None:
+        """The record `obj` becomes in this store (None when malformed), without storing it."""
+        return self._project(obj)
+
     def replace(self, objects: Iterable[Mapping[str, Any]], resource_version: str = "") -> None:
         """A full relist: the store becomes exactly `objects`; vanished ones are reported deleted."""
         fresh: dict[str, dict[str, T]] = {}
@@ -59,6 +63,11 @@ class Store(Generic[T]):
             if record is not None:
                 ns, name = object_key(obj)
                 fresh.setdefault(ns, {})[name] = record
+        self.replace_records(fresh, resource_version)
+
+    def replace_records(self, fresh: dict[str, dict[str, T]], resource_version: str = "") -> None:
+        """`replace` for records already projected ({namespace: {name: record}}), so a paged list
+        need not keep every raw object until its last page arrives."""
         with self._lock:
             old = self._by_namespace
             self._by_namespace = fresh
@@ -86,9 +95,17 @@ class Store(Generic[T]):
                 names[name] = record
             if resource_version:
                 self.resource_version = resource_version
-        if event_type != "DELETED" and record is None:
+        if record is None:
+            # A deletion, or an object that became malformed: either way it left the store.
+            if previous is not None:
+                self._notify("DELETED", previous, None)
             return
         self._notify(event_type, previous, record)
+
+    def advance(self, resource_version: str) -> None:
+        """A bookmark: the resourceVersion moves on with no object changing."""
+        with self._lock:
+            self.resource_version = resource_version
 
     def _notify(self, event_type: str, old: T | None, new: T | None) -> None:
         for listener in self._listeners:

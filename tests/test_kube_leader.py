@@ -1,0 +1,149 @@
+"""Lease leader election against the fake API server: one leader, takeover, deadline, release."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from kube.client import KubeClient
+from kube.leader import LeaderElector
+from tests.fakekube.fixtures import fake_kube  # noqa: F401  (the fixture)
+from tests.fakekube.server import FakeKubeServer
+
+FAST = {"lease_duration": 2.0, "renew_deadline": 1.0, "retry_period": 0.1}
+
+
+def eventually(check: Callable[[], bool], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached in time")
+        time.sleep(0.01)
+
+
+class Calls:
+    def __init__(self) -> None:
+        self.started: list[threading.Event] = []
+        self.stopped = 0
+        self.exits: list[int] = []
+
+    def on_started(self, stop: threading.Event) -> None:
+        self.started.append(stop)
+
+    def on_stopped(self) -> None:
+        self.stopped += 1
+
+
+@pytest.fixture
+def elector(fake_kube: FakeKubeServer) -> Iterator[Callable[..., tuple[LeaderElector, Calls]]]:  # noqa: F811
+    made: list[LeaderElector] = []
+
+    def build(identity: str, **options: Any) -> tuple[LeaderElector, Calls]:
+        calls = Calls()
+        elector = LeaderElector(
+            KubeClient(fake_kube.api_client()),
+            "fitguard-controller",
+            "kube-system",
+            identity,
+            on_started_leading=calls.on_started,
+            on_stopped_leading=calls.on_stopped,
+            **{**FAST, **options},
+        )
+        elector._exit = calls.exits.append  # what os._exit would have been called with
+        made.append(elector)
+        return elector, calls
+
+    yield build
+    for each in made:
+        each.stop(release=False, timeout=2.0)
+
+
+def lease(fake: FakeKubeServer) -> dict[str, Any]:
+    return fake.get("Lease", "fitguard-controller", "kube-system", api_version="coordination.k8s.io/v1")
+
+
+@pytest.mark.slow
+def test_one_leader_and_the_other_takes_over_when_it_stops_renewing(
+    fake_kube: FakeKubeServer,  # noqa: F811
+    elector,
+) -> None:
+    a, a_calls = elector("a")
+    b, b_calls = elector("b")
+    a.start()
+    eventually(a.is_leader)
+    eventually(lambda: len(a_calls.started) == 1)
+    b.start()
+    time.sleep(0.5)  # several of b's attempts while a renews
+    assert a.is_leader() and not b.is_leader()
+    assert b.observed_holder == "a"
+    a.stop(release=False)  # a vanishes without freeing the lease: b must wait for it to expire
+    assert not a.is_leader()
+    assert a_calls.stopped == 1 and a_calls.started[0].is_set()
+    eventually(b.is_leader)
+    spec = lease(fake_kube)["spec"]
+    assert spec["holderIdentity"] == "b"
+    assert spec["leaseTransitions"] == 1
+    assert spec["leaseDurationSeconds"] == 2
+    eventually(lambda: len(b_calls.started) == 1)  # the leader's work runs in its own thread
+    assert not b_calls.started[0].is_set()
+
+
+@pytest.mark.slow
+def test_is_leader_turns_false_at_the_renew_deadline_while_the_api_hangs(
+    fake_kube: FakeKubeServer,  # noqa: F811
+    elector,
+) -> None:
+    a, calls = elector("a", exit_on_loss=True)
+    a.start()
+    eventually(a.is_leader)
+    eventually(lambda: len(calls.started) == 1)
+    fake_kube.faults.delay(5.0, path="/leases", count=None)  # every lease call now hangs
+    eventually(lambda: not a.is_leader(), timeout=4.0)
+    eventually(lambda: calls.stopped == 1, timeout=4.0)
+    assert calls.started[0].is_set()  # the leader's work was told to stop
+    assert calls.exits == [1]  # and the process would have exited
+    fake_kube.faults.clear()
+
+
+@pytest.mark.slow
+def test_clean_stop_releases_the_lease_for_a_quick_takeover(
+    fake_kube: FakeKubeServer,  # noqa: F811
+    elector,
+) -> None:
+    a, calls = elector("a", exit_on_loss=True)
+    a.start()
+    eventually(a.is_leader)
+    a.stop()
+    spec = lease(fake_kube)["spec"]
+    assert not spec.get("holderIdentity")
+    assert spec["leaseDurationSeconds"] == 1
+    assert calls.exits == []  # a clean shutdown is not a loss
+    b, _ = elector("b", lease_duration=30.0, renew_deadline=20.0)
+    b.start()
+    eventually(b.is_leader, timeout=5.0)  # far sooner than a's 2 s lease would allow if unreleased
+    assert lease(fake_kube)["spec"]["leaseTransitions"] == 1
+
+
+@pytest.mark.slow
+def test_a_leader_whose_lease_is_taken_stops_at_once(fake_kube: FakeKubeServer, elector) -> None:  # noqa: F811
+    a, calls = elector("a")
+    a.start()
+    eventually(a.is_leader)
+    fake_kube.patch(
+        "Lease",
+        "fitguard-controller",
+        {"spec": {"holderIdentity": "intruder"}},
+        "kube-system",
+        api_version="coordination.k8s.io/v1",
+    )
+    eventually(lambda: calls.stopped == 1, timeout=5.0)
+    assert not a.is_leader()
+
+
+def test_durations_must_nest() -> None:
+    with pytest.raises(ValueError, match="lease_duration > renew_deadline > retry_period"):
+        LeaderElector(object(), "x", "ns", "me", lease_duration=5, renew_deadline=5, retry_period=1)

@@ -1,0 +1,128 @@
+"""The controller's writes against the fake API server: labels, guarded patch and delete, apply."""
+
+from __future__ import annotations
+
+import pytest
+
+from kube.client import NODE_GROUP_TEMPLATES, NODES, PODS, KubeClient, KubeError, load_api_client
+from kube.patch import (
+    apply_object,
+    delete_custom_object,
+    delete_pod,
+    merge_patch,
+    remove_node_label,
+    set_node_label,
+)
+from tests.fakekube.fixtures import fake_kube  # noqa: F401  (the fixture)
+from tests.fakekube.server import FakeKubeServer
+
+pytestmark = pytest.mark.slow
+EXHAUSTED = "fitguard.io/branch-eni-exhausted"
+NGT = "fitguard.io/v1alpha1"
+
+
+def api(fake: FakeKubeServer) -> KubeClient:
+    return KubeClient(fake.api_client())
+
+
+def test_node_label_is_set_then_removed_with_null(fake_kube: FakeKubeServer) -> None:  # noqa: F811
+    fake_kube.create(
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1", "labels": {"keep": "me"}}}
+    )
+    set_node_label(api(fake_kube), "n1", EXHAUSTED, "true")
+    assert fake_kube.get("Node", "n1")["metadata"]["labels"] == {"keep": "me", EXHAUSTED: "true"}
+    remove_node_label(api(fake_kube), "n1", EXHAUSTED)
+    assert fake_kube.get("Node", "n1")["metadata"]["labels"] == {"keep": "me"}
+    (patch, _) = fake_kube.requests.find("PATCH", "/api/v1/nodes/n1")
+    assert patch.content_type == "application/merge-patch+json"
+
+
+def test_patch_with_a_stale_resource_version_is_refused(fake_kube: FakeKubeServer) -> None:  # noqa: F811
+    node = fake_kube.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}})
+    seen_rv = node["metadata"]["resourceVersion"]
+    fake_kube.patch("Node", "n1", {"metadata": {"labels": {"moved": "on"}}})
+    with pytest.raises(KubeError) as refused:
+        merge_patch(api(fake_kube), NODES, "n1", {"spec": {"unschedulable": True}}, resource_version=seen_rv)
+    assert refused.value.conflict
+    assert "unschedulable" not in fake_kube.get("Node", "n1").get("spec", {})
+
+
+def test_delete_pod_with_stale_preconditions_is_refused(fake_kube: FakeKubeServer) -> None:  # noqa: F811
+    pod = fake_kube.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "p", "namespace": "default"},
+            "spec": {"containers": [{"name": "c", "image": "x"}]},
+        }
+    )
+    uid, seen_rv = pod["metadata"]["uid"], pod["metadata"]["resourceVersion"]
+    fake_kube.patch("Pod", "p", {"metadata": {"labels": {"changed": "yes"}}}, "default")
+    with pytest.raises(KubeError) as refused:
+        delete_pod(api(fake_kube), "default", "p", uid=uid, resource_version=seen_rv)
+    assert refused.value.status == 409
+    assert fake_kube.objects("Pod", "default")  # still there
+    fresh_rv = fake_kube.get("Pod", "p", "default")["metadata"]["resourceVersion"]
+    (delete,) = fake_kube.requests.find("DELETE", "/pods/p")
+    assert delete.body["preconditions"] == {"uid": uid, "resourceVersion": seen_rv}
+    assert delete_pod(api(fake_kube), "default", "p", uid=uid, resource_version=fresh_rv) is True
+    assert delete_pod(api(fake_kube), "default", "p", uid=uid) is False  # already gone
+
+
+def test_apply_creates_then_leaves_alone_then_replaces_when_changed(fake_kube: FakeKubeServer) -> None:  # noqa: F811
+    desired = {
+        "kind": "NodeGroupTemplate",
+        "metadata": {"name": "ng-batch", "labels": {"fitguard.io/provider": "aws-asg"}},
+        "spec": {"provider": "aws-asg", "instanceTypes": ["m5.large"], "maxSize": 10},
+    }
+    action, created = apply_object(api(fake_kube), NODE_GROUP_TEMPLATES, desired)
+    assert action == "created"
+    assert created["apiVersion"] == NGT
+    fake_kube.patch(
+        "NodeGroupTemplate", "ng-batch", {"metadata": {"labels": {"someone": "else"}}}, api_version=NGT
+    )
+    assert apply_object(api(fake_kube), NODE_GROUP_TEMPLATES, desired)[0] == "unchanged"
+    assert fake_kube.requests.find("PUT", "/nodegrouptemplates") == []
+    changed = {**desired, "spec": {**desired["spec"], "maxSize": 20}}
+    action, updated = apply_object(api(fake_kube), NODE_GROUP_TEMPLATES, changed)
+    assert action == "updated"
+    assert updated["spec"]["maxSize"] == 20
+    assert updated["metadata"]["labels"] == {"fitguard.io/provider": "aws-asg", "someone": "else"}
+
+
+def test_delete_custom_object(fake_kube: FakeKubeServer) -> None:  # noqa: F811
+    fake_kube.create({"apiVersion": NGT, "kind": "NodeGroupTemplate", "metadata": {"name": "ng"}})
+    assert delete_custom_object(api(fake_kube), NODE_GROUP_TEMPLATES, "ng") is True
+    assert fake_kube.objects("NodeGroupTemplate", api_version=NGT) == []
+    assert delete_custom_object(api(fake_kube), NODE_GROUP_TEMPLATES, "ng") is False
+
+
+def test_client_from_kubeconfig_and_errors_carry_status_and_retry_after(
+    fake_kube: FakeKubeServer,  # noqa: F811
+    tmp_path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("KUBECONFIG", str(fake_kube.write_kubeconfig(tmp_path / "config")))
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    client = KubeClient(load_api_client())
+    try:
+        names = {ns["metadata"]["name"] for ns in client.get("/api/v1/namespaces")["items"]}
+        assert "kube-system" in names
+        with pytest.raises(KubeError) as missing:
+            client.get(NODES.path(name="nope"))
+        assert missing.value.not_found
+        fake_kube.faults.throttle(retry_after=7, path="/nodes")
+        with pytest.raises(KubeError) as throttled:
+            client.get(NODES.path())
+        assert (throttled.value.status, throttled.value.retry_after) == (429, 7.0)
+    finally:
+        client.api_client.close()
+
+
+def test_resource_paths() -> None:
+    assert PODS.path() == "/api/v1/pods"
+    assert PODS.path("kube-system", "p") == "/api/v1/namespaces/kube-system/pods/p"
+    assert NODES.path(name="n", subresource="status") == "/api/v1/nodes/n/status"
+    assert NODE_GROUP_TEMPLATES.path(name="ng") == "/apis/fitguard.io/v1alpha1/nodegrouptemplates/ng"
+    with pytest.raises(ValueError, match="needs its namespace"):
+        PODS.path(name="p")
