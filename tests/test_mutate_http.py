@@ -1,0 +1,414 @@
+"""POST /mutate through the Flask app: the VPC resource controller's pod webhook cases, the
+exhausted-node guard, exemptions, modes, and every answer of the HTTP contract."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from flask.testing import FlaskClient
+
+from webhook.app import allow_everything, create_app
+from webhook.cluster import ClusterView, from_objects
+from webhook.mutate import GUARD_KEY, apply_patch
+from webhook.review import MAX_BODY_BYTES, WebhookConfig
+
+CASES_FILE = (
+    Path(__file__).resolve().parents[2]
+    / "shared"
+    / "conformance"
+    / "vpc-resource-controller-pod-webhook.json"
+)
+POD_KIND = {"group": "", "version": "v1", "kind": "Pod"}
+GUARD = {"key": GUARD_KEY, "operator": "DoesNotExist"}
+
+
+def _cases(*groups: str) -> list[Any]:
+    if not CASES_FILE.is_file():
+        return [pytest.param(None, marks=pytest.mark.skip(reason=f"{CASES_FILE} is absent"))]
+    cases = [c for c in json.loads(CASES_FILE.read_text()) if c["group"] in groups]
+    return [
+        pytest.param(c, id=f"{c['id']}-{(c.get('source') or {}).get('case') or c['note'][:40]}")
+        for c in cases
+    ]
+
+
+def client_for(objects: list[dict[str, Any]], **config: Any) -> FlaskClient:
+    # /validate is the lead's handler, tested on its own: here only its HTTP envelope is checked
+    app = create_app(from_objects(objects), WebhookConfig(**config), validate=allow_everything)
+    return app.test_client()
+
+
+def admission_review(pod: dict[str, Any], uid: str = "uid-1", **request: Any) -> dict[str, Any]:
+    req = {"uid": uid, "kind": POD_KIND, "resource": {"group": "", "version": "v1", "resource": "pods"},
+           "operation": "CREATE", "object": pod, **request}  # fmt: skip
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": req}
+
+
+def mutate(client: FlaskClient, review: dict[str, Any]) -> dict[str, Any]:
+    answer = client.post("/mutate", json=review)
+    assert answer.status_code == 200, answer.data
+    body = answer.get_json()
+    assert body["apiVersion"] == review["apiVersion"] and body["kind"] == "AdmissionReview"
+    assert body["response"]["uid"] == review["request"]["uid"]
+    return body["response"]
+
+
+def patch_of(response: dict[str, Any]) -> list[dict[str, Any]]:
+    if "patch" not in response:
+        return []
+    assert response["patchType"] == "JSONPatch"
+    return json.loads(base64.b64decode(response["patch"]))
+
+
+def unordered(patch: list[dict[str, Any]]) -> list[str]:
+    return sorted(json.dumps(op, sort_keys=True) for op in patch)
+
+
+def service_account(
+    namespace: str, name: str = "default", labels: dict[str, str] | None = None
+) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ServiceAccount",
+            "metadata": {"namespace": namespace, "name": name, "labels": labels or {}}}  # fmt: skip
+
+
+def sg_policy(namespace: str, groups: list[str], spec: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"apiVersion": "vpcresources.k8s.aws/v1beta1", "kind": "SecurityGroupPolicy",
+            "metadata": {"namespace": namespace, "name": "sgp"},
+            "spec": {"podSelector": {}, **(spec or {}), "securityGroups": {"groupIds": groups}}}  # fmt: skip
+
+
+def vpc_cni(windows_ipam: bool) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"namespace": "kube-system", "name": "amazon-vpc-cni"},
+        "data": {"enable-windows-ipam": "true" if windows_ipam else "false"},
+    }
+
+
+def mocked_cluster(case: dict[str, Any]) -> list[dict[str, Any]]:
+    """Objects whose lookup gives exactly the case's mocked SGP API answer: the groups from one
+    policy matching everything, an error from a missing ServiceAccount, and no objects at all when
+    the case expects no lookup (a lookup would then fail and deny)."""
+    namespace = case["admission_request"]["object"]["metadata"]["namespace"]
+    objects: list[dict[str, Any]] = []
+    mock = case["sgp_api_mock"]
+    if mock is not None and mock["error"] is None:
+        objects.append(service_account(namespace))
+        if mock["returns"]:
+            objects.append(sg_policy(namespace, mock["returns"]))
+    if case["windows_ipam_enabled_mock"] is not None:
+        objects.append(vpc_cni(case["windows_ipam_enabled_mock"]))
+    return objects
+
+
+@pytest.mark.parametrize("case", _cases("pod_mutating_webhook"))
+def test_upstream_pod_webhook_case(case: dict[str, Any]) -> None:
+    """Each TestPodMutationWebHook_Handle case: same allowed, same patches (order-insensitive),
+    same patch type, through the real endpoint with the guard off (upstream has no guard)."""
+    request = case["admission_request"]
+    client = client_for(mocked_cluster(case), eni_guard=False)
+    response = mutate(client, admission_review(request["object"], operation=request["operation"]))
+    expected = case["expected"]
+    assert response["allowed"] is expected["allowed"]
+    assert unordered(patch_of(response)) == unordered(expected["patches"])
+    assert response.get("patchType") == expected["patch_type"]
+
+
+def _injected_cases() -> list[Any]:
+    params = []
+    for param in _cases("derived_from_code"):
+        case = param.values[0]
+        if case is not None and isinstance(case["expected"]["injected"], str):
+            for ipam in (True, False):
+                params.append(pytest.param(case, ipam, id=f"{param.id}-windows-ipam-{ipam}"))
+        else:
+            params.append(pytest.param(case, False, id=param.id, marks=param.marks))
+    return params
+
+
+@pytest.mark.parametrize(("case", "windows_ipam"), _injected_cases())
+def test_derived_from_code_case(case: dict[str, Any], windows_ipam: bool) -> None:
+    """Rules read from upstream code: after the patch, containers[0] carries exactly the expected
+    limits and requests, other containers are untouched, and no patch means nothing injected."""
+    pod = case["pod"]
+    objects = [*case["security_group_policies"], case["service_account"], vpc_cni(windows_ipam)]
+    response = mutate(client_for(objects, eni_guard=False), admission_review(pod))
+    assert response["allowed"] is case["expected"]["allowed"]
+    injected = case["expected"]["injected"]
+    if isinstance(injected, str):  # Windows: PrivateIPv4Address only when Windows IPAM is on
+        name = "vpc.amazonaws.com/PrivateIPv4Address"
+        injected = (
+            {"container_index": 0, "limits": {name: "1"}, "requests": {name: "1"}} if windows_ipam else None
+        )
+    patch = patch_of(response)
+    if injected is None:
+        assert patch == []
+        return
+    after = apply_patch(pod, patch)
+    index = injected["container_index"]
+    assert after["spec"]["containers"][index]["resources"] == {
+        "limits": injected["limits"],
+        "requests": injected["requests"],
+    }
+    others = [c for i, c in enumerate(after["spec"]["containers"]) if i != index]
+    assert others == [c for i, c in enumerate(pod["spec"]["containers"]) if i != index]
+    assert {k: v for k, v in after.items() if k != "spec"} == {k: v for k, v in pod.items() if k != "spec"}
+
+
+# -- the exhausted-node guard -----------------------------------------------------------------------
+
+
+def linux_pod(namespace: str = "shop", labels: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "web", "namespace": namespace, "labels": labels or {"app": "web"}},
+            "spec": {"containers": [{"name": "app", "resources": {}}], **spec}}  # fmt: skip
+
+
+def guarded_client(**config: Any) -> FlaskClient:
+    objects = [
+        service_account("shop"),
+        sg_policy("shop", ["sg-1"], {"podSelector": {"matchLabels": {"app": "web"}}}),
+    ]
+    return client_for(objects, **config)
+
+
+def test_guard_adds_a_required_term_when_the_pod_has_no_affinity() -> None:
+    """A matched pod gets pod-eni and a new required term holding only the guard expression."""
+    pod = linux_pod()
+    after = apply_patch(pod, patch_of(mutate(guarded_client(), admission_review(pod))))
+    required = after["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert required == {"nodeSelectorTerms": [{"matchExpressions": [GUARD]}]}
+    assert after["spec"]["containers"][0]["resources"]["requests"] == {"vpc.amazonaws.com/pod-eni": "1"}
+
+
+def test_guard_is_anded_into_every_existing_term_and_reinvocation_adds_nothing() -> None:
+    """Terms are ORed, so each non-empty term gets the guard (matchFields-only terms included);
+    an empty term, which matches no node, is left alone; preferred terms are untouched; a second
+    pass over the patched pod returns no patch."""
+    zone = {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["a"]}
+    name = {"key": "metadata.name", "operator": "In", "values": ["n1"]}
+    preferred = [{"weight": 1, "preference": {"matchExpressions": [zone]}}]
+    affinity = {"nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [zone]}, {"matchFields": [name]}, {}]},
+        "preferredDuringSchedulingIgnoredDuringExecution": preferred}}  # fmt: skip
+    pod = linux_pod(affinity=affinity)
+    client = guarded_client()
+    after = apply_patch(pod, patch_of(mutate(client, admission_review(pod))))
+    node_affinity = after["spec"]["affinity"]["nodeAffinity"]
+    terms = node_affinity["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    assert terms == [
+        {"matchExpressions": [zone, GUARD]},
+        {"matchFields": [name], "matchExpressions": [GUARD]},
+        {},
+    ]
+    assert node_affinity["preferredDuringSchedulingIgnoredDuringExecution"] == preferred
+    assert patch_of(mutate(client, admission_review(after, uid="uid-2"))) == []
+
+
+def test_guard_fills_in_missing_levels_of_an_existing_affinity() -> None:
+    """Pod anti-affinity only, or node affinity with preferred terms only: the required node
+    selector is added beside what is there, which is kept."""
+    anti = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": []}}
+    for affinity, path in (
+        (anti, "/spec/affinity/nodeAffinity"),
+        ({"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": []}},
+         "/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution"),
+    ):  # fmt: skip
+        patch = patch_of(mutate(guarded_client(), admission_review(linux_pod(affinity=affinity))))
+        assert [op["path"] for op in patch if "affinity" in op["path"]] == [path]
+        after = apply_patch(linux_pod(affinity=affinity), patch)
+        assert all(after["spec"]["affinity"][k] == v for k, v in affinity.items() if k != "nodeAffinity")
+
+
+def test_guard_covers_pods_requesting_pod_eni_themselves_and_can_be_switched_off() -> None:
+    """An unmatched pod that asks for pod-eni itself still gets the guard (and nothing else); with
+    the guard off it gets no patch at all."""
+    pod = linux_pod(labels={"app": "other"})
+    pod["spec"]["containers"][0]["resources"] = {"requests": {"vpc.amazonaws.com/pod-eni": "1"}}
+    patch = patch_of(mutate(guarded_client(), admission_review(pod)))
+    assert [op["path"] for op in patch] == ["/spec/affinity"]
+    assert patch_of(mutate(guarded_client(eni_guard=False), admission_review(pod))) == []
+
+
+def test_guard_is_not_added_to_pods_without_pod_eni() -> None:
+    """Unmatched Linux pods, host-network pods and Windows pods get no guard."""
+    client = guarded_client()
+    assert patch_of(mutate(client, admission_review(linux_pod(labels={"app": "other"})))) == []
+    assert patch_of(mutate(client, admission_review(linux_pod(hostNetwork=True)))) == []
+    windows = linux_pod(nodeSelector={"kubernetes.io/os": "windows"})
+    assert patch_of(mutate(client, admission_review(windows))) == []
+
+
+# -- exemptions, modes, failure policy ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("namespace", "pod_labels", "namespace_labels"),
+    [
+        ("kube-system", None, {}),
+        ("fitguard", None, {}),
+        ("shop", {"app": "web", "fitguard.io/ignore": "true"}, {}),
+        ("shop", None, {"fitguard.io/ignore": "true"}),
+    ],
+    ids=["kube-system", "own-namespace", "pod-label", "namespace-label"],
+)
+def test_exempt_pods_are_allowed_untouched(
+    namespace: str, pod_labels: dict[str, str] | None, namespace_labels: dict[str, str]
+) -> None:
+    """Exempt pods are admitted without a patch, even though a policy matches them and (in the
+    exempt namespaces) no ServiceAccount exists that would otherwise deny them."""
+    objects = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop", "labels": namespace_labels}},
+        service_account("shop"),
+        sg_policy(namespace, ["sg-1"]),
+    ]
+    response = mutate(client_for(objects), admission_review(linux_pod(namespace, pod_labels)))
+    assert response["allowed"] is True
+    assert "patch" not in response
+    assert "exempt" in response["status"]["message"] or "ignore" in response["status"]["message"]
+
+
+def test_missing_service_account_denies_in_enforce_and_only_warns_otherwise() -> None:
+    """Upstream denies a pod whose ServiceAccount cannot be found; warn mode admits it with the
+    message as a warning, audit mode admits it silently."""
+    pod = linux_pod(serviceAccountName="ghost")
+    denied = mutate(client_for([]), admission_review(pod))
+    assert denied["allowed"] is False
+    assert denied["status"]["code"] == 403 and '"ghost" not found' in denied["status"]["message"]
+    warned = mutate(client_for([], mode="warn"), admission_review(pod))
+    assert warned["allowed"] is True and '"ghost" not found' in warned["warnings"][0]
+    audited = mutate(client_for([], mode="audit"), admission_review(pod))
+    assert audited["allowed"] is True and "warnings" not in audited
+
+
+@pytest.mark.parametrize(("policy", "allowed"), [("ignore", True), ("fail", False)])
+def test_internal_error_is_answered_by_the_failure_policy_without_a_trace(
+    policy: str, allowed: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bug in a handler becomes a 200 answer per the failure policy; no traceback leaks."""
+
+    def broken(self: ClusterView, namespace: str, pod: Any) -> list[str]:
+        raise RuntimeError("secret internals")
+
+    monkeypatch.setattr(ClusterView, "security_groups", broken)
+    answer = client_for([], failure_policy=policy).post("/mutate", json=admission_review(linux_pod()))
+    assert answer.status_code == 200
+    assert answer.get_json()["response"]["allowed"] is allowed
+    assert b"secret internals" not in answer.data and b"Traceback" not in answer.data
+
+
+def test_dry_run_gets_the_same_answer() -> None:
+    """dryRun changes nothing in the verdict or the patch."""
+    client = guarded_client()
+    wet = mutate(client, admission_review(linux_pod()))
+    dry = mutate(client, admission_review(linux_pod(), dryRun=True))
+    assert dry == wet
+
+
+def test_malformed_pod_in_a_valid_review_is_refused_as_upstream_does() -> None:
+    """A pod that could not be decoded: HTTP 200, not allowed, status code 400."""
+    pod = linux_pod()
+    pod["spec"]["containers"] = "not a list"
+    response = mutate(client_for([]), admission_review(pod))
+    assert response["allowed"] is False and response["status"]["code"] == 400
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"operation": "UPDATE"},
+        {"operation": "DELETE", "object": None},
+        {"kind": {"group": "apps", "version": "v1", "kind": "Deployment"}},
+        {"subResource": "status"},
+    ],
+    ids=["update", "delete", "deployment", "subresource"],
+)
+def test_other_kinds_and_operations_are_allowed_without_patch(change: dict[str, Any]) -> None:
+    """Only pod CREATE is mutated; anything else is admitted as it is, uid echoed."""
+    review = admission_review(linux_pod())
+    review["request"].update(change)
+    response = mutate(guarded_client(), review)
+    assert response["allowed"] is True and "patch" not in response
+
+
+# -- the HTTP contract --------------------------------------------------------------------------
+
+
+def test_v1beta1_reviews_are_echoed_in_their_own_version() -> None:
+    review = admission_review(linux_pod())
+    review["apiVersion"] = "admission.k8s.io/v1beta1"
+    assert mutate(guarded_client(), review)["allowed"] is True
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"not json",
+        b"\xff\xfe\x00garbage",
+        b"[" * 100_000,
+        b'{"kind": "Pod"}',
+        b'{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"}',
+        b'{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {"kind": {}}}',
+        b'{"apiVersion": "admission.k8s.io/v9", "kind": "AdmissionReview", "request": {"uid": "u"}}',
+        b"[]",
+    ],
+    ids=["text", "binary", "deeply-nested", "not-a-review", "no-request", "no-uid", "bad-version", "list"],
+)
+@pytest.mark.parametrize("endpoint", ["/mutate", "/validate"])
+def test_bad_bodies_get_400_with_a_message(body: bytes, endpoint: str) -> None:
+    answer = guarded_client().post(endpoint, data=body, content_type="application/json")
+    assert answer.status_code == 400
+    assert answer.get_json()["message"]
+
+
+def test_wrong_content_type_gets_415() -> None:
+    body = json.dumps(admission_review(linux_pod()))
+    answer = guarded_client().post("/mutate", data=body, content_type="text/plain")
+    assert answer.status_code == 415 and answer.get_json()["message"]
+
+
+def test_body_over_7_mib_gets_413() -> None:
+    review = admission_review(linux_pod())
+    review["request"]["object"]["metadata"]["annotations"] = {"big": "x" * MAX_BODY_BYTES}
+    answer = guarded_client().post("/mutate", data=json.dumps(review), content_type="application/json")
+    assert answer.status_code == 413 and answer.get_json()["message"]
+
+
+def test_a_review_just_under_the_limit_is_answered() -> None:
+    review = admission_review(linux_pod())
+    review["request"]["object"]["metadata"]["annotations"] = {"big": "x" * (MAX_BODY_BYTES - 1024)}
+    assert guarded_client().post("/mutate", json=review).status_code == 200
+
+
+def test_validate_echoes_uid_and_version() -> None:
+    body = guarded_client().post("/validate", json=admission_review(linux_pod(), uid="v-1")).get_json()
+    assert body["response"]["uid"] == "v-1" and body["apiVersion"] == "admission.k8s.io/v1"
+    assert "patch" not in body["response"]
+
+
+def test_health_readiness_snapshot_and_metrics() -> None:
+    """/healthz always; /readyz only once every store synced; /snapshotz shows the policies held;
+    /metrics counts answered reviews by webhook, operation, verdict and dry run."""
+    client = guarded_client()
+    assert client.get("/healthz").status_code == 200
+    assert client.get("/readyz").status_code == 200
+    unsynced = (
+        create_app(ClusterView(), WebhookConfig(), validate=allow_everything).test_client().get("/readyz")
+    )
+    assert unsynced.status_code == 503 and b"SecurityGroupPolicy" in unsynced.data
+    snapshot = client.get("/snapshotz").get_json()
+    assert [p["groupIds"] for p in snapshot["securityGroupPolicies"]] == [["sg-1"]]
+    mutate(client, admission_review(linux_pod(), dryRun=True))
+    text = client.get("/metrics").data.decode()
+    line = (
+        'fitguard_admission_requests_total{allowed="true",dry_run="true",operation="CREATE",webhook="mutate"}'
+    )
+    assert line in text
+    assert "fitguard_admission_duration_seconds_bucket" in text
+    assert "fitguard_admission_requests_in_flight" in text

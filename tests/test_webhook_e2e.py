@@ -1,0 +1,263 @@
+"""`python -m webhook` for real: gunicorn with two gthread workers over TLS, called by a client that
+verifies the CA and the host name, as the apiserver does."""
+
+from __future__ import annotations
+
+import base64
+import http.client
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.fakekube.server import FakeKubeServer
+from tests.tlsfixtures import TlsFiles, client_ssl_context
+from webhook.mutate import GUARD_KEY, apply_patch
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[1]
+GUARD = {"key": GUARD_KEY, "operator": "DoesNotExist"}
+STATE = [
+    {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}},
+    {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"namespace": "shop", "name": "default"}},
+    {
+        "apiVersion": "vpcresources.k8s.aws/v1beta1",
+        "kind": "SecurityGroupPolicy",
+        "metadata": {"namespace": "shop", "name": "web"},
+        "spec": {"podSelector": {"matchLabels": {"app": "web"}}, "securityGroups": {"groupIds": ["sg-1"]}},
+    },
+]
+
+
+@dataclass
+class Server:
+    port: int
+    tls: TlsFiles
+    process: subprocess.Popen[bytes]
+    metrics_dir: Path
+
+    def connect(self) -> http.client.HTTPSConnection:
+        return http.client.HTTPSConnection(
+            "localhost", self.port, context=client_ssl_context(self.tls.ca_path)
+        )
+
+
+def _wait_ready(server: Server, deadline: float) -> None:
+    while time.monotonic() < deadline:
+        if server.process.poll() is not None:
+            raise RuntimeError(f"webhook exited with {server.process.returncode}")
+        try:
+            conn = server.connect()
+            conn.request("GET", "/readyz")
+            if conn.getresponse().status == 200:
+                return
+        except OSError:
+            pass
+        time.sleep(0.1)
+    raise TimeoutError("webhook did not become ready")
+
+
+@pytest.fixture(scope="module")
+def server(tls_files: TlsFiles, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    work = tmp_path_factory.mktemp("webhook")
+    state = work / "state.yaml"
+    state.write_text(yaml.safe_dump_all(STATE))
+    # the socket is bound here and inherited (gunicorn's fd:// bind): no free-port race
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(64)
+    fd = listener.fileno()
+    command = [sys.executable, "-m", "webhook", "--bind", f"fd://{fd}", "--state", str(state),
+               "--tls-cert", str(tls_files.cert_path), "--tls-key", str(tls_files.key_path),
+               "--workers", "2", "--threads", "4", "--metrics-dir", str(work / "metrics"),
+               "--log-level", "warning"]  # fmt: skip
+    process = subprocess.Popen(command, cwd=ROOT, pass_fds=(fd,))
+    running = Server(listener.getsockname()[1], tls_files, process, work / "metrics")
+    listener.close()  # only the server holds it now: a dead server refuses connections
+    try:
+        _wait_ready(running, time.monotonic() + 20)
+        yield running
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=25)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def review(pod: dict[str, Any], uid: str = "e2e-1", **request: Any) -> bytes:
+    req = {"uid": uid, "kind": {"group": "", "version": "v1", "kind": "Pod"}, "operation": "CREATE",
+           "namespace": "shop", "object": pod, **request}  # fmt: skip
+    return json.dumps(
+        {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": req}
+    ).encode()
+
+
+def post(conn: http.client.HTTPSConnection, body: bytes, path: str = "/mutate") -> tuple[int, dict[str, Any]]:
+    conn.request("POST", path, body=body, headers={"Content-Type": "application/json"})
+    answer = conn.getresponse()
+    return answer.status, json.loads(answer.read())
+
+
+def patch_of(response: dict[str, Any]) -> list[dict[str, Any]]:
+    return json.loads(base64.b64decode(response["patch"])) if "patch" in response else []
+
+
+def web_pod() -> dict[str, Any]:
+    zone = {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["a"]}
+    arch = {"key": "kubernetes.io/arch", "operator": "In", "values": ["arm64"]}
+    terms = [{"matchExpressions": [zone]}, {"matchExpressions": [arch]}]
+    required = {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "w", "namespace": "shop", "labels": {"app": "web"}},
+        "spec": {
+            "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
+            "affinity": {"nodeAffinity": required},
+        },
+    }
+
+
+def test_mutation_over_tls_merges_the_guard_and_reinvocation_adds_nothing(server: Server) -> None:
+    """Over one verified keep-alive connection: pod-eni is injected, the guard is ANDed into both
+    existing terms, the patched pod sent again gets no patch, and dryRun gets the same answer."""
+    conn = server.connect()
+    status, body = post(conn, review(web_pod()))
+    assert (
+        status == 200 and body["response"]["uid"] == "e2e-1" and body["apiVersion"] == "admission.k8s.io/v1"
+    )
+    after = apply_patch(web_pod(), patch_of(body["response"]))
+    terms = after["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert all(term["matchExpressions"][-1] == GUARD for term in terms["nodeSelectorTerms"])
+    assert after["spec"]["containers"][0]["resources"]["limits"] == {"vpc.amazonaws.com/pod-eni": "1"}
+    status, again = post(conn, review(after, uid="e2e-2"))
+    assert status == 200 and again["response"]["allowed"] is True and "patch" not in again["response"]
+    status, dry = post(conn, review(web_pod(), dryRun=True))
+    assert dry["response"] == body["response"]
+    conn.close()
+
+
+def test_malformed_requests_over_tls(server: Server) -> None:
+    """400 for non-JSON, 415 for a wrong content type, 413 from the Content-Length alone (the
+    body is never sent); the server keeps answering afterwards."""
+    conn = server.connect()
+    conn.request("POST", "/mutate", body=b"{nope", headers={"Content-Type": "application/json"})
+    answer = conn.getresponse()
+    assert answer.status == 400 and json.loads(answer.read())["message"]
+    conn.request("POST", "/mutate", body=review(web_pod()), headers={"Content-Type": "text/plain"})
+    answer = conn.getresponse()
+    assert answer.status == 415
+    answer.read()
+    conn.putrequest("POST", "/mutate")
+    conn.putheader("Content-Type", "application/json")
+    conn.putheader("Content-Length", str(8 * 1024 * 1024))
+    conn.endheaders()
+    answer = conn.getresponse()
+    assert answer.status == 413
+    conn.close()
+    status, _ = post(server.connect(), review(web_pod(), uid="after-413"))
+    assert status == 200
+
+
+def _worker_pids(master: int) -> list[int]:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == master:
+                pids.append(int(entry.name))
+    return pids
+
+
+def _requests_total(server: Server) -> float:
+    conn = server.connect()
+    conn.request("GET", "/metrics")
+    text = conn.getresponse().read().decode()
+    conn.close()
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith("fitguard_admission_requests_total{") and 'webhook="mutate"' in line
+    )
+
+
+def test_metrics_are_summed_over_workers_and_survive_a_worker_death(server: Server) -> None:
+    """Reviews counted by workers that were then killed still show in /metrics served by their
+    replacements: the count is summed over worker processes, not kept by one."""
+    before = _requests_total(server)
+    for i in range(6):
+        conn = server.connect()  # a fresh connection each time, to spread over the workers
+        assert post(conn, review(web_pod(), uid=f"m-{i}"))[0] == 200
+        conn.close()
+    assert _requests_total(server) == before + 6
+    workers = _worker_pids(server.process.pid)
+    assert len(workers) == 2
+    for pid in workers:
+        os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        fresh = _worker_pids(server.process.pid)
+        if len(fresh) == 2 and not set(fresh) & set(workers):
+            break
+        time.sleep(0.1)
+    _wait_ready(server, time.monotonic() + 15)
+    assert _requests_total(server) == before + 6
+
+
+def test_policy_created_at_run_time_takes_effect(
+    fake_kube: FakeKubeServer, tls_files: TlsFiles, tmp_path: Path
+) -> None:
+    """With list+watch caches against the fake apiserver, a SecurityGroupPolicy created while the
+    webhook runs changes its answer within the issue's 2 seconds, on four successive fresh
+    connections (spread over both workers, each with its own caches)."""
+    fake_kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}})
+    fake_kube.create(
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"namespace": "shop", "name": "default"}}
+    )
+    kubeconfig = fake_kube.write_kubeconfig(tmp_path / "kubeconfig")
+    listener = socket.create_server(("127.0.0.1", 0))
+    fd = listener.fileno()
+    command = [sys.executable, "-m", "webhook", "--bind", f"fd://{fd}", "--kubeconfig", str(kubeconfig),
+               "--tls-cert", str(tls_files.cert_path), "--tls-key", str(tls_files.key_path),
+               "--workers", "2", "--threads", "2", "--log-level", "warning"]  # fmt: skip
+    env = {**os.environ, "NO_PROXY": "127.0.0.1,localhost"}
+    process = subprocess.Popen(command, cwd=ROOT, pass_fds=(fd,), env=env)
+    server = Server(listener.getsockname()[1], tls_files, process, tmp_path)
+    listener.close()
+    try:
+        _wait_ready(server, time.monotonic() + 20)
+        conn = server.connect()
+        assert "patch" not in post(conn, review(web_pod()))[1]["response"]
+        conn.close()
+        fake_kube.create(STATE[2])
+        deadline = time.monotonic() + 2.0
+        patched = 0
+        while patched < 4 and time.monotonic() < deadline:
+            conn = server.connect()  # fresh connections reach both workers
+            patched = patched + 1 if "patch" in post(conn, review(web_pod()))[1]["response"] else 0
+            conn.close()
+        assert patched == 4, "the new policy did not reach the webhook within 2 s"
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=25)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()

@@ -1,0 +1,3 @@
+from fitguard.cli import module_main
+
+module_main("webhook.cli", "webhook")

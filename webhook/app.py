@@ -1,0 +1,213 @@
+"""The Flask app: admission endpoints and the HTTP contract around them, plus health, readiness,
+metrics and the snapshot of what the webhook holds.
+
+Contract: a valid AdmissionReview is answered 200 with its uid and apiVersion echoed; a body that is
+not JSON or not a review gets 400, one over the limit 413 (judged from Content-Length before the
+body is read), a wrong content type 415. An internal error is logged and answered by the failure
+policy; the caller never sees a stack trace.
+"""
+
+from __future__ import annotations
+
+import base64
+import importlib
+import importlib.util
+import json
+import logging
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from flask import Flask, Response, request
+from werkzeug.exceptions import HTTPException
+
+from webhook import metrics, mutate
+from webhook.cluster import ClusterView
+from webhook.review import Verdict, WebhookConfig, exemption
+
+log = logging.getLogger(__name__)
+
+API_VERSIONS = ("admission.k8s.io/v1", "admission.k8s.io/v1beta1")
+JSON_TYPE = "application/json"
+Handler = Callable[[Mapping[str, Any], ClusterView, WebhookConfig], Verdict]
+
+
+class BadReview(Exception):
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def _json(body: Any, status: int = 200) -> Response:
+    return Response(json.dumps(body, separators=(",", ":")), status, mimetype=JSON_TYPE)
+
+
+def parse_review(body: bytes) -> tuple[str, dict[str, Any]]:
+    """(apiVersion, request) of an AdmissionReview, or BadReview(400)."""
+    try:
+        review = json.loads(body)
+    except (ValueError, RecursionError):
+        raise BadReview(400, "request body is not JSON") from None
+    if not isinstance(review, dict) or review.get("kind") != "AdmissionReview":
+        raise BadReview(400, "request body is not an AdmissionReview")
+    api_version = review.get("apiVersion")
+    if api_version not in API_VERSIONS:
+        raise BadReview(400, f"unsupported AdmissionReview apiVersion {api_version!r}")
+    req = review.get("request")
+    if not isinstance(req, dict):
+        raise BadReview(400, "AdmissionReview has no request")
+    if not isinstance(req.get("uid"), str) or not req["uid"]:
+        raise BadReview(400, "AdmissionReview request has no uid")
+    return api_version, req
+
+
+def is_pod_create(req: Mapping[str, Any]) -> bool:
+    kind = req.get("kind")
+    return (
+        req.get("operation") == "CREATE"
+        and isinstance(kind, Mapping)
+        and kind.get("group", "") == ""
+        and kind.get("kind") == "Pod"
+        and not req.get("subResource")
+    )
+
+
+def review_response(api_version: str, uid: str, verdict: Verdict, mutating: bool) -> dict[str, Any]:
+    response: dict[str, Any] = {"uid": uid, "allowed": verdict.allowed}
+    if verdict.message or verdict.code:
+        status: dict[str, Any] = {"code": verdict.code or (200 if verdict.allowed else 403)}
+        if verdict.message:
+            status["message"] = verdict.message
+        if verdict.reason:
+            status["reason"] = verdict.reason
+        response["status"] = status
+    if verdict.patch and verdict.allowed and mutating:
+        raw = json.dumps(verdict.patch, separators=(",", ":")).encode()
+        response["patchType"] = "JSONPatch"
+        response["patch"] = base64.b64encode(raw).decode("ascii")
+    if verdict.warnings:
+        response["warnings"] = list(verdict.warnings)
+    return {"apiVersion": api_version, "kind": "AdmissionReview", "response": response}
+
+
+def allow_everything(req: Mapping[str, Any], cluster: ClusterView, config: WebhookConfig) -> Verdict:
+    """The validating handler until webhook/validate.py exists."""
+    return Verdict(allowed=True)
+
+
+def load_validate() -> Handler:
+    if importlib.util.find_spec("webhook.validate") is None:
+        return allow_everything
+    return importlib.import_module("webhook.validate").review
+
+
+def mutate_handler(req: Mapping[str, Any], cluster: ClusterView, config: WebhookConfig) -> Verdict:
+    if not is_pod_create(req):
+        return Verdict(allowed=True)
+    return mutate.review(req, cluster, config)
+
+
+def failure_verdict(config: WebhookConfig) -> Verdict:
+    if config.failure_policy == "fail":
+        return Verdict.deny("fitguard hit an internal error (see its logs)", code=500, reason="InternalError")
+    return Verdict(allowed=True, warnings=["fitguard could not review this object (internal error)"])
+
+
+def create_app(
+    cluster: ClusterView,
+    config: WebhookConfig,
+    tls_ready: Callable[[], bool] = lambda: True,
+    validate: Handler | None = None,
+) -> Flask:
+    app = Flask("fitguard-webhook")
+    app.config["MAX_CONTENT_LENGTH"] = config.max_body_bytes  # also bounds chunked bodies
+    validate_handler = validate or load_validate()
+
+    def admit(name: str, handler: Handler, mutating: bool) -> Response:
+        if request.mimetype != JSON_TYPE:
+            metrics.INVALID.labels(name, "415").inc()
+            return _json({"message": f"content type must be {JSON_TYPE}"}, 415)
+        length = request.content_length
+        if length is not None and length > config.max_body_bytes:
+            metrics.INVALID.labels(name, "413").inc()
+            # answered unread; gunicorn discards the declared body before reusing the connection
+            return _json({"message": "request body too large"}, 413)
+        started = time.perf_counter()
+        in_flight = metrics.IN_FLIGHT.labels(name)
+        in_flight.inc()
+        try:
+            try:
+                api_version, req = parse_review(request.get_data(cache=False))
+            except BadReview as err:
+                metrics.INVALID.labels(name, str(err.code)).inc()
+                return _json({"message": err.message}, err.code)
+            reason = exemption(req, cluster, config)
+            if reason is not None:
+                verdict = Verdict(allowed=True, message=reason)
+            else:
+                try:
+                    verdict = handler(req, cluster, config)
+                except Exception:  # any bug becomes the failure policy's answer, never a 500
+                    log.exception("%s: review %s failed", name, req.get("uid"))
+                    metrics.ERRORS.labels(name).inc()
+                    verdict = failure_verdict(config)
+            body = review_response(api_version, req["uid"], verdict, mutating)
+            metrics.REQUESTS.labels(
+                name,
+                str(req.get("operation") or ""),
+                "true" if verdict.allowed else "false",
+                "true" if req.get("dryRun") is True else "false",
+            ).inc()
+            return _json(body)
+        finally:
+            in_flight.dec()
+            metrics.DURATION.labels(name).observe(time.perf_counter() - started)
+
+    @app.post("/mutate")
+    def mutate_endpoint() -> Response:
+        return admit("mutate", mutate_handler, mutating=True)
+
+    @app.post("/validate")
+    def validate_endpoint() -> Response:
+        return admit("validate", validate_handler, mutating=False)
+
+    @app.get("/healthz")
+    def healthz() -> Response:
+        return Response("ok\n", mimetype="text/plain")
+
+    @app.get("/readyz")
+    def readyz() -> Response:
+        waiting = [kind for kind, store in cluster.stores().items() if not store.synced]
+        if not tls_ready():
+            waiting.append("certificate")
+        if waiting:
+            return Response(f"waiting for: {', '.join(waiting)}\n", 503, mimetype="text/plain")
+        return Response("ok\n", mimetype="text/plain")
+
+    @app.get("/metrics")
+    def metrics_endpoint() -> Response:
+        data, content_type = metrics.render()
+        return Response(data, content_type=content_type)
+
+    @app.get("/snapshotz")
+    def snapshotz() -> Response:
+        snapshot = cluster.snapshot()
+        snapshot["config"] = {
+            "mode": config.mode,
+            "failurePolicy": config.failure_policy,
+            "eniGuard": config.eni_guard,
+            "ownNamespace": config.own_namespace,
+        }
+        return _json(snapshot)
+
+    @app.errorhandler(HTTPException)
+    def http_error(err: HTTPException) -> Response:
+        return _json({"message": err.description or err.name}, err.code or 500)
+
+    @app.errorhandler(Exception)
+    def internal_error(err: Exception) -> Response:
+        log.exception("unhandled error on %s %s", request.method, request.path)
+        return _json({"message": "internal error"}, 500)
+
+    return app

@@ -1,0 +1,127 @@
+"""`fitguard webhook`: serve the admission webhook over TLS with gunicorn."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from webhook.review import FAILURE_POLICIES, MODES, WebhookConfig
+
+DEFAULT_BIND = "0.0.0.0:8443"
+DEFAULT_NAMESPACE = "fitguard"
+
+
+def _bind(value: str) -> str:
+    """HOST:PORT, [IPv6]:PORT, or gunicorn's fd://N (a socket inherited from the caller)."""
+    if value.startswith(("fd://", "unix:")):
+        return value
+    host, sep, port = value.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {value!r}")
+    return value
+
+
+def _positive(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return number
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "webhook",
+        help="serve the mutating and validating admission webhook",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=(
+            "Serve the admission webhook over HTTPS (gunicorn, gthread workers):\n"
+            "  POST /mutate     pod-eni injection for pods matching a SecurityGroupPolicy, and the\n"
+            "                   exhausted-node guard affinity\n"
+            "  POST /validate   pod and pod-template fit against the node group templates\n"
+            "  GET  /healthz, /readyz, /metrics, /snapshotz\n"
+            "Policies, ServiceAccounts, namespaces and templates come from list+watch caches (the\n"
+            "kubeconfig, or the in-cluster service account), or from --state FILE offline."
+        ),
+    )
+    parser.add_argument("--bind", default=DEFAULT_BIND, type=_bind, help="HOST:PORT (default: %(default)s)")
+    parser.add_argument("--tls-cert", required=True, type=Path, metavar="PATH", help="serving certificate")
+    parser.add_argument("--tls-key", required=True, type=Path, metavar="PATH", help="its private key")
+    parser.add_argument("--state", type=Path, metavar="PATH", help="answer from this state file, no API")
+    parser.add_argument("--kubeconfig", metavar="PATH", help="kubeconfig (default: in-cluster, $KUBECONFIG)")
+    parser.add_argument("--context", help="kubeconfig context")
+    parser.add_argument(
+        "--mode",
+        choices=MODES,
+        default="enforce",
+        help="enforce denies, warn admits with warnings, audit only logs; the namespace label "
+        "fitguard.io/mode overrides it (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--failure-policy",
+        choices=FAILURE_POLICIES,
+        default="ignore",
+        help="the answer when a review hits an internal error: ignore admits, fail denies "
+        "(default: %(default)s)",
+    )
+    parser.add_argument(
+        "--no-eni-guard",
+        dest="eni_guard",
+        action="store_false",
+        help="do not add the fitguard.io/branch-eni-exhausted DoesNotExist node affinity to pods "
+        "that request pod-eni",
+    )
+    parser.add_argument(
+        "--namespace",
+        default=os.environ.get("POD_NAMESPACE") or DEFAULT_NAMESPACE,
+        help="the webhook's own namespace, never reviewed (default: $POD_NAMESPACE or %(default)s)",
+    )
+    parser.add_argument(
+        "--workers", type=_positive, default=2, help="worker processes (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--threads", type=_positive, default=8, help="threads per worker (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--metrics-dir",
+        type=Path,
+        metavar="PATH",
+        help="where workers keep their metrics; wiped at start (default: a temporary directory)",
+    )
+    parser.add_argument(
+        "--log-level", choices=("debug", "info", "warning", "error"), default="info", help="(default: info)"
+    )
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from webhook.server import ServeOptions, serve
+
+    logging.basicConfig(
+        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(process)d %(name)s: %(message)s"
+    )
+    config = WebhookConfig(
+        mode=args.mode,
+        failure_policy=args.failure_policy,
+        eni_guard=args.eni_guard,
+        own_namespace=args.namespace,
+    )
+    options = ServeOptions(
+        bind=args.bind,
+        tls_cert=args.tls_cert,
+        tls_key=args.tls_key,
+        config=config,
+        state=args.state,
+        kubeconfig=args.kubeconfig,
+        context=args.context,
+        workers=args.workers,
+        threads=args.threads,
+        metrics_dir=args.metrics_dir,
+        log_level=args.log_level,
+    )
+    return serve(options)

@@ -1,0 +1,157 @@
+"""The in-memory view the webhook answers from: one Store per kind it needs, each projected to the
+little it uses, filled from a state file (offline) or by list+watch reflectors (in a cluster).
+Nothing here calls the API on the request path."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from capacity.sgp import SecurityGroupPolicy, compile_policy, matching_groups
+from capacity.template import NodeGroupTemplate
+from kube.statefile import by_kind, load_state
+from kube.store import Store
+
+log = logging.getLogger(__name__)
+
+VPC_CNI_CONFIG = ("kube-system", "amazon-vpc-cni")
+WINDOWS_IPAM_KEY = "enable-windows-ipam"
+# ConfigMap keys the webhook reads; the rest of a ConfigMap is not kept.
+CONFIG_KEYS = (WINDOWS_IPAM_KEY, "branch-eni-cooldown")
+DEFAULT_SERVICE_ACCOUNT = "default"
+EMPTY: Mapping[str, str] = {}
+
+
+class ServiceAccountNotFound(LookupError):
+    """The pod's ServiceAccount is not in the cache: upstream denies such a pod."""
+
+
+def labels_of(obj: Mapping[str, Any]) -> dict[str, str]:
+    meta = obj.get("metadata") or {}
+    labels = meta.get("labels") if isinstance(meta, Mapping) else None
+    if labels is None:
+        return {}
+    if not isinstance(labels, Mapping):
+        raise TypeError("metadata.labels: expected a map")
+    return {str(k): str(v) for k, v in labels.items()}
+
+
+def config_data(obj: Mapping[str, Any]) -> dict[str, str]:
+    data = obj.get("data") or {}
+    if not isinstance(data, Mapping):
+        raise TypeError("data: expected a map")
+    return {key: str(data[key]) for key in CONFIG_KEYS if key in data}
+
+
+def parse_bool(value: str | None) -> bool:
+    """The spellings Go's strconv.ParseBool reads as true (how the VPC controller reads flags)."""
+    return value in ("1", "t", "T", "true", "TRUE", "True")
+
+
+@dataclass
+class ClusterView:
+    namespaces: Store[dict[str, str]] = field(default_factory=lambda: Store("Namespace", labels_of))
+    service_accounts: Store[dict[str, str]] = field(
+        default_factory=lambda: Store("ServiceAccount", labels_of)
+    )
+    policies: Store[SecurityGroupPolicy] = field(
+        default_factory=lambda: Store("SecurityGroupPolicy", compile_policy)
+    )
+    config_maps: Store[dict[str, str]] = field(default_factory=lambda: Store("ConfigMap", config_data))
+    templates: Store[NodeGroupTemplate] = field(
+        default_factory=lambda: Store("NodeGroupTemplate", NodeGroupTemplate.from_object)
+    )
+
+    def stores(self) -> dict[str, Store[Any]]:
+        """Every store by the kind it holds (the keys are the kinds of a state file)."""
+        return {
+            "Namespace": self.namespaces,
+            "ServiceAccount": self.service_accounts,
+            "SecurityGroupPolicy": self.policies,
+            "ConfigMap": self.config_maps,
+            "NodeGroupTemplate": self.templates,
+        }
+
+    def ready(self) -> bool:
+        return all(store.synced for store in self.stores().values())
+
+    def namespace_labels(self, namespace: str) -> Mapping[str, str]:
+        return self.namespaces.get("", namespace) or EMPTY
+
+    def windows_ipam_enabled(self) -> bool:
+        data = self.config_maps.get(*VPC_CNI_CONFIG) or EMPTY
+        return parse_bool(data.get(WINDOWS_IPAM_KEY))
+
+    def security_groups(self, namespace: str, pod: Mapping[str, Any]) -> list[str]:
+        """Upstream GetMatchingSecurityGroupForPods: the namespace's policies, then the pod's
+        ServiceAccount, which must exist even when no policy could match."""
+        meta = pod.get("metadata") or {}
+        spec = pod.get("spec") or {}
+        # the ServiceAccount admission plugin names "default" before any webhook runs
+        account = str(spec.get("serviceAccountName") or DEFAULT_SERVICE_ACCOUNT)
+        policies = self.policies.items(namespace)
+        sa_labels = self.service_accounts.get(namespace, account)
+        if sa_labels is None:
+            raise ServiceAccountNotFound(f'serviceaccount "{account}" not found in namespace "{namespace}"')
+        return matching_groups(policies, meta.get("labels") or EMPTY, sa_labels)
+
+    def snapshot(self) -> dict[str, Any]:
+        """What /snapshotz shows: the policies and templates held now, and how fresh each store is."""
+        return {
+            "ready": self.ready(),
+            "stores": {
+                kind: {"synced": s.synced, "objects": len(s), "resourceVersion": s.resource_version}
+                for kind, s in self.stores().items()
+            },
+            "securityGroupPolicies": [p.to_object() for p in self.policies.items()],
+            "nodeGroupTemplates": [t.to_object() for t in self.templates.items()],
+            "windowsIpamEnabled": self.windows_ipam_enabled(),
+        }
+
+
+def from_objects(objects: Iterable[Mapping[str, Any]]) -> ClusterView:
+    """A view holding exactly these objects; every store counts as synced."""
+    view = ClusterView()
+    grouped = by_kind([dict(obj) for obj in objects])
+    for kind, store in view.stores().items():
+        store.replace(grouped.get(kind, []))
+    return view
+
+
+def from_state_file(path: str | Path) -> ClusterView:
+    return from_objects(load_state(path))
+
+
+# What each store lists and watches: (kind, namespace or None for all, field selector).
+# The amazon-vpc-cni ConfigMap is watched alone: no need to cache every ConfigMap of the cluster.
+WATCHES: tuple[tuple[str, str | None, str], ...] = (
+    ("Namespace", None, ""),
+    ("ServiceAccount", None, ""),
+    ("SecurityGroupPolicy", None, ""),
+    ("ConfigMap", VPC_CNI_CONFIG[0], f"metadata.name={VPC_CNI_CONFIG[1]}"),
+    ("NodeGroupTemplate", None, ""),
+)
+
+
+def start_reflectors(view: ClusterView, api: Any) -> list[Any]:
+    """One started list+watch reflector per store (`api`: a KubeClient or ApiClient). Imported
+    here so that a webhook run from a state file never loads the Kubernetes client."""
+    from kube import client
+    from kube.reflector import Reflector
+
+    resources = {
+        "Namespace": client.NAMESPACES,
+        "ServiceAccount": client.SERVICE_ACCOUNTS,
+        "SecurityGroupPolicy": client.SECURITY_GROUP_POLICIES,
+        "ConfigMap": client.CONFIG_MAPS,
+        "NodeGroupTemplate": client.NODE_GROUP_TEMPLATES,
+    }
+    stores = view.stores()
+    kube = client.as_kube_client(api)
+    return [
+        Reflector(kube, resources[kind], stores[kind], namespace=namespace, field_selector=selector).start()
+        for kind, namespace, selector in WATCHES
+    ]

@@ -1,0 +1,68 @@
+"""Admission metrics, summed over every gunicorn worker.
+
+prometheus-client's multiprocess mode keeps each worker's values in files under
+$PROMETHEUS_MULTIPROC_DIR, which must be set before prometheus_client is first imported (the server
+does that, and wipes the directory at start); `/metrics` then merges the files. Without the
+variable (tests, one process) the ordinary in-process registry is used.
+"""
+
+from __future__ import annotations
+
+import os
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    REGISTRY,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+    multiprocess,
+)
+
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+
+REQUESTS = Counter(
+    "fitguard_admission_requests_total",
+    "Admission reviews answered, by webhook, operation, verdict and dry run.",
+    ["webhook", "operation", "allowed", "dry_run"],
+)
+DURATION = Histogram(
+    "fitguard_admission_duration_seconds",
+    "Time to answer one admission review, from body read to response built.",
+    ["webhook"],
+    # the apiserver's default webhook timeout is 10 s; our own work should stay under a millisecond
+    buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 2.5, 10.0),
+)
+IN_FLIGHT = Gauge(
+    "fitguard_admission_requests_in_flight",
+    "Admission reviews being answered now.",
+    ["webhook"],
+    multiprocess_mode="livesum",  # a dead worker's requests are no longer in flight
+)
+INVALID = Counter(
+    "fitguard_admission_invalid_requests_total",
+    "Requests answered with an HTTP error (not JSON, not a review, too large, wrong type).",
+    ["webhook", "code"],
+)
+ERRORS = Counter(
+    "fitguard_admission_errors_total",
+    "Reviews that hit an internal error and were answered by the failure policy.",
+    ["webhook"],
+)
+
+
+def render() -> tuple[bytes, str]:
+    """The exposition text and its content type."""
+    if os.environ.get(MULTIPROC_ENV):
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry)
+        return generate_latest(registry), CONTENT_TYPE_LATEST
+    return generate_latest(REGISTRY), CONTENT_TYPE_LATEST
+
+
+def mark_worker_dead(pid: int) -> None:
+    """gunicorn's child_exit: drop the dead worker's live gauges (its counters stay summed)."""
+    if os.environ.get(MULTIPROC_ENV):
+        multiprocess.mark_process_dead(pid)

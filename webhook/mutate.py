@@ -1,0 +1,296 @@
+"""POST /mutate: pod-eni injection with VPC resource controller parity, and the exhausted-node guard.
+
+Upstream: aws/amazon-vpc-resource-controller-k8s webhooks/core/pod_webhook.go. A pod is, in this
+order, host-network (left alone), Fargate (label eks.amazonaws.com/fargate-profile: annotation
+fargate.amazonaws.com/pod-sg), Windows (nodeSelector kubernetes.io/os or beta.kubernetes.io/os =
+windows: PrivateIPv4Address when Windows IPAM is on) or Linux (pod-eni when a policy matches), and
+the patch is the JSON diff of the pod before and after, so it adds whole maps where they are absent
+and touches nothing else. The guard is fitguard's own: see `guard_patch`.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from capacity.resources import POD_ENI
+from capacity.sgp import pod_has_eni_request
+from webhook.review import Verdict, WebhookConfig, effective_mode, request_namespace, soften
+
+PRIVATE_IPV4 = "vpc.amazonaws.com/PrivateIPv4Address"
+FARGATE_LABEL = "eks.amazonaws.com/fargate-profile"
+FARGATE_SG_ANNOTATION = "fargate.amazonaws.com/pod-sg"
+OS_LABELS = ("kubernetes.io/os", "beta.kubernetes.io/os")
+RESOURCE_COUNT = "1"
+GUARD_KEY = "fitguard.io/branch-eni-exhausted"
+GUARD_EXPRESSION: Mapping[str, str] = {"key": GUARD_KEY, "operator": "DoesNotExist"}
+REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+
+HOST_NETWORK, FARGATE, WINDOWS, LINUX = "host-network", "fargate", "windows", "linux"
+
+Patch = list[dict[str, Any]]
+
+
+class PodError(ValueError):
+    """The object is not a pod the API could have decoded (upstream answers 400)."""
+
+
+class SecurityGroupSource(Protocol):
+    def security_groups(self, namespace: str, pod: Mapping[str, Any]) -> list[str]: ...
+    def windows_ipam_enabled(self) -> bool: ...
+    def namespace_labels(self, namespace: str) -> Mapping[str, str]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Mutation:
+    """What the webhook does to one pod, and why."""
+
+    pod_type: str
+    patch: Patch = field(default_factory=list)
+    message: str = ""
+    groups: tuple[str, ...] = ()
+
+
+def escape(token: str) -> str:
+    """RFC 6901: `~` is `~0` and `/` is `~1` inside one path segment."""
+    return token.replace("~", "~0").replace("/", "~1")
+
+
+def _map(parent: Mapping[str, Any], key: str, where: str) -> Mapping[str, Any] | None:
+    value = parent.get(key)
+    if value is not None and not isinstance(value, Mapping):
+        raise PodError(f"{where}.{key}: expected a map, got {type(value).__name__}")
+    return value
+
+
+def check_pod(pod: object) -> None:
+    """Raises PodError unless every field this webhook reads has the type the API gives it."""
+    if not isinstance(pod, Mapping):
+        raise PodError("object: expected a Pod")
+    meta = _map(pod, "metadata", "object")
+    if meta is None:
+        raise PodError("metadata: required")
+    for key in ("labels", "annotations"):
+        _map(meta, key, "metadata")
+    spec = _map(pod, "spec", "object")
+    if spec is None:
+        raise PodError("spec: required")
+    for key in ("nodeSelector", "affinity"):
+        _map(spec, key, "spec")
+    containers = spec.get("containers")
+    if not isinstance(containers, list) or not all(isinstance(c, Mapping) for c in containers):
+        raise PodError("spec.containers: expected a list of containers")
+    if containers:
+        resources = _map(containers[0], "resources", "spec.containers[0]") or {}
+        for key in ("limits", "requests"):
+            _map(resources, key, "spec.containers[0].resources")
+
+
+def pod_type(pod: Mapping[str, Any]) -> str:
+    """Upstream WhichPod; Windows is recognised by nodeSelector only, as upstream does."""
+    spec = pod.get("spec") or {}
+    if spec.get("hostNetwork") is True:
+        return HOST_NETWORK
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    if FARGATE_LABEL in labels:
+        return FARGATE
+    selector = spec.get("nodeSelector") or {}
+    if any(selector.get(label) == "windows" for label in OS_LABELS):
+        return WINDOWS
+    return LINUX
+
+
+def set_entry(patch: Patch, map_path: str, current: Mapping[str, Any] | None, key: str, value: Any) -> None:
+    """The ops that make `current[key] == value`: the whole map when it is absent, else the key."""
+    if current is None:
+        patch.append({"op": "add", "path": map_path, "value": {key: value}})
+    elif key not in current:
+        patch.append({"op": "add", "path": f"{map_path}/{escape(key)}", "value": value})
+    elif current[key] != value:
+        patch.append({"op": "replace", "path": f"{map_path}/{escape(key)}", "value": value})
+
+
+def inject_resource(patch: Patch, pod: Mapping[str, Any], resource: str) -> None:
+    """`resource: "1"` in limits and requests of the first container (upstream never reads the
+    value already there: a different one is replaced)."""
+    container = pod["spec"]["containers"][0]
+    base = "/spec/containers/0/resources"
+    resources = container.get("resources")
+    if resources is None:
+        patch.append(
+            {"op": "add", "path": base, "value": {"limits": {resource: "1"}, "requests": {resource: "1"}}}
+        )
+        return
+    for key in ("limits", "requests"):
+        set_entry(patch, f"{base}/{key}", resources.get(key), resource, RESOURCE_COUNT)
+
+
+def _has_guard(expressions: list[Any]) -> bool:
+    return any(
+        isinstance(e, Mapping) and e.get("key") == GUARD_KEY and e.get("operator") == "DoesNotExist"
+        for e in expressions
+    )
+
+
+def guard_patch(patch: Patch, pod: Mapping[str, Any]) -> None:
+    """ANDs `fitguard.io/branch-eni-exhausted DoesNotExist` into every required nodeSelectorTerm
+    (terms are ORed, so each needs it), or adds a term when there is none. Idempotent.
+
+    An empty term matches no node (k8s.io/component-helpers/scheduling/corev1); adding the
+    expression would make it match, so empty terms are left as they are.
+    """
+    term = {"matchExpressions": [dict(GUARD_EXPRESSION)]}
+    spec = pod["spec"]
+    path = "/spec/affinity"
+    affinity = spec.get("affinity")
+    if affinity is None:
+        value = {"nodeAffinity": {REQUIRED: {"nodeSelectorTerms": [term]}}}
+        patch.append({"op": "add", "path": path, "value": value})
+        return
+    node_affinity = affinity.get("nodeAffinity")
+    if not isinstance(node_affinity, Mapping):
+        patch.append(
+            {"op": "add", "path": f"{path}/nodeAffinity", "value": {REQUIRED: {"nodeSelectorTerms": [term]}}}
+        )
+        return
+    path = f"{path}/nodeAffinity/{REQUIRED}"
+    required = node_affinity.get(REQUIRED)
+    if not isinstance(required, Mapping):
+        patch.append({"op": "add", "path": path, "value": {"nodeSelectorTerms": [term]}})
+        return
+    terms = required.get("nodeSelectorTerms")
+    if not isinstance(terms, list) or not terms:
+        patch.append({"op": "add", "path": f"{path}/nodeSelectorTerms", "value": [term]})
+        return
+    for i, existing in enumerate(terms):
+        if not isinstance(existing, Mapping):
+            continue
+        expressions = existing.get("matchExpressions")
+        if not expressions and not existing.get("matchFields"):
+            continue
+        where = f"{path}/nodeSelectorTerms/{i}/matchExpressions"
+        if not isinstance(expressions, list) or not expressions:
+            patch.append({"op": "add", "path": where, "value": [dict(GUARD_EXPRESSION)]})
+        elif not _has_guard(expressions):
+            patch.append({"op": "add", "path": f"{where}/-", "value": dict(GUARD_EXPRESSION)})
+
+
+def plan(pod: Mapping[str, Any], groups: list[str], *, windows_ipam: bool, eni_guard: bool) -> Mutation:
+    """The mutation of a checked pod given the security groups it matched (ignored for host-network
+    and Windows pods, whose groups upstream never looks up)."""
+    kind = pod_type(pod)
+    patch: Patch = []
+    if kind == HOST_NETWORK:
+        return Mutation(kind, message="SGP not supported on Pod running on HostNetwork")
+    if kind == FARGATE:
+        annotations = pod["metadata"].get("annotations")
+        if groups:
+            set_entry(patch, "/metadata/annotations", annotations, FARGATE_SG_ANNOTATION, ",".join(groups))
+            return Mutation(kind, patch, "annotated Fargate pod with its security groups", tuple(groups))
+        if annotations and FARGATE_SG_ANNOTATION in annotations:
+            # only the controller may set it: a user-supplied one goes
+            patch.append({"op": "remove", "path": f"/metadata/annotations/{escape(FARGATE_SG_ANNOTATION)}"})
+            return Mutation(kind, patch, "removed a pod-sg annotation not set by the webhook")
+        return Mutation(kind, message="Fargate pod not matching any SGP")
+    if not pod["spec"]["containers"]:
+        return Mutation(kind, message="pod has no containers")
+    if kind == WINDOWS:
+        if not windows_ipam:
+            return Mutation(kind, message="Windows IPAM is not enabled")
+        inject_resource(patch, pod, PRIVATE_IPV4)
+        return Mutation(kind, patch, f"injected {PRIVATE_IPV4}")
+    message = "Pod didn't match any SGP"
+    if groups:
+        inject_resource(patch, pod, POD_ENI)
+        message = f"matched security groups {','.join(groups)}: injected {POD_ENI}"
+    if eni_guard and (groups or pod_has_eni_request(pod)):
+        guard_patch(patch, pod)
+    return Mutation(kind, patch, message, tuple(groups))
+
+
+def mutate_pod(
+    pod: Mapping[str, Any], namespace: str, cluster: SecurityGroupSource, config: WebhookConfig
+) -> Mutation:
+    """Checks the pod, looks its groups up in memory when its type needs them, and plans.
+    Raises PodError for a malformed pod and LookupError when the ServiceAccount is missing."""
+    check_pod(pod)
+    kind = pod_type(pod)
+    groups = cluster.security_groups(namespace, pod) if kind in (FARGATE, LINUX) else []
+    return plan(
+        pod,
+        groups,
+        windows_ipam=kind == WINDOWS and cluster.windows_ipam_enabled(),
+        eni_guard=config.eni_guard,
+    )
+
+
+def review(request: Mapping[str, Any], cluster: SecurityGroupSource, config: WebhookConfig) -> Verdict:
+    """The verdict on one pod CREATE (the HTTP layer has already checked kind, operation and
+    exemptions)."""
+    namespace = request_namespace(request)
+    try:
+        mutation = mutate_pod(request.get("object"), namespace, cluster, config)  # type: ignore[arg-type]
+    except PodError as err:
+        return Verdict.deny(f"cannot decode the pod: {err}", code=400, reason="BadRequest")
+    except LookupError as err:
+        denial = Verdict.deny(f"fitguard could not match the pod to SecurityGroupPolicies: {err}")
+        return soften(denial, effective_mode(namespace, cluster, config))
+    return Verdict(allowed=True, patch=mutation.patch or None, message=mutation.message)
+
+
+def _pointer(path: str) -> list[str]:
+    if not path.startswith("/"):
+        raise ValueError(f"JSON pointer must start with /: {path!r}")
+    return [t.replace("~1", "/").replace("~0", "~") for t in path[1:].split("/")]
+
+
+def apply_patch(document: Any, patch: Patch) -> Any:
+    """A JSON patch (add, replace, remove) applied to a copy: enough to show and test this
+    webhook's patches, not a general RFC 6902 engine."""
+    doc = copy.deepcopy(document)
+    for op in patch:
+        *parents, last = _pointer(op["path"])
+        target = doc
+        for token in parents:
+            target = target[int(token)] if isinstance(target, list) else target[token]
+        if isinstance(target, list):
+            index = len(target) if last == "-" else int(last)
+            if op["op"] == "add":
+                target.insert(index, copy.deepcopy(op["value"]))
+            elif op["op"] == "replace":
+                target[index] = copy.deepcopy(op["value"])
+            else:
+                del target[index]
+        elif op["op"] in ("add", "replace"):
+            if op["op"] == "replace" and last not in target:
+                raise KeyError(f"replace of a missing member: {op['path']}")
+            target[last] = copy.deepcopy(op["value"])
+        else:
+            del target[last]
+    return doc
+
+
+def demo_lines(pod: Mapping[str, Any], cluster: SecurityGroupSource, config: WebhookConfig) -> list[str]:
+    """For `fitguard demo`: the pod's type and matched groups, the JSON patch, the pod after it."""
+    namespace = str((pod.get("metadata") or {}).get("namespace") or "default")
+    name = (pod.get("metadata") or {}).get("name", "?")
+    try:
+        mutation = mutate_pod(pod, namespace, cluster, config)
+    except (PodError, LookupError) as err:
+        return [f"pod {namespace}/{name}: denied: {err}"]
+    lines = [
+        f"pod {namespace}/{name} ({mutation.pod_type}): {mutation.message}",
+        f"security groups: {', '.join(mutation.groups) or '(none)'}",
+        "JSON patch:" if mutation.patch else "JSON patch: (none: the pod is admitted unchanged)",
+    ]
+    lines += [f"  {json.dumps(op, sort_keys=True)}" for op in mutation.patch]
+    if mutation.patch:
+        after = apply_patch(pod, mutation.patch)
+        lines.append("pod spec after the patch:")
+        lines += [
+            f"  {line}" for line in json.dumps(after.get("spec"), indent=2, sort_keys=True).splitlines()
+        ]
+    return lines

@@ -1,0 +1,100 @@
+"""What both admission handlers share: the webhook's configuration, the verdict a handler returns,
+and the exemptions that skip a request before any handler looks at it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+MODES = ("enforce", "warn", "audit")
+FAILURE_POLICIES = ("ignore", "fail")
+IGNORE_LABEL = "fitguard.io/ignore"
+MODE_LABEL = "fitguard.io/mode"
+# A review carries object and oldObject, each up to the apiserver's 3 MiB request body limit.
+MAX_BODY_BYTES = 7 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class WebhookConfig:
+    """How the webhook answers.
+
+    mode: enforce denies, warn allows with warnings, audit allows and only logs (the namespace label
+    `fitguard.io/mode` overrides it per namespace). failure_policy: what an internal error answers,
+    `ignore` (allow, like the apiserver's failurePolicy Ignore) or `fail` (deny).
+    """
+
+    mode: str = "enforce"
+    failure_policy: str = "ignore"
+    eni_guard: bool = True
+    own_namespace: str = "fitguard"
+    exempt_namespaces: frozenset[str] = frozenset({"kube-system"})
+    max_body_bytes: int = MAX_BODY_BYTES
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, not {self.mode!r}")
+        if self.failure_policy not in FAILURE_POLICIES:
+            raise ValueError(f"failure policy must be one of {', '.join(FAILURE_POLICIES)}")
+
+
+@dataclass(slots=True)
+class Verdict:
+    """A handler's answer; `code`/`reason` become the response's status when set."""
+
+    allowed: bool = True
+    patch: list[dict[str, Any]] | None = None
+    message: str = ""
+    warnings: list[str] = field(default_factory=list)
+    code: int | None = None
+    reason: str = ""
+
+    @classmethod
+    def deny(cls, message: str, code: int = 403, reason: str = "Forbidden") -> Verdict:
+        return cls(allowed=False, message=message, code=code, reason=reason)
+
+
+class NamespaceLabels(Protocol):
+    def namespace_labels(self, namespace: str) -> Mapping[str, str]: ...
+
+
+def request_namespace(request: Mapping[str, Any]) -> str:
+    """The namespace of the object under review: the request's, or the object's own."""
+    namespace = request.get("namespace")
+    if isinstance(namespace, str) and namespace:
+        return namespace
+    obj = request.get("object")
+    meta = obj.get("metadata") if isinstance(obj, Mapping) else None
+    value = meta.get("namespace") if isinstance(meta, Mapping) else None
+    return value if isinstance(value, str) else ""
+
+
+def exemption(request: Mapping[str, Any], cluster: NamespaceLabels, config: WebhookConfig) -> str | None:
+    """Why this request is skipped, or None. Checked in code as well as in the webhook
+    configuration's selectors, so a misconfigured selector cannot make the webhook block itself."""
+    namespace = request_namespace(request)
+    if namespace in config.exempt_namespaces or namespace == config.own_namespace:
+        return f"namespace {namespace} is exempt"
+    obj = request.get("object")
+    meta = obj.get("metadata") if isinstance(obj, Mapping) else None
+    labels = meta.get("labels") if isinstance(meta, Mapping) else None
+    if isinstance(labels, Mapping) and labels.get(IGNORE_LABEL) == "true":
+        return f"object has {IGNORE_LABEL}=true"
+    if namespace and cluster.namespace_labels(namespace).get(IGNORE_LABEL) == "true":
+        return f"namespace {namespace} has {IGNORE_LABEL}=true"
+    return None
+
+
+def effective_mode(namespace: str, cluster: NamespaceLabels, config: WebhookConfig) -> str:
+    """The namespace label `fitguard.io/mode` when it names a mode, else the configured one."""
+    mode = cluster.namespace_labels(namespace).get(MODE_LABEL) if namespace else None
+    return mode if mode in MODES else config.mode
+
+
+def soften(verdict: Verdict, mode: str) -> Verdict:
+    """A denial under warn becomes an allowance with the message as a warning; under audit an
+    allowance with nothing for the user (the caller logs it). Patches are kept either way."""
+    if verdict.allowed or mode == "enforce":
+        return verdict
+    warnings = [*verdict.warnings, verdict.message] if mode == "warn" else list(verdict.warnings)
+    return Verdict(allowed=True, patch=verdict.patch, message="", warnings=warnings)
