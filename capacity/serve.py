@@ -58,7 +58,8 @@ def _check(needs: PodNeeds, template: NodeGroupTemplate, view: View) -> list[Rea
 
 def _node_phrase(template: NodeGroupTemplate) -> str:
     kind = template.instance_type
-    article = "an" if kind[:1] in "aeiou" else "a"
+    # instance families are read letter by letter: "an m5", "an r6i", "a c5", "a t3"
+    article = "an" if kind[:1] in "aefhilmnorsx" else "a"
     return f"{article} {kind} node" if kind else "a node"
 
 

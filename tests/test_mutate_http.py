@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
-from webhook.app import allow_everything, create_app
+from webhook.app import create_app
 from webhook.cluster import ClusterView, from_objects
 from webhook.mutate import GUARD_KEY, apply_patch
 from webhook.review import MAX_BODY_BYTES, WebhookConfig
@@ -38,7 +38,7 @@ def _cases(*groups: str) -> list[Any]:
 
 def client_for(objects: list[dict[str, Any]], **config: Any) -> FlaskClient:
     # /validate is the lead's handler, tested on its own: here only its HTTP envelope is checked
-    app = create_app(from_objects(objects), WebhookConfig(**config), validate=allow_everything)
+    app = create_app(from_objects(objects), WebhookConfig(**config))
     return app.test_client()
 
 
@@ -398,9 +398,7 @@ def test_health_readiness_snapshot_and_metrics() -> None:
     client = guarded_client()
     assert client.get("/healthz").status_code == 200
     assert client.get("/readyz").status_code == 200
-    unsynced = (
-        create_app(ClusterView(), WebhookConfig(), validate=allow_everything).test_client().get("/readyz")
-    )
+    unsynced = create_app(ClusterView(), WebhookConfig()).test_client().get("/readyz")
     assert unsynced.status_code == 503 and b"SecurityGroupPolicy" in unsynced.data
     snapshot = client.get("/snapshotz").get_json()
     assert [p["groupIds"] for p in snapshot["securityGroupPolicies"]] == [["sg-1"]]

@@ -10,8 +10,6 @@ policy; the caller never sees a stack trace.
 from __future__ import annotations
 
 import base64
-import importlib
-import importlib.util
 import json
 import logging
 import time
@@ -21,7 +19,7 @@ from typing import Any
 from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException
 
-from webhook import metrics, mutate
+from webhook import metrics, mutate, validate
 from webhook.cluster import ClusterView
 from webhook.review import Verdict, WebhookConfig, exemption
 
@@ -30,6 +28,7 @@ log = logging.getLogger(__name__)
 API_VERSIONS = ("admission.k8s.io/v1", "admission.k8s.io/v1beta1")
 JSON_TYPE = "application/json"
 Handler = Callable[[Mapping[str, Any], ClusterView, WebhookConfig], Verdict]
+AuditSink = Callable[[Mapping[str, Any], str], None]
 
 
 class BadReview(Exception):
@@ -91,17 +90,6 @@ def review_response(api_version: str, uid: str, verdict: Verdict, mutating: bool
     return {"apiVersion": api_version, "kind": "AdmissionReview", "response": response}
 
 
-def allow_everything(req: Mapping[str, Any], cluster: ClusterView, config: WebhookConfig) -> Verdict:
-    """The validating handler until webhook/validate.py exists."""
-    return Verdict(allowed=True)
-
-
-def load_validate() -> Handler:
-    if importlib.util.find_spec("webhook.validate") is None:
-        return allow_everything
-    return importlib.import_module("webhook.validate").review
-
-
 def mutate_handler(req: Mapping[str, Any], cluster: ClusterView, config: WebhookConfig) -> Verdict:
     if not is_pod_create(req):
         return Verdict(allowed=True)
@@ -118,11 +106,11 @@ def create_app(
     cluster: ClusterView,
     config: WebhookConfig,
     tls_ready: Callable[[], bool] = lambda: True,
-    validate: Handler | None = None,
+    audit: AuditSink | None = None,
 ) -> Flask:
+    """`audit` receives the findings of mode audit (allowed, with a message) off the request path."""
     app = Flask("fitguard-webhook")
     app.config["MAX_CONTENT_LENGTH"] = config.max_body_bytes  # also bounds chunked bodies
-    validate_handler = validate or load_validate()
 
     def admit(name: str, handler: Handler, mutating: bool) -> Response:
         if request.mimetype != JSON_TYPE:
@@ -152,6 +140,8 @@ def create_app(
                     log.exception("%s: review %s failed", name, req.get("uid"))
                     metrics.ERRORS.labels(name).inc()
                     verdict = failure_verdict(config)
+                if verdict.allowed and verdict.message and not mutating:
+                    _audit(req, verdict.message)
             body = review_response(api_version, req["uid"], verdict, mutating)
             metrics.REQUESTS.labels(
                 name,
@@ -164,13 +154,19 @@ def create_app(
             in_flight.dec()
             metrics.DURATION.labels(name).observe(time.perf_counter() - started)
 
+    def _audit(req: Mapping[str, Any], message: str) -> None:
+        metrics.AUDITED.inc()
+        log.warning("audit: %s %s/%s: %s", _kind(req), req.get("namespace"), _name(req), message)
+        if audit is not None and req.get("dryRun") is not True:  # a dry run causes nothing else
+            audit(req, message)
+
     @app.post("/mutate")
     def mutate_endpoint() -> Response:
         return admit("mutate", mutate_handler, mutating=True)
 
     @app.post("/validate")
     def validate_endpoint() -> Response:
-        return admit("validate", validate_handler, mutating=False)
+        return admit("validate", validate.review, mutating=False)
 
     @app.get("/healthz")
     def healthz() -> Response:
@@ -211,3 +207,14 @@ def create_app(
         return _json({"message": "internal error"}, 500)
 
     return app
+
+
+def _kind(req: Mapping[str, Any]) -> str:
+    kind = req.get("kind")
+    return str(kind.get("kind", "")) if isinstance(kind, Mapping) else ""
+
+
+def _name(req: Mapping[str, Any]) -> str:
+    obj = req.get("object")
+    meta = obj.get("metadata") if isinstance(obj, Mapping) else None
+    return str(meta.get("name") or meta.get("generateName") or "") if isinstance(meta, Mapping) else ""

@@ -52,6 +52,20 @@ ERRORS = Counter(
     ["webhook"],
 )
 
+AUDITED = Counter(
+    "fitguard_admission_audit_findings_total",
+    "Objects allowed in audit mode that no node group could serve (each also logged and an event).",
+)
+AUDIT_DROPPED = Counter(
+    "fitguard_admission_audit_events_dropped_total",
+    "Audit events not written because the queue to the API server was full.",
+)
+UNCHECKED = Counter(
+    "fitguard_admission_unchecked_total",
+    "Objects allowed without a fit check, by why (no templates known yet, malformed spec).",
+    ["why"],
+)
+
 
 def render() -> tuple[bytes, str]:
     """The exposition text and its content type."""

@@ -75,15 +75,22 @@ def build_app(options: ServeOptions) -> Any:
     from webhook import cluster
     from webhook.app import create_app
 
+    audit = None
     if options.state is not None:
         view = cluster.from_state_file(options.state)
     else:
         from kube.client import load_api_client
+        from kube.events import EventRecorder
+        from kube.leader import default_identity
+        from webhook.audit import AuditEvents
 
+        api = load_api_client(options.kubeconfig, options.context)
         view = cluster.ClusterView()
-        cluster.start_reflectors(view, load_api_client(options.kubeconfig, options.context))
+        cluster.start_reflectors(view, api)
+        recorder = EventRecorder(api, default_identity(), reporting_controller="fitguard.io/webhook")
+        audit = AuditEvents(recorder).submit
     cert, key = options.tls_cert, options.tls_key
-    return create_app(view, options.config, tls_ready=lambda: cert.is_file() and key.is_file())
+    return create_app(view, options.config, tls_ready=lambda: cert.is_file() and key.is_file(), audit=audit)
 
 
 def _child_exit(server: Any, worker: Any) -> None:

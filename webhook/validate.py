@@ -15,6 +15,7 @@ from typing import Any
 from capacity.fit import PodNeeds, Reason
 from capacity.resources import POD_ENI
 from capacity.serve import GroupVerdict, denial_message, judge_all
+from webhook import metrics
 from webhook.cluster import ClusterView, ServiceAccountNotFound
 from webhook.review import Verdict, WebhookConfig, effective_mode, request_namespace
 
@@ -154,6 +155,7 @@ def review(request: Mapping[str, Any], cluster: ClusterView, config: WebhookConf
         return Verdict()  # Fargate pods run on no node group
     templates = cluster.templates.items()
     if not templates:
+        metrics.UNCHECKED.labels("no templates").inc()
         return Verdict(warnings=[COLD_START])
     namespace = request_namespace(request)
     spec = _with_injected_eni(template, namespace, cluster)
@@ -161,6 +163,7 @@ def review(request: Mapping[str, Any], cluster: ClusterView, config: WebhookConf
         needs = PodNeeds.from_spec(spec, template.path)
     except (TypeError, ValueError) as err:
         # The API server's own validation rejects such an object; never deny out of confusion.
+        metrics.UNCHECKED.labels("malformed").inc()
         return Verdict(warnings=[f"fitguard could not check this {template.subject}: {err}"[:MAX_WARNING]])
     verdicts = judge_all(needs, templates)
     if any(v.serves for v in verdicts):
