@@ -39,7 +39,11 @@ TEMPLATE_KUBE_PROXY_REQUESTS: Resources = {CPU: 100}
 Tags = Iterable[tuple[str, str]]
 # cluster-autoscaler's regexp "(.*):(?:NoSchedule|NoExecute|PreferNoSchedule)", used with MatchString.
 _TAINT_VALUE = re.compile(r"(.*):(?:NoSchedule|NoExecute|PreferNoSchedule)")
-_EKS_EFFECTS = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
+_EKS_EFFECTS = {
+    "NO_SCHEDULE": "NoSchedule",
+    "NO_EXECUTE": "NoExecute",
+    "PREFER_NO_SCHEDULE": "PreferNoSchedule",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,6 +212,7 @@ def base_capacity(shape: InstanceShape, requirements: InstanceRequirements | Non
 def build_autoscaler_view(
     shape: InstanceShape,
     tags: Tags,
+    *,
     region: str = "",
     zone: str = "",
     node_name: str = "",
@@ -229,3 +234,48 @@ def build_autoscaler_view(
         taints.extend(managed.taints)
         capacity.update(resources_from_tags(tag_pairs(managed.tags)))
     return View(allocatable=capacity, labels=labels, taints=tuple(taints), source="tags")
+
+
+@dataclass(frozen=True, slots=True)
+class AsgTemplate:
+    """getAsgTemplate: the instance shape, region and zone a group's template is built from."""
+
+    shape: InstanceShape
+    region: str
+    zone: str
+
+
+def asg_template(
+    asg_name: str, availability_zones: list[str], instance_type: str, shapes: Mapping[str, InstanceShape]
+) -> AsgTemplate:
+    """Raises ValueError with CA's message when there is no AZ or the type is not in the table."""
+    if not availability_zones:
+        raise ValueError(f"unable to get first AvailabilityZone for ASG {asg_name!r}")
+    region, zone = region_and_zone(availability_zones)
+    shape = shapes.get(instance_type)
+    if shape is None:
+        raise ValueError(f"ASG {asg_name!r} uses the unknown EC2 instance type {instance_type!r}")
+    return AsgTemplate(shape=shape, region=region, zone=zone)
+
+
+# labels.UpdateDeprecatedLabels in cluster-autoscaler/utils/labels: stable label -> its old name.
+_DEPRECATED_LABELS = {
+    "kubernetes.io/arch": "beta.kubernetes.io/arch",
+    "kubernetes.io/os": "beta.kubernetes.io/os",
+    "node.kubernetes.io/instance-type": "beta.kubernetes.io/instance-type",
+    "topology.kubernetes.io/region": "failure-domain.beta.kubernetes.io/region",
+    "topology.kubernetes.io/zone": "failure-domain.beta.kubernetes.io/zone",
+}
+TEMPLATE_NODE_LABEL = "cluster-autoscaler.kubernetes.io/template-node"
+
+
+def sanitized_template_labels(labels: Mapping[str, str], node_name: str) -> dict[str, str]:
+    """simulator.SanitizedTemplateNodeInfoFromNodeGroup's labels: the deprecated twins of the
+    stable labels, the template-node marker (CA 1.36+), and the template's new hostname."""
+    result = dict(labels)
+    for stable, deprecated in _DEPRECATED_LABELS.items():
+        if stable in result:
+            result[deprecated] = result[stable]
+    result[TEMPLATE_NODE_LABEL] = "true"
+    result["kubernetes.io/hostname"] = node_name
+    return result

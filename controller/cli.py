@@ -1,0 +1,132 @@
+"""`fitguard controller`: flags, and the once-path's output (JSON or a table)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+from typing import Any
+
+from capacity.quantity import format_quantity, parse_quantity
+
+log = logging.getLogger(__name__)
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "controller",
+        help="discover node groups, publish NodeGroupTemplates, sync cluster-autoscaler tags",
+        description=(
+            "Discovers the node groups (ASGs, EKS managed node groups) in AWS through the standard "
+            "boto3 environment (AWS_REGION, AWS_ENDPOINT_URL, credentials), builds each group's "
+            "NodeGroupTemplate with its actual view and cluster-autoscaler's view, publishes them "
+            "and plans or applies the cluster-autoscaler template tags."
+        ),
+    )
+    parser.add_argument("--once", action="store_true", help="run one cycle, print the result, exit")
+    parser.add_argument("--dry-run", action="store_true", help="write nothing (no objects, no AWS tags)")
+    parser.add_argument("--state", metavar="PATH", help="read nodes, DaemonSets, templates from a state file")
+    parser.add_argument("--leader-elect", action="store_true", help="run only while holding the Lease")
+    parser.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    parser.add_argument(
+        "--sync-autoscaler-tags",
+        nargs="?",
+        const="plan",
+        default="plan",
+        choices=("plan", "apply", "off"),
+        help="plan (default) or apply the resources/ephemeral-storage and resources/vpc.amazonaws.com/"
+        "pod-eni tags cluster-autoscaler needs to scale node groups up from zero",
+    )
+    parser.add_argument("--cluster-name", default="", help="the EKS cluster (managed node groups, discovery)")
+    parser.add_argument(
+        "--node-group-auto-discovery",
+        action="append",
+        default=[],
+        metavar="asg:tag=KEY[=VALUE],...",
+        help="as cluster-autoscaler's flag; default: tag k8s.io/cluster-autoscaler/enabled "
+        "(and k8s.io/cluster-autoscaler/<cluster-name>)",
+    )
+    parser.add_argument(
+        "--nodes", action="append", default=[], metavar="MIN:MAX:ASG", help="an explicit ASG, as CA's flag"
+    )
+    parser.add_argument("--node-group-label", default="", help="node label naming the node group, if any")
+    parser.add_argument("--region", default="", help="AWS region (default: the boto3 environment)")
+    parser.add_argument(
+        "--kubeconfig", default=None, help="kubeconfig (default: in-cluster, then $KUBECONFIG)"
+    )
+    parser.add_argument("--interval", type=float, default=60.0, help="seconds between cycles without --once")
+    parser.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    from capacity.autoscaler_specs import SpecError
+    from controller.run import ControllerOptions, run_once
+
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    options = ControllerOptions(
+        state=args.state or "",
+        dry_run=args.dry_run,
+        sync_autoscaler_tags=args.sync_autoscaler_tags,
+        cluster_name=args.cluster_name,
+        auto_discovery=tuple(args.node_group_auto_discovery),
+        nodes=tuple(args.nodes),
+        node_group_label=args.node_group_label,
+        region=args.region,
+        kubeconfig=args.kubeconfig,
+    )
+    try:
+        options.selection()
+    except SpecError as err:
+        print(f"fitguard controller: {err}", file=sys.stderr)
+        return 2
+    while True:
+        report = run_once(options)
+        if args.once:
+            print(json.dumps(report, indent=2) if args.output == "json" else render_table(report))
+            return 1 if report["errors"].get("") else 0
+        time.sleep(args.interval)
+
+
+def render_table(report: dict[str, Any]) -> str:
+    """Each group with both views of the resources CA gets wrong, then the tag plan."""
+    header = ("NODE GROUP", "PROVIDER", "TYPES", "NODES", "MIN/DES/MAX", "ACTUAL", "AUTOSCALER", "NOTE")
+    rows = [header]
+    for obj in report["nodeGroups"]:
+        spec = obj["spec"]
+        sizes = f"{spec['minSize']}/{spec['desiredSize']}/{spec['maxSize']}"
+        actual = spec.get("actual") or {}
+        rows.append(
+            (
+                obj["metadata"]["name"],
+                spec["provider"],
+                ",".join(spec["instanceTypes"]),
+                str(spec["nodes"]),
+                sizes,
+                f"{actual.get('source', '-')}: {_brief(actual)}",
+                _brief(spec.get("autoscaler") or {}),
+                spec.get("staleReason", ""),
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    lines = [
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows
+    ]
+    for change in report["tagSync"]:
+        verb = "applied" if change.get("applied") else "plan"
+        lines.append(f"tag {verb}: {change['nodeGroup']}: {change['key']}={change['value']}")
+    for name, reason in report["errors"].items():
+        if name == "":
+            lines.append(f"discovery failed: {reason}")
+    return "\n".join(lines)
+
+
+def _brief(view: dict[str, Any]) -> str:
+    allocatable = view.get("allocatable") or {}
+    parts = []
+    for resource in ("cpu", "memory", "ephemeral-storage", "vpc.amazonaws.com/pod-eni"):
+        value = allocatable.get(resource)
+        shown = format_quantity(parse_quantity(value), resource) if value is not None else "none"
+        parts.append(f"{resource.rsplit('/', 1)[-1]}={shown}")
+    return " ".join(parts) if allocatable else "-"

@@ -1,0 +1,258 @@
+"""From what AWS says about the node groups and what the API says about nodes and DaemonSets, the
+NodeGroupTemplate of each group with both views (DESIGN.md, failure 1). No I/O here.
+
+A group whose AWS data is incomplete keeps its last known template, with the reason; it is never
+rebuilt from half the data.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from capacity import autoscaler_view as av
+from capacity.estimate import estimate_view, live_node_view, node_is_ready, node_labels
+from capacity.requests import pod_requests
+from capacity.resources import Resources, add
+from capacity.selectors import SelectorError, node_selector_map, node_selector_terms
+from capacity.taints import Taint, first_untolerated, parse_tolerations
+from capacity.template import NodeGroupTemplate, View
+from controller.aws.records import AwsNodeGroup
+
+log = logging.getLogger(__name__)
+EKS_NODEGROUP_LABEL = "eks.amazonaws.com/nodegroup"
+FactsLookup = Callable[[str], Any]  # capacity.instances.lookup: type -> InstanceFacts | None
+
+
+class TemplateError(Exception):
+    """The group's template cannot be built; the message is the reason."""
+
+
+@dataclass(frozen=True)
+class GroupOutcome:
+    """One group's result this cycle: its template (fresh, or kept from before) and why if kept."""
+
+    name: str
+    template: NodeGroupTemplate | None
+    reason: str = ""  # empty: built fresh from complete data
+
+    @property
+    def stale(self) -> bool:
+        return bool(self.reason)
+
+
+def instance_id_of(node: Mapping[str, Any]) -> str:
+    """`aws:///us-east-1a/i-0123456789abcdef0` -> `i-0123456789abcdef0` ("" when not an EC2 node)."""
+    provider_id = str((node.get("spec") or {}).get("providerID") or "")
+    if not provider_id.startswith("aws://"):
+        return ""
+    return provider_id.rstrip("/").rsplit("/", 1)[-1]
+
+
+def group_nodes(
+    nodes: Iterable[Mapping[str, Any]], groups: Iterable[AwsNodeGroup], group_label: str = ""
+) -> dict[str, list[Mapping[str, Any]]]:
+    """Nodes by node group: the configured label, else EKS's node group label, else the ASG that
+    holds the node's instance (from its providerID). Nodes of no known group are left out."""
+    groups = list(groups)
+    names = {g.name for g in groups}
+    by_instance = {instance: g.name for g in groups for instance in g.instance_ids}
+    grouped: dict[str, list[Mapping[str, Any]]] = {g.name: [] for g in groups}
+    for node in nodes:
+        labels = _labels(node)
+        name = ""
+        for label in (group_label, EKS_NODEGROUP_LABEL):
+            if label and labels.get(label) in names:
+                name = labels[label]
+                break
+        name = name or by_instance.get(instance_id_of(node), "")
+        if name:
+            grouped[name].append(node)
+    return grouped
+
+
+def daemonset_overhead(daemonsets: Iterable[Mapping[str, Any]], view: View) -> tuple[Resources, int]:
+    """The requests of the DaemonSet pods that would run on a node of this view, and their count:
+    nodeSelector, required node affinity and tolerations of the pod template checked."""
+    total: Resources = {}
+    pods = 0
+    for ds in daemonsets:
+        meta = ds.get("metadata") or {}
+        spec = ((ds.get("spec") or {}).get("template") or {}).get("spec") or {}
+        try:
+            if not _runs_on(spec, view):
+                continue
+            add(total, pod_requests(spec, "spec.template.spec"))
+        except (SelectorError, TypeError, ValueError) as err:
+            log.warning("DaemonSet %s/%s ignored: %s", meta.get("namespace"), meta.get("name"), err)
+            continue
+        pods += 1
+    return total, pods
+
+
+def _runs_on(spec: Mapping[str, Any], view: View) -> bool:
+    if not node_selector_map(spec.get("nodeSelector"))(view.labels):
+        return False
+    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    )
+    if required and not node_selector_terms(required.get("nodeSelectorTerms"), "nodeSelectorTerms")(
+        view.labels
+    ):
+        return False
+    return first_untolerated(view.taints, parse_tolerations(spec.get("tolerations"), "tolerations")) is None
+
+
+def autoscaler_view(group: AwsNodeGroup) -> View | None:
+    """What cluster-autoscaler builds for the group with no node; None when it cannot build one."""
+    if group.shape is None or not group.availability_zones:
+        return None
+    region, zone = av.region_and_zone(list(group.availability_zones))
+    managed = None
+    if group.nodegroup is not None:
+        try:
+            managed = av.managed_nodegroup_info(group.nodegroup)
+        except ValueError as err:  # CA logs it and builds the node without the node group's data
+            log.warning(
+                "node group %s: DescribeNodegroup data unusable by cluster-autoscaler: %s", group.name, err
+            )
+    view = av.build_autoscaler_view(
+        group.shape, group.tags, region=region, zone=zone, managed=managed, requirements=group.requirements
+    )
+    labels = av.sanitized_template_labels(view.labels, "")
+    labels.pop("kubernetes.io/hostname")  # random per template in CA: no pod can rely on it
+    return replace(view, labels=labels)
+
+
+def estimated_actual_view(group: AwsNodeGroup, facts: FactsLookup) -> View:
+    """The actual view with no live node: the instance type, the root volume, EKS's reservations."""
+    if group.shape is None:
+        raise TemplateError("instance type unknown")
+    instance_facts = facts(group.shape.instance_type)
+    if instance_facts is None:
+        raise TemplateError(
+            f"unknown instance type {group.shape.instance_type!r} (no max pods, no branch ENIs)"
+        )
+    branch_enis = int(instance_facts.branch_interfaces) if instance_facts.trunking else 0
+    zones = group.availability_zones
+    region = zones[0][:-1] if zones else ""
+    extra, taints = _declared_node_labels_and_taints(group)
+    labels = node_labels(
+        group.shape.instance_type,
+        group.shape.architecture,
+        region,
+        zones[0] if len(zones) == 1 else "",
+        extra,
+    )
+    return estimate_view(
+        vcpus=group.shape.vcpu,
+        memory_mib=group.shape.memory_mib,
+        max_pods=int(instance_facts.max_pods()),
+        branch_enis=branch_enis,
+        root_volume_gib=group.root_volume_gib,
+        labels=labels,
+        taints=taints,
+    )
+
+
+def _declared_node_labels_and_taints(group: AwsNodeGroup) -> tuple[dict[str, str], list[Taint]]:
+    """What the group's nodes will carry beyond the well-known labels: for a managed node group,
+    what EKS puts on its nodes; for a plain ASG, what its template tags declare."""
+    if group.nodegroup is None:
+        declared = [(k, v) for k, v in group.tags if av.after_prefix(k, av.LABEL_PREFIX) is not None]
+        return av.labels_from_tags(declared), av.taints_from_tags(group.tags)
+    ng = group.nodegroup
+    labels = {EKS_NODEGROUP_LABEL: group.name}
+    if ng.get("capacityType"):
+        labels["eks.amazonaws.com/capacityType"] = str(ng["capacityType"])
+    labels.update({str(k): str(v) for k, v in (ng.get("labels") or {}).items() if v is not None})
+    taints = []
+    for raw in ng.get("taints") or []:
+        try:
+            effect = av.eks_taint_effect(str(raw.get("effect")))
+        except ValueError:
+            continue
+        taints.append(Taint(str(raw.get("key", "")), str(raw.get("value") or ""), effect))
+    return labels, taints
+
+
+def actual_view(group: AwsNodeGroup, ready_nodes: list[Mapping[str, Any]], facts: FactsLookup) -> View:
+    """A live ready node when there is one (of the type cluster-autoscaler assumes, if any), else
+    the estimate. Raises TemplateError."""
+    if ready_nodes:
+        wanted = group.instance_types[0] if group.instance_types else ""
+        ordered = sorted(ready_nodes, key=lambda n: str((n.get("metadata") or {}).get("name")))
+        same_type = [n for n in ordered if _labels(n).get("node.kubernetes.io/instance-type") == wanted]
+        try:
+            return live_node_view((same_type or ordered)[0])
+        except (TypeError, ValueError) as err:
+            raise TemplateError(f"live node unreadable: {err}") from None
+    return estimated_actual_view(group, facts)
+
+
+def _labels(node: Mapping[str, Any]) -> Mapping[str, str]:
+    return (node.get("metadata") or {}).get("labels") or {}
+
+
+def build_template(
+    group: AwsNodeGroup,
+    nodes: list[Mapping[str, Any]],
+    daemonsets: list[Mapping[str, Any]],
+    facts: FactsLookup,
+    scale_from_zero: str = "autoscaler",
+) -> NodeGroupTemplate:
+    """The group's template from complete data. Raises TemplateError."""
+    if group.error:
+        raise TemplateError(group.error)
+    ready = [n for n in nodes if node_is_ready(n)]
+    actual = actual_view(group, ready, facts)
+    overhead, ds_pods = daemonset_overhead(daemonsets, actual)
+    return NodeGroupTemplate(
+        name=group.name,
+        provider=group.provider,
+        instance_types=group.instance_types,
+        min_size=group.min_size,
+        max_size=group.max_size,
+        desired_size=group.desired_size,
+        nodes=len(ready),
+        actual=actual,
+        autoscaler=autoscaler_view(group),
+        daemonset_overhead=overhead,
+        daemonset_pods=ds_pods,
+        scale_from_zero=scale_from_zero,
+    )
+
+
+def build_templates(
+    groups: Iterable[AwsNodeGroup],
+    nodes: Iterable[Mapping[str, Any]],
+    daemonsets: Iterable[Mapping[str, Any]],
+    previous: Mapping[str, NodeGroupTemplate],
+    *,
+    facts: FactsLookup,
+    group_label: str = "",
+) -> list[GroupOutcome]:
+    """Every group's outcome, by name: fresh, or its last template kept with the reason."""
+    groups = list(groups)
+    daemonsets = list(daemonsets)
+    grouped = group_nodes(nodes, groups, group_label)
+    outcomes = []
+    for group in sorted(groups, key=lambda g: g.name):
+        before = previous.get(group.name)
+        try:
+            template = build_template(
+                group,
+                grouped[group.name],
+                daemonsets,
+                facts,
+                before.scale_from_zero if before else "autoscaler",
+            )
+        except TemplateError as err:
+            kept = "kept its last template" if before else "no template yet"
+            log.warning("node group %s: %s: %s", group.name, kept, err)
+            outcomes.append(GroupOutcome(group.name, before, str(err)))
+            continue
+        outcomes.append(GroupOutcome(group.name, template))
+    return outcomes

@@ -1,0 +1,86 @@
+"""Publishing NodeGroupTemplates against the fake API server: created, written only when changed,
+deleted with their group, and a person's (manual) objects never touched."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from capacity.template import NodeGroupTemplate, View
+from controller.discovery import GroupOutcome
+from controller.publish import MANAGED_BY, MANAGED_BY_LABEL, publish
+from kube.client import KubeClient
+
+PATH = "/apis/fitguard.io/v1alpha1/nodegrouptemplates"
+
+
+def template(name: str, eph_gib: int = 44, nodes: int = 0) -> NodeGroupTemplate:
+    actual = View(
+        allocatable={"cpu": 1930, "ephemeral-storage": eph_gib * 2**30 * 1000},
+        labels={"node.kubernetes.io/instance-type": "m5.large"},
+        source="launch-template",
+    )
+    return NodeGroupTemplate(
+        name=name, provider="aws-asg", instance_types=("m5.large",), max_size=10, nodes=nodes, actual=actual
+    )
+
+
+def writes(fake_kube: Any) -> list[Any]:
+    return [r for r in fake_kube.requests.find(path=PATH) if r.method in ("POST", "PUT", "PATCH", "DELETE")]
+
+
+def test_templates_created_then_untouched_when_unchanged(fake_kube: Any) -> None:
+    """First cycle creates one object per group; an identical second cycle writes nothing."""
+    api = KubeClient(fake_kube.api_client())
+    outcomes = [GroupOutcome("ng-a", template("ng-a")), GroupOutcome("ng-b", template("ng-b"))]
+    result = publish(api, outcomes)
+    assert sorted(result.created) == ["ng-a", "ng-b"]
+    stored = fake_kube.get("NodeGroupTemplate", "ng-a", api_version="fitguard.io/v1alpha1")
+    assert stored["metadata"]["labels"][MANAGED_BY_LABEL] == MANAGED_BY
+    assert NodeGroupTemplate.from_object(stored) == template("ng-a")
+
+    fake_kube.requests.clear()
+    again = publish(api, outcomes)
+    assert again.unchanged == 2 and not again.created and not again.updated
+    assert writes(fake_kube) == []
+
+
+def test_changed_template_is_replaced_and_gone_group_deleted(fake_kube: Any) -> None:
+    """A changed view is written (one PUT); a group no longer discovered loses its object."""
+    api = KubeClient(fake_kube.api_client())
+    publish(api, [GroupOutcome("ng-a", template("ng-a")), GroupOutcome("ng-b", template("ng-b"))])
+    fake_kube.requests.clear()
+    result = publish(api, [GroupOutcome("ng-a", template("ng-a", eph_gib=90, nodes=1))])
+    assert result.updated == ["ng-a"] and result.deleted == ["ng-b"]
+    assert [r.method for r in writes(fake_kube)] == ["PUT", "DELETE"]
+    names = [
+        o["metadata"]["name"]
+        for o in fake_kube.objects("NodeGroupTemplate", api_version="fitguard.io/v1alpha1")
+    ]
+    assert names == ["ng-a"]
+    stored = fake_kube.get("NodeGroupTemplate", "ng-a", api_version="fitguard.io/v1alpha1")
+    assert stored["spec"]["nodes"] == 1
+
+
+def test_manual_templates_are_never_touched(fake_kube: Any) -> None:
+    """provider: manual (or the fitguard.io/manual mark) keeps the object a person's, even when a
+    discovered group has the same name, and it is never deleted as a vanished group."""
+    manual = template("ng-manual").to_object()
+    manual["spec"]["provider"] = "manual"
+    marked = template("ng-marked").to_object()
+    marked["metadata"]["annotations"] = {"fitguard.io/manual": "true"}
+    fake_kube.create(manual)
+    fake_kube.create(marked)
+    api = KubeClient(fake_kube.api_client())
+    result = publish(api, [GroupOutcome("ng-marked", template("ng-marked", eph_gib=1))])
+    assert not result.created and not result.updated and not result.deleted
+    assert writes(fake_kube) == []
+    stored = fake_kube.get("NodeGroupTemplate", "ng-marked", api_version="fitguard.io/v1alpha1")
+    assert NodeGroupTemplate.from_object(stored) == template("ng-marked")
+
+
+def test_stale_template_carries_its_reason(fake_kube: Any) -> None:
+    """A template kept from before says why in spec.staleReason."""
+    api = KubeClient(fake_kube.api_client())
+    publish(api, [GroupOutcome("ng-a", template("ng-a"), "DescribeLaunchTemplateVersions: AccessDenied")])
+    stored = fake_kube.get("NodeGroupTemplate", "ng-a", api_version="fitguard.io/v1alpha1")
+    assert "AccessDenied" in stored["spec"]["staleReason"]
