@@ -1,0 +1,420 @@
+"""Render a kustomization the way `kubectl kustomize` does, for the subset fitguard's manifests use.
+
+Supported: `resources` (YAML files and kustomization directories), `patches` (strategic merge or
+JSON 6902, inline or from a file, with or without a `target`), `namespace`, `labels`, `commonLabels`
+and `images`. Anything else in a kustomization is refused rather than silently ignored, so a
+manifest change that needs more of kustomize fails here instead of rendering something else.
+`render` uses `kubectl kustomize` itself when kubectl is on PATH and `prefer_kubectl` is set.
+"""
+
+from __future__ import annotations
+
+import copy
+import shutil
+import subprocess
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+Obj = dict[str, Any]
+
+KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
+_SUPPORTED_KEYS = frozenset(
+    {"apiVersion", "kind", "resources", "patches", "namespace", "labels", "commonLabels", "images"}
+)
+# Kinds without a namespace among those the manifests could hold (a `namespace:` leaves them alone).
+_CLUSTER_SCOPED = frozenset(
+    {
+        "Namespace",
+        "CustomResourceDefinition",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "MutatingWebhookConfiguration",
+        "ValidatingWebhookConfiguration",
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
+        "PriorityClass",
+        "StorageClass",
+        "PersistentVolume",
+        "APIService",
+        "Node",
+        "NodeGroupTemplate",
+    }
+)
+# patchMergeKey of the keyed lists a strategic merge patch may touch (k8s.io/api struct tags);
+# every other list is replaced whole, as strategic merge does for atomic lists.
+_MERGE_KEYS = {
+    "containers": "name",
+    "initContainers": "name",
+    "ephemeralContainers": "name",
+    "volumes": "name",
+    "env": "name",
+    "imagePullSecrets": "name",
+    "volumeMounts": "mountPath",
+    "webhooks": "name",
+    "conditions": "type",
+    "topologySpreadConstraints": "topologyKey",
+}
+_WORKLOADS_WITH_SELECTOR = frozenset({"Deployment", "ReplicaSet", "StatefulSet", "DaemonSet"})
+_WORKLOADS_WITH_TEMPLATE = _WORKLOADS_WITH_SELECTOR | {"Job", "ReplicationController"}
+
+
+class KustomizeError(ValueError):
+    """The kustomization cannot be rendered by this loader (or is wrong)."""
+
+
+def render(directory: Path, *, prefer_kubectl: bool = False) -> list[Obj]:
+    """The objects a kustomization directory renders to."""
+    if prefer_kubectl and kubectl_available():
+        return render_with_kubectl(directory)
+    return build(Path(directory))
+
+
+def kubectl_available() -> bool:
+    return shutil.which("kubectl") is not None
+
+
+def render_with_kubectl(directory: Path) -> list[Obj]:
+    result = subprocess.run(
+        ["kubectl", "kustomize", str(directory)], capture_output=True, text=True, timeout=120, check=False
+    )
+    if result.returncode != 0:
+        raise KustomizeError(f"kubectl kustomize {directory} failed: {result.stderr.strip()}")
+    return [doc for doc in yaml.safe_load_all(result.stdout) if doc]
+
+
+def object_id(obj: Mapping[str, Any]) -> tuple[str, str, str, str]:
+    """(apiVersion, kind, namespace, name): what kustomize calls a resource id."""
+    meta = obj.get("metadata") or {}
+    return (obj.get("apiVersion", ""), obj.get("kind", ""), meta.get("namespace") or "", meta.get("name", ""))
+
+
+def build(directory: Path) -> list[Obj]:
+    """Render one kustomization directory with this loader (never kubectl)."""
+    kustomization = _read_kustomization(directory)
+    objects: list[Obj] = []
+    for entry in kustomization.get("resources") or []:
+        objects.extend(_load_resource(directory, entry))
+    _check_unique(objects, directory)
+    for patch in kustomization.get("patches") or []:
+        _apply_patch_entry(objects, directory, patch)
+    if kustomization.get("namespace"):
+        _set_namespace(objects, kustomization["namespace"])
+    for spec in _label_specs(kustomization):
+        _add_labels(objects, *spec)
+    for image in kustomization.get("images") or []:
+        _set_image(objects, image)
+    return objects
+
+
+def _read_kustomization(directory: Path) -> Obj:
+    for name in KUSTOMIZATION_FILES:
+        path = directory / name
+        if path.is_file():
+            data = yaml.safe_load(path.read_text()) or {}
+            unknown = set(data) - _SUPPORTED_KEYS
+            if unknown:
+                raise KustomizeError(f"{path}: keys this loader does not support: {sorted(unknown)}")
+            return data
+    raise KustomizeError(f"{directory}: no kustomization file")
+
+
+def _load_resource(directory: Path, entry: str) -> list[Obj]:
+    path = (directory / entry).resolve()
+    if path.is_dir():
+        return build(path)
+    if not path.is_file():
+        raise KustomizeError(f"{directory}: resource {entry!r} does not exist")
+    if directory.resolve() not in path.parents:
+        # kustomize's default load restrictor: files only from inside the kustomization root.
+        raise KustomizeError(f"{directory}: file {entry!r} is outside the kustomization root")
+    return _documents(path.read_text())
+
+
+def _documents(text: str) -> list[Obj]:
+    docs: list[Obj] = []
+    for doc in yaml.safe_load_all(text):
+        if doc is None:
+            continue
+        if not isinstance(doc, dict) or "kind" not in doc:
+            raise KustomizeError(f"not a Kubernetes object: {doc!r:.80}")
+        if doc["kind"] == "List":
+            docs.extend(doc.get("items") or [])
+        else:
+            docs.append(doc)
+    return docs
+
+
+def _check_unique(objects: list[Obj], directory: Path) -> None:
+    seen: set[tuple[str, str, str, str]] = set()
+    for obj in objects:
+        key = object_id(obj)
+        if key in seen:
+            raise KustomizeError(f"{directory}: {key} appears twice")
+        seen.add(key)
+
+
+# --- patches ----------------------------------------------------------------------------------
+
+
+def _apply_patch_entry(objects: list[Obj], directory: Path, entry: Mapping[str, Any]) -> None:
+    if ("path" in entry) == ("patch" in entry):
+        raise KustomizeError(f"{directory}: a patch has exactly one of path and patch: {entry!r}")
+    text = (directory / entry["path"]).read_text() if "path" in entry else entry["patch"]
+    target = entry.get("target")
+    parsed = list(yaml.safe_load_all(text))
+    if len(parsed) == 1 and isinstance(parsed[0], list):
+        if target is None:
+            raise KustomizeError(f"{directory}: a JSON 6902 patch needs a target")
+        matched = _select(objects, target)
+        for index in matched:
+            objects[index] = json_patch(objects[index], parsed[0])
+        return
+    for patch in (doc for doc in parsed if doc is not None):
+        selector = target or _identity_selector(patch)
+        for index in _select(objects, selector):
+            objects[index] = strategic_merge(objects[index], _without_identity(patch) if target else patch)
+
+
+def _identity_selector(patch: Mapping[str, Any]) -> Obj:
+    group, _, version = str(patch.get("apiVersion", "")).rpartition("/")
+    meta = patch.get("metadata") or {}
+    selector: Obj = {"group": group, "version": version, "kind": patch.get("kind"), "name": meta.get("name")}
+    if meta.get("namespace"):
+        selector["namespace"] = meta["namespace"]
+    return selector
+
+
+def _without_identity(patch: Mapping[str, Any]) -> Obj:
+    # With an explicit target, the patch's own name must not rename the targets.
+    body = copy.deepcopy(dict(patch))
+    meta = body.get("metadata")
+    if isinstance(meta, dict):
+        meta.pop("name", None)
+        meta.pop("namespace", None)
+    return body
+
+
+def _select(objects: list[Obj], target: Mapping[str, Any]) -> list[int]:
+    unknown = set(target) - {"group", "version", "kind", "name", "namespace"}
+    if unknown:
+        raise KustomizeError(f"patch target fields this loader does not support: {sorted(unknown)}")
+    matched = []
+    for index, obj in enumerate(objects):
+        group, _, version = str(obj.get("apiVersion", "")).rpartition("/")
+        meta = obj.get("metadata") or {}
+        actual = {
+            "group": group,
+            "version": version,
+            "kind": obj.get("kind"),
+            "name": meta.get("name"),
+            "namespace": meta.get("namespace") or "",
+        }
+        if all(target[key] is None or actual[key] == target[key] for key in target):
+            matched.append(index)
+    if not matched:
+        raise KustomizeError(f"patch target matches nothing: {dict(target)!r}")
+    return matched
+
+
+def strategic_merge(target: Any, patch: Any, field: str = "") -> Any:
+    """Strategic merge: maps merge, null deletes, keyed lists merge by their patchMergeKey."""
+    if isinstance(patch, dict) and isinstance(target, dict):
+        result = copy.deepcopy(target)
+        for key, value in patch.items():
+            if key.startswith("$"):
+                raise KustomizeError(f"strategic merge directive {key!r} is not supported")
+            if value is None:
+                result.pop(key, None)
+            else:
+                result[key] = strategic_merge(result.get(key), value, key)
+        return result
+    if isinstance(patch, list) and isinstance(target, list) and field in _MERGE_KEYS:
+        return _merge_keyed_list(target, patch, _MERGE_KEYS[field])
+    return copy.deepcopy(patch)
+
+
+def _merge_keyed_list(target: list[Any], patch: list[Any], key: str) -> list[Any]:
+    merged = copy.deepcopy(target)
+    for item in patch:
+        if not isinstance(item, dict) or key not in item:
+            raise KustomizeError(f"list item without its merge key {key!r}: {item!r}")
+        at = next(
+            (i for i, old in enumerate(merged) if isinstance(old, dict) and old.get(key) == item[key]), None
+        )
+        if at is None:
+            merged.append(copy.deepcopy(item))
+        else:
+            merged[at] = strategic_merge(merged[at], item)
+    return merged
+
+
+def json_patch(document: Any, operations: Iterable[Mapping[str, Any]]) -> Any:
+    """RFC 6902 on a copy of `document`: add, remove, replace, move, copy, test."""
+    result = copy.deepcopy(document)
+    for op in operations:
+        kind = op.get("op")
+        path = _pointer(op["path"])
+        if kind == "add":
+            result = _add(result, path, copy.deepcopy(op["value"]))
+        elif kind == "remove":
+            _remove(result, path)
+        elif kind == "replace":
+            _remove(result, path)
+            result = _add(result, path, copy.deepcopy(op["value"]))
+        elif kind in ("move", "copy"):
+            source = _pointer(op["from"])
+            value = copy.deepcopy(_get(result, source))
+            if kind == "move":
+                _remove(result, source)
+            result = _add(result, path, value)
+        elif kind == "test":
+            if _get(result, path) != op.get("value"):
+                raise KustomizeError(f"JSON patch test failed at {op['path']}")
+        else:
+            raise KustomizeError(f"unknown JSON patch operation {kind!r}")
+    return result
+
+
+def _pointer(text: str) -> list[str]:
+    if text == "":
+        return []
+    if not text.startswith("/"):
+        raise KustomizeError(f"JSON pointer must start with '/': {text!r}")
+    return [part.replace("~1", "/").replace("~0", "~") for part in text[1:].split("/")]
+
+
+def _parent(document: Any, path: list[str]) -> Any:
+    return _get(document, path[:-1])
+
+
+def _get(document: Any, path: list[str]) -> Any:
+    node = document
+    for part in path:
+        if isinstance(node, list):
+            node = node[_index(node, part, allow_end=False)]
+        elif isinstance(node, dict) and part in node:
+            node = node[part]
+        else:
+            raise KustomizeError(f"JSON pointer /{'/'.join(path)} does not exist")
+    return node
+
+
+def _index(items: list[Any], part: str, allow_end: bool) -> int:
+    if part == "-" and allow_end:
+        return len(items)
+    if not part.isdigit():
+        raise KustomizeError(f"not a list index: {part!r}")
+    index = int(part)
+    if index > len(items) or (index == len(items) and not allow_end):
+        raise KustomizeError(f"list index {index} out of range")
+    return index
+
+
+def _add(document: Any, path: list[str], value: Any) -> Any:
+    if not path:
+        return value
+    parent = _parent(document, path)
+    if isinstance(parent, list):
+        parent.insert(_index(parent, path[-1], allow_end=True), value)
+    elif isinstance(parent, dict):
+        parent[path[-1]] = value
+    else:
+        raise KustomizeError(f"cannot add under a scalar at /{'/'.join(path)}")
+    return document
+
+
+def _remove(document: Any, path: list[str]) -> None:
+    parent = _parent(document, path)
+    if isinstance(parent, list):
+        del parent[_index(parent, path[-1], allow_end=False)]
+    elif isinstance(parent, dict) and path[-1] in parent:
+        del parent[path[-1]]
+    else:
+        raise KustomizeError(f"JSON pointer /{'/'.join(path)} does not exist")
+
+
+# --- namespace, labels, images ----------------------------------------------------------------
+
+
+def _set_namespace(objects: list[Obj], namespace: str) -> None:
+    for obj in objects:
+        if obj.get("kind") not in _CLUSTER_SCOPED:
+            obj.setdefault("metadata", {})["namespace"] = namespace
+
+
+def _label_specs(kustomization: Mapping[str, Any]) -> Iterator[tuple[dict[str, str], bool, bool]]:
+    """(labels, into selectors, into pod templates) for each label set, commonLabels first."""
+    if kustomization.get("commonLabels"):
+        yield dict(kustomization["commonLabels"]), True, True
+    for entry in kustomization.get("labels") or []:
+        selectors = bool(entry.get("includeSelectors", False))
+        # kustomize: includeSelectors implies the templates too, or selectors would stop matching.
+        yield (
+            dict(entry.get("pairs") or {}),
+            selectors,
+            selectors or bool(entry.get("includeTemplates", False)),
+        )
+
+
+def _add_labels(objects: list[Obj], labels: dict[str, str], selectors: bool, templates: bool) -> None:
+    for obj in objects:
+        kind = obj.get("kind")
+        _merge_into(obj, ("metadata", "labels"), labels)
+        spec = obj.get("spec") or {}
+        if selectors and kind in _WORKLOADS_WITH_SELECTOR:
+            _merge_into(obj, ("spec", "selector", "matchLabels"), labels)
+        if selectors and kind in ("Service", "ReplicationController"):
+            _merge_into(obj, ("spec", "selector"), labels)
+        if templates and kind in _WORKLOADS_WITH_TEMPLATE and "template" in spec:
+            _merge_into(obj, ("spec", "template", "metadata", "labels"), labels)
+        if templates and kind == "CronJob":
+            _merge_into(obj, ("spec", "jobTemplate", "spec", "template", "metadata", "labels"), labels)
+
+
+def _merge_into(obj: Obj, path: tuple[str, ...], labels: Mapping[str, str]) -> None:
+    node = obj
+    for part in path:
+        node = node.setdefault(part, {})
+    node.update(labels)
+
+
+def _pod_specs(obj: Obj) -> Iterator[Obj]:
+    spec = obj.get("spec") or {}
+    if obj.get("kind") == "Pod":
+        yield spec
+    if isinstance(spec.get("template"), dict):
+        yield spec["template"].get("spec") or {}
+    job = (spec.get("jobTemplate") or {}).get("spec") or {}
+    if isinstance(job.get("template"), dict):
+        yield job["template"].get("spec") or {}
+
+
+def split_image(image: str) -> tuple[str, str | None, str | None]:
+    """(name, tag, digest) of an image reference; a registry port is not a tag."""
+    name, _, digest = image.partition("@")
+    slash = name.rfind("/")
+    colon = name.rfind(":")
+    tag = None
+    if colon > slash:
+        name, tag = name[:colon], name[colon + 1 :]
+    return name, tag, digest or None
+
+
+def _set_image(objects: list[Obj], rule: Mapping[str, Any]) -> None:
+    for obj in objects:
+        for pod in _pod_specs(obj):
+            for container in (pod.get("containers") or []) + (pod.get("initContainers") or []):
+                name, tag, digest = split_image(container.get("image", ""))
+                if name != rule["name"]:
+                    continue
+                name = rule.get("newName", name)
+                if "digest" in rule:
+                    container["image"] = f"{name}@{rule['digest']}"
+                elif "newTag" in rule:
+                    container["image"] = f"{name}:{rule['newTag']}"
+                else:
+                    suffix = f":{tag}" if tag else ""
+                    container["image"] = f"{name}{suffix}@{digest}" if digest else f"{name}{suffix}"
