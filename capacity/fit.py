@@ -59,6 +59,7 @@ class PodNeeds:
     node_match: Predicate
     tolerations: tuple[Toleration, ...]
     checked: tuple[tuple[str, int], ...]  # (resource, comparable request) for non-zero requests
+    selector_keys: tuple[str, ...] = ()  # the node labels the pod selects on, to explain a mismatch
 
     @classmethod
     def from_spec(cls, spec: Mapping[str, Any], field: str = "spec") -> PodNeeds:
@@ -69,11 +70,18 @@ class PodNeeds:
         node_affinity = _map(affinity.get("nodeAffinity"), f"{field}.affinity.nodeAffinity")
         required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
         match = selector
+        keys = [str(k) for k in spec.get("nodeSelector") or {}]
         if required is not None:
             where = f"{field}.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
-            terms = node_selector_terms(
-                _map(required, where).get("nodeSelectorTerms") or [], f"{where}.nodeSelectorTerms"
-            )
+            raw_terms = _map(required, where).get("nodeSelectorTerms") or []
+            terms = node_selector_terms(raw_terms, f"{where}.nodeSelectorTerms")
+            keys += [
+                str(expr.get("key"))
+                for term in raw_terms
+                for expr in (term.get("matchExpressions") or [])
+                # positive requirements: a NotIn/DoesNotExist key is rarely what a group lacks
+                if isinstance(expr, Mapping) and expr.get("operator") in ("In", "Exists", "Gt", "Lt")
+            ]
 
             def match(labels: Mapping[str, str]) -> bool:
                 return selector(labels) and terms(labels)
@@ -83,9 +91,8 @@ class PodNeeds:
             for name, value in sorted(requests.items())
             if value > 0 and is_scheduled_resource(name)
         )
-        return cls(
-            requests, match, parse_tolerations(spec.get("tolerations"), f"{field}.tolerations"), checked
-        )
+        tolerations = parse_tolerations(spec.get("tolerations"), f"{field}.tolerations")
+        return cls(requests, match, tolerations, checked, tuple(dict.fromkeys(keys)))
 
 
 def _map(raw: object, field: str) -> Mapping[str, Any]:

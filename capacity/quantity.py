@@ -23,7 +23,8 @@ _DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "
 
 # sign, number (digits, digits., digits.digits, .digits), then a binary or decimal suffix or an
 # exponent. `2E` is exa, `2E3` is an exponent: the regex tries the suffix first and backtracks.
-_QUANTITY = re.compile(r"([+-]?)(\d+(?:\.\d*)?|\.\d+)(?:(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)|[eE]([+-]?\d+))?")
+_SUFFIXES = "Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E"
+_QUANTITY = re.compile(rf"([+-]?)(\d+(?:\.\d*)?|\.\d+)(?:({_SUFFIXES})|[eE]([+-]?\d+))?")
 # Far beyond any real resource (2^63 bytes is 8Ei) yet small enough that no input can make us
 # build a giant integer.
 _MAX_DIGITS = 64

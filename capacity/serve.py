@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from capacity.fit import PodNeeds, Reason, check_fit
+from capacity.fit import PodNeeds, Reason, check_fit, comparable
 from capacity.instances import lookup
 from capacity.quantity import format_quantity
 from capacity.resources import POD_ENI
@@ -44,7 +44,7 @@ def judge(needs: PodNeeds, template: NodeGroupTemplate) -> GroupVerdict:
         and template.actual is not None
         and not _check(needs, template, template.actual)
     )
-    parts = [_explain(reason, template, view, trap) for reason in reasons]
+    parts = [_explain(reason, needs, template, view) for reason in reasons]
     return GroupVerdict(template.name, False, reasons, trap, f"{template.name}: " + "; ".join(parts))
 
 
@@ -63,21 +63,24 @@ def _node_phrase(template: NodeGroupTemplate) -> str:
     return f"{article} {kind} node" if kind else "a node"
 
 
-def _explain(reason: Reason, template: NodeGroupTemplate, view: View, trap: bool) -> str:
+def _explain(reason: Reason, needs: PodNeeds, template: NodeGroupTemplate, view: View) -> str:
     if reason.taint is not None:
         t = reason.taint
         value = f"={t.value}" if t.value else ""
         return f"{reason.message}: add a toleration for {t.key}{value}:{t.effect}"
     if not reason.resource:
-        return f"{reason.message}: its nodes are labelled {_labels(view)}"
+        return f"{reason.message}: its nodes have {_labels(view, needs.selector_keys)}"
     if reason.resource == "pods":
         slots = format_quantity(reason.allocatable)
         return f"{reason.message}: DaemonSets already take all {slots} pod slots"
     name = reason.resource
     wanted = format_quantity(reason.requested, name)
     head = f"{reason.message}: requests {wanted}"
-    if trap and template.actual is not None:
+    real = None
+    if view is template.autoscaler and template.actual is not None:
         real = template.actual.allocatable.get(name, 0) - template.daemonset_overhead.get(name, 0)
+    if real is not None and comparable(name, real) >= comparable(name, reason.requested):
+        # the real node has it; only the tags cluster-autoscaler reads do not
         seen = format_quantity(reason.available, name) if reason.allocatable else "none"
         where = "managed node group" if template.provider == "eks-managed" else "ASG"
         return (
@@ -98,9 +101,10 @@ def _explain(reason: Reason, template: NodeGroupTemplate, view: View, trap: bool
     return f"{head}; {_node_phrase(template)} offers {offered}{after}: request less or use a larger type"
 
 
-def _labels(view: View) -> str:
-    shown = [f"{k}={v}" for k, v in sorted(view.labels.items())][:6]
-    return ", ".join(shown) if shown else "with no labels"
+def _labels(view: View, keys: tuple[str, ...]) -> str:
+    """The group's values of the labels the pod selects on."""
+    shown = [f"{k}={view.labels[k]}" if k in view.labels else f"no {k} label" for k in keys]
+    return ", ".join(shown) if shown else "no labels the pod selects on"
 
 
 def denial_message(verdicts: list[GroupVerdict], subject: str = "pod") -> str:

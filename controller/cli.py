@@ -5,11 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import signal
 import sys
-import time
+import threading
 from typing import Any
 
 from capacity.quantity import format_quantity, parse_quantity
+from fitguard.logs import add_arguments as add_logging_arguments
+from fitguard.logs import setup_logging
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +59,27 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--kubeconfig", default=None, help="kubeconfig (default: in-cluster, then $KUBECONFIG)"
     )
-    parser.add_argument("--interval", type=float, default=60.0, help="seconds between cycles without --once")
+    parser.add_argument("--interval", type=float, default=60.0, help="seconds between discovery cycles")
+    parser.add_argument(
+        "--metrics-bind",
+        default="0.0.0.0:8080",
+        metavar="HOST:PORT",
+        help="plain HTTP for /healthz, /readyz, /metrics, /snapshotz (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--branch-eni-release",
+        choices=("cooldown", "on-delete"),
+        default="cooldown",
+        help="when a finished or deleted pod's branch ENI is released: after the VPC CNI cooldown "
+        "(VPC resource controller v1.1.0 and later, the default) or only when the pod object is deleted",
+    )
+    parser.add_argument(
+        "--manage-certificates",
+        action="store_true",
+        help="the leader creates and rotates the webhook's CA and serving certificate (Secrets in "
+        "$POD_NAMESPACE) and keeps the caBundle of both webhook configurations current",
+    )
+    add_logging_arguments(parser)
     parser.set_defaults(func=main)
 
 
@@ -64,7 +87,7 @@ def main(args: argparse.Namespace) -> int:
     from capacity.autoscaler_specs import SpecError
     from controller.run import ControllerOptions, run_once
 
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    setup_logging(args.log_format, args.log_level)
     options = ControllerOptions(
         state=args.state or "",
         dry_run=args.dry_run,
@@ -81,12 +104,33 @@ def main(args: argparse.Namespace) -> int:
     except SpecError as err:
         print(f"fitguard controller: {err}", file=sys.stderr)
         return 2
-    while True:
+    if args.once:
         report = run_once(options)
-        if args.once:
-            print(json.dumps(report, indent=2) if args.output == "json" else render_table(report))
-            return 1 if report["errors"].get("") else 0
-        time.sleep(args.interval)
+        print(json.dumps(report, indent=2) if args.output == "json" else render_table(report))
+        return 1 if report["errors"].get("") else 0
+    if options.state:
+        print("fitguard controller: --state needs --once (a file cannot be watched)", file=sys.stderr)
+        return 2
+    return run_forever(args, options)
+
+
+def run_forever(args: argparse.Namespace, options: Any) -> int:
+    from controller.loop import ControllerLoop, LoopOptions
+    from kube.client import KubeClient, load_api_client
+
+    loop_options = LoopOptions(
+        controller=options,
+        interval=args.interval,
+        metrics_bind=args.metrics_bind,
+        leader_elect=args.leader_elect,
+        branch_eni_release=args.branch_eni_release,
+        manage_certificates=args.manage_certificates,
+    )
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    ControllerLoop(loop_options, KubeClient(load_api_client(args.kubeconfig))).run(stop)
+    return 0
 
 
 def render_table(report: dict[str, Any]) -> str:
@@ -114,8 +158,9 @@ def render_table(report: dict[str, Any]) -> str:
         "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows
     ]
     for change in report["tagSync"]:
-        verb = "applied" if change.get("applied") else "plan"
-        lines.append(f"tag {verb}: {change['nodeGroup']}: {change['key']}={change['value']}")
+        verb = "applied" if change.get("applied") else "failed" if change.get("error") else "plan"
+        why = f" ({change['error']})" if change.get("error") else ""
+        lines.append(f"tag {verb}: {change['nodeGroup']}: {change['key']}={change['value']}{why}")
     for name, reason in report["errors"].items():
         if name == "":
             lines.append(f"discovery failed: {reason}")

@@ -112,11 +112,11 @@ def run_once(
     except DiscoveryError as err:
         log.error("node group discovery failed, every template kept as it was: %s", err)
         outcomes = [GroupOutcome(name, t, str(err)) for name, t in sorted(previous.items())]
-        return _report(outcomes, [], set(), {"": str(err)})
+        return _report(outcomes, [], {}, {"": str(err)})
     outcomes = build_templates(
         groups, objects.nodes, objects.daemonsets, previous, facts=facts, group_label=options.node_group_label
     )
-    changes, applied = _sync_tags(options, clients, groups, outcomes, note)
+    changes, written = _sync_tags(options, clients, groups, outcomes, note)
     if not options.dry_run and not options.state:
         result = publish(api, outcomes)
         log.info(
@@ -126,7 +126,7 @@ def run_once(
             len(result.deleted),
             result.unchanged,
         )
-    return _report(outcomes, changes, applied, {})
+    return _report(outcomes, changes, written, {})
 
 
 def _sync_tags(
@@ -135,22 +135,31 @@ def _sync_tags(
     groups: list[AwsNodeGroup],
     outcomes: list[GroupOutcome],
     note: Callable[[TagChange, str], None] | None,
-) -> tuple[list[TagChange], set[TagChange]]:
+) -> tuple[list[TagChange], dict[TagChange, str]]:
+    """The planned changes, and for each one written: "" when it was, or why it was not."""
     if options.sync_autoscaler_tags == "off":
-        return [], set()
+        return [], {}
     templates = {o.name: o.template for o in outcomes if o.template is not None and not o.stale}
     changes = plan_tag_sync(groups, templates)
     if options.sync_autoscaler_tags != "apply" or options.dry_run:
         log_plan(changes)
-        return changes, set()
-    failed = {change for change, _ in apply_tag_sync(clients, changes, note)}
-    return changes, {c for c in changes if c not in failed}
+        return changes, {}
+    failed = dict(apply_tag_sync(clients, changes, note))
+    return changes, {c: failed.get(c, "") for c in changes}
 
 
 def _report(
-    outcomes: list[GroupOutcome], changes: list[TagChange], applied: set[TagChange], errors: Mapping[str, str]
+    outcomes: list[GroupOutcome],
+    changes: list[TagChange],
+    written: Mapping[TagChange, str],
+    errors: Mapping[str, str],
 ) -> dict[str, Any]:
-    tag_sync = [{**c.to_json(), "current": c.current, "applied": c in applied} for c in changes]
+    tag_sync = []
+    for change in changes:
+        item = {**change.to_json(), "current": change.current, "applied": written.get(change) == ""}
+        if written.get(change):
+            item["error"] = written[change]
+        tag_sync.append(item)
     reasons = {o.name: o.reason for o in outcomes if o.reason}
     return {
         "nodeGroups": desired_objects(outcomes),

@@ -62,7 +62,7 @@ def test_zero_node_group_without_the_tag_is_the_classic_trap_and_says_the_fix() 
     batch = next(line for line in lines if line.startswith("ng-batch:"))
     assert "Insufficient ephemeral-storage: requests 30Gi" in batch
     assert (
-        "an m5.large node would offer 43.8Gi, but cluster-autoscaler sees none while the group has 0 nodes"
+        "an m5.large node would offer 44Gi, but cluster-autoscaler sees none while the group has 0 nodes"
         in batch
     )
     assert "tag the ASG k8s.io/cluster-autoscaler/node-template/resources/ephemeral-storage" in batch

@@ -1,0 +1,85 @@
+"""The controller's plain-HTTP endpoints: /healthz, /readyz, /metrics, /snapshotz.
+
+A tiny stdlib server (one thread per request): it serves probes and scrapes, nothing on the
+admission path, so Flask and TLS would add weight without use.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, generate_latest
+
+log = logging.getLogger(__name__)
+
+
+class ControllerHttp:
+    def __init__(
+        self,
+        bind: str,
+        *,
+        ready: Callable[[], str | None],
+        snapshot: Callable[[], dict[str, Any]],
+        registries: tuple[CollectorRegistry, ...] = (),
+    ) -> None:
+        host, _, port = bind.rpartition(":")
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_GET(self) -> None:
+                owner._get(self)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                log.debug("http: " + format, *args)
+
+        self._ready = ready
+        self._snapshot = snapshot
+        self._registries = (REGISTRY, *registries)
+        self.server = ThreadingHTTPServer((host or "0.0.0.0", int(port)), Handler)
+        self.server.daemon_threads = True
+        self._thread = threading.Thread(target=self.server.serve_forever, name="controller-http", daemon=True)
+
+    @property
+    def port(self) -> int:
+        return int(self.server.server_address[1])
+
+    def start(self) -> ControllerHttp:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def _get(self, handler: BaseHTTPRequestHandler) -> None:
+        path = handler.path.split("?", 1)[0]
+        if path == "/healthz":
+            self._send(handler, 200, b"ok\n", "text/plain")
+        elif path == "/readyz":
+            waiting = self._ready()
+            if waiting:
+                self._send(handler, 503, f"waiting for: {waiting}\n".encode(), "text/plain")
+            else:
+                self._send(handler, 200, b"ok\n", "text/plain")
+        elif path == "/metrics":
+            body = b"".join(generate_latest(registry) for registry in self._registries)
+            self._send(handler, 200, body, CONTENT_TYPE_LATEST)
+        elif path == "/snapshotz":
+            self._send(handler, 200, json.dumps(self._snapshot()).encode(), "application/json")
+        else:
+            self._send(handler, 404, b"not found\n", "text/plain")
+
+    @staticmethod
+    def _send(handler: BaseHTTPRequestHandler, code: int, body: bytes, content_type: str) -> None:
+        handler.send_response(code)
+        handler.send_header("Content-Type", content_type)
+        handler.send_header("Content-Length", str(len(body)))
+        handler.end_headers()
+        handler.wfile.write(body)

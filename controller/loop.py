@@ -1,0 +1,135 @@
+"""The long-running controller: every replica keeps warm books; the leader also discovers node
+groups, publishes templates, syncs tags, labels nodes, writes events and rotates certificates.
+
+Leadership is a Lease (kube/leader.py). A leader that loses it stops acting at once (the elector
+sets the stop event the moment the renew deadline passes) and the process exits, as controllers
+built on client-go do, so nothing half-done continues under a new leader.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from controller.books import LiveBooks
+from controller.http import ControllerHttp
+from controller.run import ControllerOptions, run_once
+from controller.tagsync import TagChange
+from kube.events import EventRecorder, ObjectRef
+from kube.leader import LeaderElector, default_identity
+
+log = logging.getLogger(__name__)
+LEASE_NAME = "fitguard-controller"  # RBAC grants the controller this Lease only (manifests/)
+
+
+@dataclass(frozen=True)
+class LoopOptions:
+    controller: ControllerOptions = field(default_factory=ControllerOptions)
+    interval: float = 60.0  # seconds between discovery cycles
+    reconcile_interval: float = 5.0  # seconds between passes over the branch ENI books
+    metrics_bind: str = "0.0.0.0:8080"
+    leader_elect: bool = False
+    namespace: str = field(default_factory=lambda: os.environ.get("POD_NAMESPACE", "fitguard-system"))
+    branch_eni_release: str = "cooldown"
+    manage_certificates: bool = False
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+
+
+class ControllerLoop:
+    def __init__(self, options: LoopOptions, api: Any) -> None:
+        self.options = options
+        self.api = api
+        self.identity = default_identity()
+        dry_run = options.controller.dry_run
+        self.recorder = EventRecorder(api, self.identity, dry_run=dry_run)
+        self.elector: LeaderElector | None = None
+        if options.leader_elect:
+            self.elector = LeaderElector(
+                api,
+                LEASE_NAME,
+                options.namespace,
+                self.identity,
+                lease_duration=options.lease_duration,
+                renew_deadline=options.renew_deadline,
+                retry_period=options.retry_period,
+                on_started_leading=self._lead,
+                exit_on_loss=True,
+            )
+        self.books = LiveBooks(
+            api,
+            release=options.branch_eni_release,
+            is_leader=self.is_leader,
+            recorder=self.recorder,
+            dry_run=dry_run,
+        )
+        self.last_cycle: dict[str, Any] = {}
+        self.http = ControllerHttp(
+            options.metrics_bind,
+            ready=self._waiting,
+            snapshot=self.snapshot,
+            registries=(self.books.registry,),
+        )
+
+    def is_leader(self) -> bool:
+        return self.elector is None or self.elector.is_leader()
+
+    def _waiting(self) -> str | None:
+        return None if self.books.wait_synced(0) else "pod and node caches"
+
+    def snapshot(self) -> dict[str, Any]:
+        """What `fitguard report -o json` prints, plus the last discovery cycle."""
+        return {
+            "nodes": [row.to_json() for row in self.books.snapshot()],
+            "leader": self.is_leader(),
+            "identity": self.identity,
+            "lastCycle": self.last_cycle,
+        }
+
+    def run(self, stop: threading.Event) -> None:
+        self.http.start()
+        self.books.start()
+        books = threading.Thread(
+            target=self.books.run, args=(stop, self.options.reconcile_interval), name="books", daemon=True
+        )
+        books.start()
+        try:
+            if self.elector is not None:
+                self.elector.start()
+                stop.wait()
+            else:
+                self._lead(stop)
+        finally:
+            if self.elector is not None:
+                self.elector.stop()
+            self.books.stop()
+            self.http.stop()
+
+    def _lead(self, stop: threading.Event) -> None:
+        """The leader's work until `stop` (shutdown, or the lease lost)."""
+        log.info("leading", extra={"identity": self.identity})
+        self.books.wait_synced(60)
+        if self.options.manage_certificates:
+            from controller.certificates import CertificateReconciler
+
+            reconciler = CertificateReconciler(self.api)
+            threading.Thread(target=reconciler.run, args=(stop,), name="certificates", daemon=True).start()
+        while not stop.is_set():
+            started = time.monotonic()
+            try:
+                self.last_cycle = self.cycle()
+            except Exception:  # one failed cycle must not end leadership; the next one retries
+                log.exception("controller cycle failed")
+            stop.wait(max(0.0, self.options.interval - (time.monotonic() - started)))
+
+    def cycle(self) -> dict[str, Any]:
+        return run_once(self.options.controller, api=self.api, note=self._note_tag_change)
+
+    def _note_tag_change(self, change: TagChange, message: str) -> None:
+        ref = ObjectRef("NodeGroupTemplate", change.node_group, api_version="fitguard.io/v1alpha1")
+        self.recorder.normal(ref, "AutoscalerTagSynced", message, action="SyncTags")

@@ -1,0 +1,220 @@
+"""`fitguard demo`: the whole system on the bundled examples, with nothing to set up.
+
+The controller discovers the node groups in AWS (moto in server mode, seeded from
+examples/aws-seed.yaml, reached by boto3 over HTTP) and the cluster objects of
+examples/cluster.yaml; the webhook app answers real AdmissionReviews for examples/workloads.yaml;
+the report reads the branch ENI snapshot of examples/snapshot-classic.json. Only the network is
+left out: the webhook is called in-process, not through TLS (`make test` covers that path).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import contextlib
+import json
+import logging
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, TextIO
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+RULE = "=" * 100
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "demo",
+        help="run the whole system on the bundled examples",
+        description=(
+            "Discovers the demo's node groups in a local moto server, shows the templates both ways "
+            "(what a node really offers, what cluster-autoscaler believes), sends the demo's pods and "
+            "Deployment through the mutating and validating webhooks, applies the autoscaler tags and "
+            "shows the same pod admitted, then prints the branch ENI books of a node in the classic "
+            "held-ENI state. Needs the test dependencies (moto) that `make demo` installs."
+        ),
+    )
+    parser.add_argument("--examples", type=Path, default=EXAMPLES, help="folder of the example files")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.ERROR)
+    for noisy in ("werkzeug", "controller", "botocore"):
+        logging.getLogger(noisy).setLevel(logging.ERROR)
+    out = sys.stdout
+    examples: Path = args.examples
+    with moto_environment():
+        from controller.demo_seed import seed_moto
+
+        seed_moto(examples / "aws-seed.yaml")
+        report = discover(examples, tags="plan")
+        section(out, "1. Node groups, as the controller discovers them (AWS: moto over HTTP)")
+        show_groups(out, report)
+        client = webhook_client(examples, report["nodeGroups"])
+        workloads = load(examples / "workloads.yaml")
+        section(out, "2. The mutating webhook: a pod that matches a SecurityGroupPolicy")
+        mutated = show_mutation(out, client, first(workloads, "payments-api-0"))
+        section(out, "3. The validating webhook, at `kubectl apply` time (mode enforce)")
+        for obj in workloads:
+            name = obj["metadata"]["name"]
+            admit(out, client, mutated if name == "payments-api-0" else obj)
+        section(out, "4. fitguard syncs the autoscaler tags, so cluster-autoscaler can scale ng-batch from 0")
+        out.write("$ fitguard controller --once --sync-autoscaler-tags=apply\n")
+        for change in discover(examples, tags="apply")["tagSync"]:
+            state = "wrote" if change["applied"] else f"could not write ({change.get('error')})"
+            out.write(f"  {state}: {change['nodeGroup']}: {change['key']}={change['value']}\n")
+        report = discover(examples, tags="plan")
+        batch = first(report["nodeGroups"], "ng-batch")["spec"]["autoscaler"]["allocatable"]
+        out.write(f"  ng-batch, as cluster-autoscaler now sees it: {batch}\n")
+        client = webhook_client(examples, report["nodeGroups"])
+        admit(out, client, first(workloads, "scratch-build"))
+    section(out, "5. Branch ENI books: held ENIs the scheduler cannot see (fitguard report)")
+    show_books(out, examples / "snapshot-classic.json")
+    return 0
+
+
+@contextlib.contextmanager
+def moto_environment() -> Iterator[str]:
+    """A moto server on loopback for the demo's AWS, and the boto3 environment pointing at it."""
+    try:
+        from moto.server import ThreadedMotoServer
+    except ImportError:
+        raise SystemExit("fitguard demo needs moto (run it through `make demo`)") from None
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    saved = dict(os.environ)
+    os.environ.update(
+        AWS_ENDPOINT_URL=f"http://{host}:{port}",
+        AWS_ACCESS_KEY_ID="demo",
+        AWS_SECRET_ACCESS_KEY="demo",
+        AWS_DEFAULT_REGION="us-east-1",
+    )
+    for variable in ("AWS_PROFILE", "HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"):
+        os.environ.pop(variable, None)
+    try:
+        yield os.environ["AWS_ENDPOINT_URL"]
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+        server.stop()
+
+
+def load(path: Path) -> list[dict[str, Any]]:
+    from kube.statefile import load_state
+
+    return load_state(path)
+
+
+def first(objects: list[dict[str, Any]], name: str) -> dict[str, Any]:
+    return next(obj for obj in objects if obj["metadata"]["name"] == name)
+
+
+def discover(examples: Path, tags: str) -> dict[str, Any]:
+    from controller.run import ControllerOptions, run_once
+
+    options = ControllerOptions(
+        state=str(examples / "cluster.yaml"), sync_autoscaler_tags=tags, cluster_name="demo"
+    )
+    return run_once(options)
+
+
+def section(out: TextIO, title: str) -> None:
+    out.write(f"\n{RULE}\n{title}\n{RULE}\n")
+
+
+def show_groups(out: TextIO, report: dict[str, Any]) -> None:
+    from capacity.template import NodeGroupTemplate
+    from controller.cli import render_table
+
+    out.write(render_table(report) + "\n\n")
+    for obj in report["nodeGroups"]:
+        template = NodeGroupTemplate.from_object(obj)
+        _, why = template.judged_view()
+        out.write(f"  {template.name}: a new pod is judged by the {_view_name(template)} view ({why})\n")
+
+
+def _view_name(template: Any) -> str:
+    view, _ = template.judged_view()
+    return "autoscaler" if view is template.autoscaler else "actual"
+
+
+def webhook_client(examples: Path, templates: list[dict[str, Any]]) -> Any:
+    from webhook.app import create_app
+    from webhook.cluster import from_objects
+    from webhook.review import WebhookConfig
+
+    objects = [o for o in load(examples / "cluster.yaml") if o["kind"] != "NodeGroupTemplate"]
+    view = from_objects([*objects, *templates])
+    return create_app(view, WebhookConfig(mode="enforce")).test_client()
+
+
+def review(client: Any, endpoint: str, obj: dict[str, Any]) -> dict[str, Any]:
+    group, _, version = obj["apiVersion"].rpartition("/")
+    body = {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": f"demo-{obj['metadata']['name']}",
+            "kind": {"group": group, "version": version, "kind": obj["kind"]},
+            "resource": {"group": group, "version": version, "resource": obj["kind"].lower() + "s"},
+            "operation": "CREATE",
+            "namespace": obj["metadata"].get("namespace", "default"),
+            "object": obj,
+        },
+    }
+    return client.post(endpoint, json=body).get_json()["response"]
+
+
+def show_mutation(out: TextIO, client: Any, pod: dict[str, Any]) -> dict[str, Any]:
+    from webhook.mutate import apply_patch
+
+    name = f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
+    response = review(client, "/mutate", pod)
+    patch = json.loads(base64.b64decode(response["patch"])) if response.get("patch") else []
+    out.write(f"POST /mutate for pod {name} (labels {pod['metadata'].get('labels')}):\n")
+    out.write(f"  allowed: {response['allowed']}; JSON patch:\n")
+    for op in patch:
+        out.write(f"    {json.dumps(op)}\n")
+    mutated = apply_patch(pod, patch)
+    out.write("  the pod's spec after the patch:\n")
+    spec = {key: mutated["spec"][key] for key in ("affinity", "containers") if key in mutated["spec"]}
+    for line in json.dumps(spec, indent=2).splitlines():
+        out.write(f"    {line}\n")
+    return mutated
+
+
+def admit(out: TextIO, client: Any, obj: dict[str, Any]) -> None:
+    name = f"{obj['kind']} {obj['metadata'].get('namespace', 'default')}/{obj['metadata']['name']}"
+    if obj["kind"] == "Pod" and not _has_eni(obj):
+        patch = review(client, "/mutate", obj).get("patch")
+        if patch:
+            from webhook.mutate import apply_patch
+
+            obj = apply_patch(obj, json.loads(base64.b64decode(patch)))
+    response = review(client, "/validate", obj)
+    if response["allowed"]:
+        out.write(f"\n$ kubectl apply  # {name}\n  admitted\n")
+        return
+    out.write(f"\n$ kubectl apply  # {name}\n")
+    out.write("  Error from server (Forbidden): admission webhook denied the request:\n")
+    for line in response["status"]["message"].splitlines():
+        out.write(f"    {line}\n")
+
+
+def _has_eni(pod: dict[str, Any]) -> bool:
+    containers = pod["spec"].get("containers") or [{}]
+    return "vpc.amazonaws.com/pod-eni" in ((containers[0].get("resources") or {}).get("requests") or {})
+
+
+def show_books(out: TextIO, snapshot: Path) -> None:
+    import time
+
+    from fitguard.report import build_report, load_snapshot, render_table
+
+    objects, captured = load_snapshot(str(snapshot))
+    out.write(f"$ fitguard report --snapshot {snapshot.name}\n")
+    render_table(build_report(objects, captured or time.time()), out)
