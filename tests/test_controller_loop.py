@@ -1,0 +1,120 @@
+"""The long-running controller end to end: the real kube client against the fake API server, boto3
+against moto in server mode. Two replicas elect one leader; only the leader publishes templates;
+the other takes over within the lease duration when the leader stops; the HTTP endpoints answer."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from controller.demo_seed import seed_moto
+from controller.loop import LEASE_NAME, ControllerLoop, LoopOptions
+from controller.run import ControllerOptions
+from kube.client import as_kube_client
+from kube.statefile import load_state
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+NAMESPACE = "fitguard-system"
+
+
+def wait_for(condition: Callable[[], Any], timeout: float = 10.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"condition not met within {timeout} s")
+
+
+def get(url: str) -> tuple[int, str]:
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(url, timeout=5) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode()
+
+
+@pytest.fixture
+def cluster(fake_kube: Any, aws: Any) -> Any:
+    """The demo cluster: its nodes, DaemonSets and VPC CNI ConfigMap in the API, its ASGs in moto."""
+    seed_moto(EXAMPLES / "aws-seed.yaml")
+    fake_kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
+    for obj in load_state(EXAMPLES / "cluster.yaml"):
+        if obj["kind"] in ("Node", "DaemonSet", "ConfigMap", "Namespace"):
+            fake_kube.apply(obj)
+    return fake_kube
+
+
+@pytest.fixture
+def replicas(cluster: Any) -> Iterator[list[tuple[ControllerLoop, threading.Event]]]:
+    started = []
+    for _ in range(2):
+        options = LoopOptions(
+            controller=ControllerOptions(cluster_name="demo"),
+            interval=0.5,
+            reconcile_interval=0.2,
+            metrics_bind="127.0.0.1:0",
+            leader_elect=True,
+            namespace=NAMESPACE,
+            lease_duration=2.0,
+            renew_deadline=1.5,
+            retry_period=0.3,
+        )
+        loop = ControllerLoop(options, as_kube_client(cluster.api_client()))
+        assert loop.elector is not None
+        loop.elector._exit = lambda code: None  # the test process must survive a lost lease
+        stop = threading.Event()
+        threading.Thread(target=loop.run, args=(stop,), daemon=True).start()
+        started.append((loop, stop))
+    yield started
+    for _, stop in started:
+        stop.set()
+
+
+def leaders(replicas: list[tuple[ControllerLoop, threading.Event]]) -> list[ControllerLoop]:
+    return [loop for loop, stop in replicas if not stop.is_set() and loop.is_leader()]
+
+
+@pytest.mark.slow
+def test_one_leader_publishes_and_the_other_takes_over(replicas: list[Any], cluster: Any) -> None:
+    first = wait_for(lambda: leaders(replicas))
+    assert len(first) == 1, "exactly one replica leads"
+    expected = ["ng-batch", "ng-burst", "ng-general"]
+    wait_for(lambda: sorted(o["metadata"]["name"] for o in cluster.objects("NodeGroupTemplate")) == expected)
+    lease = cluster.get("Lease", LEASE_NAME, NAMESPACE)
+    assert lease["spec"]["holderIdentity"] == first[0].identity
+
+    stopped_at = time.monotonic()
+    next(stop for loop, stop in replicas if loop is first[0]).set()
+    second = wait_for(lambda: leaders(replicas), timeout=5.0)
+    assert second[0] is not first[0]
+    assert time.monotonic() - stopped_at < 2.0 + 2.0, "taken over within the lease duration (+ a retry)"
+    assert cluster.get("Lease", LEASE_NAME, NAMESPACE)["spec"]["holderIdentity"] == second[0].identity
+
+
+@pytest.mark.slow
+def test_followers_keep_warm_books_and_serve_the_endpoints(replicas: list[Any]) -> None:
+    wait_for(lambda: leaders(replicas))
+    follower = next(loop for loop, _ in replicas if not loop.is_leader())
+    base = f"http://127.0.0.1:{follower.http.port}"
+    assert get(f"{base}/healthz") == (200, "ok\n")
+    wait_for(lambda: get(f"{base}/readyz")[0] == 200)
+    snapshot = json.loads(get(f"{base}/snapshotz")[1])
+    assert snapshot["leader"] is False
+    nodes = {row["name"]: row for row in snapshot["nodes"]}
+    assert nodes["ip-10-0-2-21.ec2.internal"]["capacity"] == 18
+    metrics = get(f"{base}/metrics")[1]
+    assert (
+        'fitguard_branch_eni_node_capacity{node="ip-10-0-2-21.ec2.internal",node_group="ng-general"} 18.0'
+        in metrics
+    )
+    assert get(f"{base}/nope")[0] == 404
