@@ -1,0 +1,395 @@
+"""The scaling driver: demand and supply read from the cluster and the ASGs, the pure planner run on
+them, and the plan carried out (`--scaling=on`), merely told (`plan`, the default) or skipped (`off`).
+
+Idempotent under restarts and leader changes: the plan starts from the ASG's desired size as AWS
+reports it now, a scale-up whose nodes have not joined yet takes its pods (the planner's nodes on
+their way), and each scale-up leaves the tag `fitguard.io/last-scale-up` = `<target>@<epoch>` on the
+ASG, from which the cooldown and the provision timeout are measured by whichever replica leads next.
+A group is raised only while its desired size is still the one the plan started from: a second
+controller that planned from the same state finds it changed and does nothing.
+
+fitguard only ever raises a desired size, never above the max size (checked here: moto and a stale
+plan would not stop it), never lowers one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge
+
+from capacity.demand import ALL, BLIND, classify, is_scalable, pending_shapes
+from capacity.expander import usable
+from capacity.planner import NodeFree, Plan, PlannerConfig, ScaleUp, plan
+from capacity.resources import POD_ENI, PODS, parse_resources
+from capacity.taints import Taint
+from capacity.template import NodeGroupTemplate
+from controller.aws.clients import AWS_ERRORS, describe_error
+from controller.records import EXHAUSTED_LABEL, NODE_GROUP_LABELS, TERMINAL_PHASES
+from kube.events import EventRecorder, ObjectRef
+
+log = logging.getLogger(__name__)
+OFF, PLAN, ON = "off", "plan", "on"
+MODES = (OFF, PLAN, ON)
+LAST_SCALE_UP_TAG = "fitguard.io/last-scale-up"
+DESCRIBE_BATCH = 50  # DescribeAutoScalingGroups takes at most 50 names per call (Auto Scaling API reference)
+
+
+@dataclass(frozen=True)
+class ScalingConfig:
+    mode: str = PLAN
+    scope: str = BLIND
+    planner: PlannerConfig = field(default_factory=PlannerConfig)
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"--scaling must be one of {', '.join(MODES)}, not {self.mode!r}")
+        if self.scope not in (BLIND, ALL):
+            raise ValueError(f"--scaling-scope must be blind or all, not {self.scope!r}")
+
+
+def groups_to_mark(templates: Iterable[NodeGroupTemplate], config: ScalingConfig) -> set[str]:
+    """The groups whose NodeGroupTemplate gets `spec.scaleFromZero: fitguard`: those fitguard will
+    grow itself (scaling on, an ASG or managed group with an actual view that the expander may choose)."""
+    if config.mode != ON:
+        return set()
+    return {
+        t.name
+        for t in templates
+        if is_scalable(t)
+        and t.actual is not None
+        and t.max_size > 0
+        and usable(t.name, config.planner.expanders, config.planner.priorities)
+    }
+
+
+# -- reading the cluster ------------------------------------------------------------------------
+
+
+def _group_of(labels: Mapping[str, str]) -> str:
+    return next((labels[k] for k in NODE_GROUP_LABELS if labels.get(k)), "")
+
+
+def exhausted_groups(nodes: Iterable[Mapping[str, Any]]) -> set[str]:
+    """Groups whose ready nodes all carry the exhausted label (cluster-autoscaler's template too)."""
+    seen: dict[str, bool] = {}
+    for node in nodes:
+        if not _ready(node):
+            continue
+        labels = (node.get("metadata") or {}).get("labels") or {}
+        group = _group_of(labels)
+        if group:
+            seen[group] = seen.get(group, True) and labels.get(EXHAUSTED_LABEL) == "true"
+    return {g for g, all_exhausted in seen.items() if all_exhausted}
+
+
+def _pod_key(pod: Mapping[str, Any]) -> str:
+    meta = pod.get("metadata") or {}
+    return f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+
+
+def _ready(node: Mapping[str, Any]) -> bool:
+    conditions = (node.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+def node_free(
+    nodes: Iterable[Mapping[str, Any]],
+    pods: Iterable[Any],
+    true_free_pod_eni: Mapping[str, int | None] | None = None,
+) -> list[NodeFree]:
+    """Existing ready, schedulable nodes with what is truly free on them: allocatable less the
+    requests of their non-terminated pods (`pods`: PodRecords), pod-eni from the books when known."""
+    used: dict[str, dict[str, int]] = {}
+    for pod in pods:
+        if not pod.node or pod.phase in TERMINAL_PHASES:
+            continue
+        u = used.setdefault(pod.node, {})
+        u["cpu"] = u.get("cpu", 0) + pod.cpu
+        u["memory"] = u.get("memory", 0) + pod.memory
+        u["ephemeral-storage"] = u.get("ephemeral-storage", 0) + pod.ephemeral_storage
+        u[POD_ENI] = u.get(POD_ENI, 0) + pod.pod_eni * 1000
+        u[PODS] = u.get(PODS, 0) + 1000
+    result = []
+    books = true_free_pod_eni or {}
+    for node in nodes:
+        meta = node.get("metadata") or {}
+        spec = node.get("spec") or {}
+        if not _ready(node) or spec.get("unschedulable"):
+            continue
+        name = str(meta.get("name") or "")
+        try:
+            free = parse_resources((node.get("status") or {}).get("allocatable"), "status.allocatable")
+        except (TypeError, ValueError) as err:
+            log.warning("node %s: allocatable unreadable, not counted as free capacity: %s", name, err)
+            continue
+        for resource, value in used.get(name, {}).items():
+            free[resource] = free.get(resource, 0) - value
+        if books.get(name) is not None:
+            free[POD_ENI] = max(int(books[name] or 0), 0) * 1000
+        labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
+        taints = tuple(Taint.from_object(t) for t in spec.get("taints") or [] if isinstance(t, Mapping))
+        result.append(NodeFree(name, _group_of(labels), free, labels, taints))
+    return result
+
+
+# -- reading the ASGs ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AsgState:
+    name: str
+    desired: int
+    max_size: int
+    last_scale_up: float | None
+
+
+def parse_last_scale_up(value: str | None) -> float | None:
+    """`<target>@<epoch seconds>` as written by `act`; None when absent or unreadable."""
+    if not value or "@" not in value:
+        return None
+    try:
+        return float(value.split("@", 1)[1])
+    except ValueError:
+        return None
+
+
+def describe_asgs(autoscaling: Any, names: Sequence[str]) -> dict[str, AsgState]:
+    """Desired and max size and fitguard's tag, as AWS has them now. Raises AWS errors."""
+    states: dict[str, AsgState] = {}
+    paginator = autoscaling.get_paginator("describe_auto_scaling_groups")
+    for start in range(0, len(names), DESCRIBE_BATCH):
+        for page in paginator.paginate(AutoScalingGroupNames=list(names[start : start + DESCRIBE_BATCH])):
+            for asg in page.get("AutoScalingGroups", []):
+                tags = {t.get("Key"): t.get("Value") for t in asg.get("Tags") or []}
+                name = asg["AutoScalingGroupName"]
+                states[name] = AsgState(
+                    name,
+                    int(asg.get("DesiredCapacity", 0)),
+                    int(asg.get("MaxSize", 0)),
+                    parse_last_scale_up(tags.get(LAST_SCALE_UP_TAG)),
+                )
+    return states
+
+
+# -- the cycle ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Cycle:
+    """One cycle's inputs as planned and its plan; `act` fills `outcomes`."""
+
+    plan: Plan
+    templates: dict[str, NodeGroupTemplate]
+    asg_names: dict[str, str]
+    pods: dict[str, dict[str, Any]]  # "namespace/name" -> the raw pod (for events)
+    unschedulable: int
+    demand: int
+    skipped: list[dict[str, Any]]
+    errors: dict[str, str] = field(default_factory=dict)
+    outcomes: dict[str, str] = field(default_factory=dict)  # group -> what happened to its scale-up
+
+
+class ScalingDriver:
+    """One per controller; only the leader calls `act` with writes allowed."""
+
+    def __init__(
+        self,
+        config: ScalingConfig,
+        autoscaling: Any = None,
+        recorder: EventRecorder | None = None,
+        registry: CollectorRegistry | None = None,
+    ) -> None:
+        self.config = config
+        self.autoscaling = autoscaling
+        self.recorder = recorder
+        self.registry = registry or CollectorRegistry()
+        self.scale_ups_total = Counter(
+            "fitguard_scale_ups", "Scale-ups fitguard carried out", ["node_group"], registry=self.registry
+        )
+        self.unschedulable = Gauge(
+            "fitguard_unschedulable_pods",
+            "Unschedulable pods: all of them, and those cluster-autoscaler is blind to",
+            ["scope"],
+            registry=self.registry,
+        )
+        self.planned_nodes = Gauge(
+            "fitguard_planned_scale_up_nodes",
+            "Nodes the last plan adds per node group",
+            ["node_group"],
+            registry=self.registry,
+        )
+
+    def plan_cycle(
+        self,
+        templates: Iterable[NodeGroupTemplate],
+        pods: Iterable[Mapping[str, Any]],
+        nodes: Sequence[Mapping[str, Any]],
+        pod_records: Iterable[Any] = (),
+        *,
+        now: float,
+        true_free_pod_eni: Mapping[str, int | None] | None = None,
+        asg_names: Mapping[str, str] | None = None,
+    ) -> Cycle:
+        """Reads the ASGs (when a client is set) and plans. `pods`: raw pods (only the unschedulable
+        ones are read); `pod_records`: PodRecords of bound pods, for the nodes' free capacity."""
+        current = {t.name: t for t in templates}
+        names = {name: (asg_names or {}).get(name, name) for name, t in current.items() if is_scalable(t)}
+        errors: dict[str, str] = {}
+        last: dict[str, float] = {}
+        if self.autoscaling is not None and names and self.config.mode != OFF:
+            try:
+                states = describe_asgs(self.autoscaling, sorted(set(names.values())))
+            except AWS_ERRORS as err:
+                errors[""] = describe_error("DescribeAutoScalingGroups", err)
+                log.error("reading the ASGs failed, planning from the published templates: %s", errors[""])
+                states = {}
+            for group, asg in names.items():
+                state = states.get(asg)
+                if state is None:
+                    continue
+                current[group] = dataclasses.replace(
+                    current[group], desired_size=state.desired, max_size=state.max_size
+                )
+                if state.last_scale_up is not None:
+                    last[group] = state.last_scale_up
+        raw = {_pod_key(p): p for p in pods}
+        shapes, malformed = pending_shapes(raw.values())
+        for ref, why in malformed:
+            log.warning("pod %s unreadable, not planned for: %s", ref.key, why)
+        exhausted = exhausted_groups(nodes)
+        blind = classify(shapes, current.values(), BLIND, exhausted)
+        demand = blind if self.config.scope == BLIND else classify(shapes, current.values(), ALL, exhausted)
+        unschedulable = sum(len(s.pods) for s in shapes)
+        self.unschedulable.labels(scope=ALL).set(unschedulable)
+        self.unschedulable.labels(scope=BLIND).set(blind.pod_count)
+        free = node_free(nodes, pod_records, true_free_pod_eni)
+        result = plan(
+            demand.shapes, current.values(), free, now=now, last_scale_up=last, config=self.config.planner
+        )
+        skipped = [{"pods": [p.key for p in s.shape.pods], "why": s.why} for s in demand.skipped]
+        return Cycle(result, current, names, raw, unschedulable, demand.pod_count, skipped, errors)
+
+    def act(self, cycle: Cycle, *, now: float, leader: bool = True) -> list[dict[str, Any]]:
+        """Carries the plan out as the mode says; returns the `scaleUps` list of `--once -o json`."""
+        self.planned_nodes.clear()
+        for s in cycle.plan.scale_ups:
+            self.planned_nodes.labels(node_group=s.node_group).set(s.to_size - s.from_size)
+        for s in cycle.plan.scale_ups:
+            log.info(
+                "scale-up %s: %s for %d pods (%s)",
+                self.config.mode,
+                s.info(),
+                len(s.pods),
+                "; ".join(s.reasons),
+            )
+            if self.config.mode == ON and leader:
+                cycle.outcomes[s.node_group] = self._scale(cycle, s, now)
+            else:
+                cycle.outcomes[s.node_group] = "planned" if self.config.mode == PLAN else "off"
+        for n in cycle.plan.not_helped:
+            log.info("%d pods not helped: %s", len(n.pods), n.message())
+        if leader and self.config.mode != OFF:
+            self._events(cycle)
+        return [
+            {**s.to_json(), "outcome": cycle.outcomes.get(s.node_group, "")} for s in cycle.plan.scale_ups
+        ]
+
+    def _scale(self, cycle: Cycle, s: ScaleUp, now: float) -> str:
+        """SetDesiredCapacity if the ASG is still where the plan started; the outcome in a word or line."""
+        asg = cycle.asg_names.get(s.node_group, s.node_group)
+        try:
+            state = describe_asgs(self.autoscaling, [asg]).get(asg)
+            if state is None:
+                return f"failed: ASG {asg} not found"
+            if state.desired != s.from_size:
+                # someone (another replica, cluster-autoscaler, a person) moved it since: re-plan next cycle
+                return f"skipped: desired is {state.desired}, the plan started from {s.from_size}"
+            target = min(s.to_size, state.max_size)
+            if target <= state.desired:
+                return f"skipped: already at max size {state.max_size}"
+            self.autoscaling.set_desired_capacity(
+                AutoScalingGroupName=asg, DesiredCapacity=target, HonorCooldown=False
+            )
+        except AWS_ERRORS as err:
+            reason = describe_error("SetDesiredCapacity", err)
+            log.error("scale-up of %s failed: %s", s.node_group, reason)
+            return f"failed: {reason}"
+        self.scale_ups_total.labels(node_group=s.node_group).inc()
+        try:
+            self.autoscaling.create_or_update_tags(
+                Tags=[
+                    {
+                        "ResourceId": asg,
+                        "ResourceType": "auto-scaling-group",
+                        "Key": LAST_SCALE_UP_TAG,
+                        "Value": f"{target}@{int(now)}",
+                        "PropagateAtLaunch": False,
+                    }
+                ]
+            )
+        except AWS_ERRORS as err:
+            # the scale-up stands; only the cooldown after a restart is lost
+            log.warning(
+                "tagging %s with its scale-up failed: %s", asg, describe_error("CreateOrUpdateTags", err)
+            )
+        return f"scaled {state.desired}->{target}"
+
+    def _events(self, cycle: Cycle) -> None:
+        if self.recorder is None:
+            return
+        planned_only = " (planned only: --scaling=plan)" if self.config.mode == PLAN else ""
+        for s in cycle.plan.scale_ups:
+            outcome = cycle.outcomes.get(s.node_group, "")
+            if outcome.startswith(("failed", "skipped")):
+                continue
+            note = f"pod triggered scale-up: [{s.info()}]{planned_only}"
+            for ref in s.pods:
+                self._record(cycle, ref.key, "TriggeredScaleUp", note)
+        for n in cycle.plan.not_helped:
+            note = n.message()
+            for ref in n.pods:
+                self._record(cycle, ref.key, "NotTriggerScaleUp", note)
+
+    def _record(self, cycle: Cycle, key: str, reason: str, note: str) -> None:
+        pod = cycle.pods.get(key)
+        if pod is not None and self.recorder is not None:
+            self.recorder.normal(ObjectRef.of(pod, "Pod", "v1"), reason, note, action="ScaleUp")
+
+
+def scale_ups_json(cycle: Cycle) -> dict[str, Any]:
+    """The whole decision for `-o json` and `/snapshotz`: the plan with its reasons."""
+    return {
+        **cycle.plan.to_json(),
+        "unschedulablePods": cycle.unschedulable,
+        "demandPods": cycle.demand,
+        "notDemand": cycle.skipped,
+        "outcomes": dict(sorted(cycle.outcomes.items())),
+        "errors": cycle.errors,
+    }
+
+
+def list_unschedulable_pods(api: Any, page_size: int = 500) -> list[dict[str, Any]]:
+    """Raw pending, unbound pods (the planner needs their affinity and tolerations, which the books'
+    records do not keep), listed in pages; only the unschedulable ones are read afterwards."""
+    from kube.client import PODS, as_kube_client
+
+    client = as_kube_client(api)
+    items: list[dict[str, Any]] = []
+    token = ""
+    while True:
+        query: dict[str, str | int] = {
+            "fieldSelector": "spec.nodeName=,status.phase=Pending",
+            "limit": page_size,
+        }
+        if token:
+            query["continue"] = token
+        page = client.get(PODS.path(), query) or {}
+        items.extend(page.get("items") or [])
+        token = str((page.get("metadata") or {}).get("continue") or "")
+        if not token:
+            return items
