@@ -11,6 +11,7 @@ import threading
 from typing import Any
 
 from capacity.quantity import format_quantity, parse_quantity
+from controller.scaling_cli import add_arguments as add_scaling_arguments
 from fitguard.logs import add_arguments as add_logging_arguments
 from fitguard.logs import setup_logging
 
@@ -79,13 +80,15 @@ def register(subparsers: Any) -> None:
         help="the leader creates and rotates the webhook's CA and serving certificate (Secrets in "
         "$POD_NAMESPACE) and keeps the caBundle of both webhook configurations current",
     )
+    add_scaling_arguments(parser)
     add_logging_arguments(parser)
     parser.set_defaults(func=main)
 
 
 def main(args: argparse.Namespace) -> int:
     from capacity.autoscaler_specs import SpecError
-    from controller.run import ControllerOptions, run_once
+    from controller.run import ControllerOptions, ScalingInputs, run_once
+    from controller.scaling_cli import build_driver, scaling_config
 
     setup_logging(args.log_format, args.log_level)
     options = ControllerOptions(
@@ -101,21 +104,24 @@ def main(args: argparse.Namespace) -> int:
     )
     try:
         options.selection()
-    except SpecError as err:
+        scaling = scaling_config(args)
+    except (SpecError, ValueError) as err:
         print(f"fitguard controller: {err}", file=sys.stderr)
         return 2
     if args.once:
-        report = run_once(options)
+        driver = build_driver(scaling)
+        report = run_once(options, scaling=ScalingInputs(driver) if driver is not None else None)
         print(json.dumps(report, indent=2) if args.output == "json" else render_table(report))
         return 1 if report["errors"].get("") else 0
     if options.state:
         print("fitguard controller: --state needs --once (a file cannot be watched)", file=sys.stderr)
         return 2
-    return run_forever(args, options)
+    return run_forever(args, options, scaling)
 
 
-def run_forever(args: argparse.Namespace, options: Any) -> int:
+def run_forever(args: argparse.Namespace, options: Any, scaling: Any) -> int:
     from controller.loop import ControllerLoop, LoopOptions
+    from controller.scaling_cli import RescueOptions
     from kube.client import KubeClient, load_api_client
 
     loop_options = LoopOptions(
@@ -125,6 +131,8 @@ def run_forever(args: argparse.Namespace, options: Any) -> int:
         leader_elect=args.leader_elect,
         branch_eni_release=args.branch_eni_release,
         manage_certificates=args.manage_certificates,
+        scaling=scaling,
+        rescue=RescueOptions(args.rescue_waiting_pods, args.reclaim_finished_pods_after),
     )
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):

@@ -17,7 +17,10 @@ from typing import Any
 
 from controller.books import LiveBooks
 from controller.http import ControllerHttp
-from controller.run import ControllerOptions, run_once
+from controller.rescue import carry_out, pods_on_node, reclaim_candidates, rescue_candidates
+from controller.run import ControllerOptions, ScalingInputs, run_once
+from controller.scaling import ScalingConfig, list_unschedulable_pods
+from controller.scaling_cli import RescueOptions, build_driver
 from controller.tagsync import TagChange
 from kube.events import EventRecorder, ObjectRef
 from kube.leader import LeaderElector, default_identity
@@ -36,6 +39,8 @@ class LoopOptions:
     namespace: str = field(default_factory=lambda: os.environ.get("POD_NAMESPACE", "fitguard-system"))
     branch_eni_release: str = "cooldown"
     manage_certificates: bool = False
+    scaling: ScalingConfig | None = None  # None or mode off: no scaling driver
+    rescue: RescueOptions = field(default_factory=RescueOptions)
     lease_duration: float = 15.0
     renew_deadline: float = 10.0
     retry_period: float = 2.0
@@ -69,11 +74,12 @@ class ControllerLoop:
             dry_run=dry_run,
         )
         self.last_cycle: dict[str, Any] = {}
+        self.scaling = build_driver(options.scaling, self.recorder) if options.scaling else None
         self.http = ControllerHttp(
             options.metrics_bind,
             ready=self._waiting,
             snapshot=self.snapshot,
-            registries=(self.books.registry,),
+            registries=(self.books.registry, *([self.scaling.registry] if self.scaling else [])),
         )
 
     def is_leader(self) -> bool:
@@ -128,7 +134,44 @@ class ControllerLoop:
             stop.wait(max(0.0, self.options.interval - (time.monotonic() - started)))
 
     def cycle(self) -> dict[str, Any]:
-        return run_once(self.options.controller, api=self.api, note=self._note_tag_change)
+        """Discovery, templates, tags and scaling from the live books; then rescue and reclaim."""
+        scaling = None
+        rows = self.books.snapshot()
+        if self.scaling is not None:
+            scaling = ScalingInputs(
+                self.scaling,
+                pending=list_unschedulable_pods(self.api),
+                records=self.books.pods.items(),
+                true_free={row.name: row.true_free for row in rows},
+                leader=self.is_leader,
+            )
+        report = run_once(self.options.controller, api=self.api, note=self._note_tag_change, scaling=scaling)
+        report["rescue"] = self._rescue([row.name for row in rows if row.waiting])
+        return report
+
+    def _rescue(self, nodes_with_waiting_pods: list[str]) -> list[dict[str, Any]]:
+        """Rescue and reclaim (both off by default) on the nodes where pods wait for a branch ENI."""
+        rescue = self.options.rescue
+        if not (rescue.rescue or rescue.reclaim_after is not None) or not self.is_leader():
+            return []
+        books = self.books.books
+        results: list[dict[str, Any]] = []
+        for node in nodes_with_waiting_pods:
+            pods = pods_on_node(self.api, node)
+            now = time.time()
+            chosen = rescue_candidates(pods, now=now, window=books.window) if rescue.rescue else []
+            if rescue.reclaim_after is not None:
+                chosen += reclaim_candidates(
+                    pods,
+                    now=now,
+                    after=rescue.reclaim_after,
+                    window=books.window,
+                    waiting_grace=books.waiting_grace,
+                    release=books.release,
+                )
+            dry_run = self.options.controller.dry_run
+            results += carry_out(self.api, chosen, self.recorder, dry_run=dry_run)
+        return results
 
     def _note_tag_change(self, change: TagChange, message: str) -> None:
         ref = ObjectRef("NodeGroupTemplate", change.node_group, api_version="fitguard.io/v1alpha1")

@@ -3,18 +3,22 @@ sync cluster-autoscaler's tags, publish. `run_once` is what the long-running loo
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from capacity.autoscaler_specs import default_discovery_tags, parse_auto_discovery_spec, parse_nodes_spec
+from capacity.expander import PRIORITY, parse_priorities
 from capacity.template import NodeGroupTemplate
 from controller.aws.clients import AwsClients
 from controller.aws.discovery import AwsDiscovery, DiscoveryError
 from controller.aws.records import AwsNodeGroup, DiscoverySelection
 from controller.discovery import GroupOutcome, build_templates
 from controller.publish import desired_objects, is_manual, publish
+from controller.scaling import ScalingConfig, ScalingDriver, groups_to_mark, scale_ups_json
 from controller.tagsync import TagChange, apply_tag_sync, log_plan, plan_tag_sync
 
 log = logging.getLogger(__name__)
@@ -48,6 +52,8 @@ class ClusterObjects:
     nodes: list[dict[str, Any]] = field(default_factory=list)
     daemonsets: list[dict[str, Any]] = field(default_factory=list)
     templates: list[dict[str, Any]] = field(default_factory=list)
+    pods: list[dict[str, Any]] = field(default_factory=list)  # from a state file; listed lazily
+    config_maps: list[dict[str, Any]] = field(default_factory=list)  # from a state file
 
 
 def read_state(path: str) -> ClusterObjects:
@@ -55,7 +61,11 @@ def read_state(path: str) -> ClusterObjects:
 
     kinds = by_kind(load_state(path))
     return ClusterObjects(
-        kinds.get("Node", []), kinds.get("DaemonSet", []), kinds.get("NodeGroupTemplate", [])
+        kinds.get("Node", []),
+        kinds.get("DaemonSet", []),
+        kinds.get("NodeGroupTemplate", []),
+        kinds.get("Pod", []),
+        kinds.get("ConfigMap", []),
     )
 
 
@@ -92,8 +102,10 @@ def run_once(
     api: Any = None,
     facts: Callable[[str], Any] | None = None,
     note: Callable[[TagChange, str], None] | None = None,
+    scaling: ScalingInputs | None = None,
 ) -> dict[str, Any]:
-    """One cycle; returns {"nodeGroups": [...], "tagSync": [...], "scaleUps": [], "errors": {...}}."""
+    """One cycle; returns {"nodeGroups": [...], "tagSync": [...], "scaleUps": [...], "errors": {...}}
+    and, with `scaling`, "scaling": the whole plan with its reasons."""
     if facts is None:
         from capacity.instances import lookup as facts
     if options.state:
@@ -116,6 +128,8 @@ def run_once(
     outcomes = build_templates(
         groups, objects.nodes, objects.daemonsets, previous, facts=facts, group_label=options.node_group_label
     )
+    if scaling is not None:
+        outcomes = _mark_scaled_from_zero(outcomes, scaling.driver.config)
     changes, written = _sync_tags(options, clients, groups, outcomes, note)
     if not options.dry_run and not options.state:
         result = publish(api, outcomes)
@@ -126,7 +140,112 @@ def run_once(
             len(result.deleted),
             result.unchanged,
         )
-    return _report(outcomes, changes, written, {})
+    report = _report(outcomes, changes, written, {})
+    if scaling is not None:
+        _load_priorities(scaling.driver, options, objects, api)
+        cycle = scaling.driver.plan_cycle(
+            [o.template for o in outcomes if o.template is not None],
+            scaling.pending if scaling.pending is not None else _pending(options, objects, api),
+            objects.nodes,
+            scaling.records if scaling.records is not None else _records(options, objects, api),
+            now=time.time(),
+            true_free_pod_eni=scaling.true_free,
+            asg_names={g.name: g.asg_name for g in groups},
+        )
+        report["scaleUps"] = scaling.driver.act(cycle, now=time.time(), leader=scaling.leader())
+        report["scaling"] = scale_ups_json(cycle)
+    return report
+
+
+@dataclass
+class ScalingInputs:
+    """The scaling driver and, in the long-running loop, what the live books already hold; left
+    None, the pods are read from the state file or listed from the API."""
+
+    driver: ScalingDriver
+    pending: list[dict[str, Any]] | None = None  # raw unscheduled pods
+    records: list[Any] | None = None  # PodRecords of every pod
+    true_free: dict[str, int | None] | None = None  # node -> truly free branch ENIs (the books)
+    leader: Callable[[], bool] = lambda: True
+
+
+def _mark_scaled_from_zero(outcomes: list[GroupOutcome], config: ScalingConfig) -> list[GroupOutcome]:
+    """Groups fitguard scales from zero itself are judged by the webhook by their actual view."""
+    templates = [o.template for o in outcomes if o.template is not None]
+    marked = groups_to_mark(templates, config)
+    return [
+        dataclasses.replace(o, template=dataclasses.replace(o.template, scale_from_zero="fitguard"))
+        if o.template is not None and o.name in marked
+        else o
+        for o in outcomes
+    ]
+
+
+PRIORITY_CONFIGMAP = ("kube-system", "cluster-autoscaler-priority-expander")  # as cluster-autoscaler's
+
+
+def _load_priorities(
+    driver: ScalingDriver, options: ControllerOptions, objects: ClusterObjects, api: Any
+) -> None:
+    """The priority expander reads cluster-autoscaler's own ConfigMap, fresh every cycle."""
+    planner = driver.config.planner
+    if PRIORITY not in planner.expanders:
+        return
+    namespace, name = PRIORITY_CONFIGMAP
+    data: Mapping[str, Any] = {}
+    if options.state:
+        for obj in objects.config_maps:
+            meta = obj.get("metadata") or {}
+            if (meta.get("namespace"), meta.get("name")) == PRIORITY_CONFIGMAP:
+                data = obj.get("data") or {}
+    else:
+        from kube.client import CONFIG_MAPS, KubeError, as_kube_client
+
+        try:
+            data = (as_kube_client(api).get(CONFIG_MAPS.path(namespace, name)) or {}).get("data") or {}
+        except KubeError as err:
+            log.warning("priority expander: ConfigMap %s/%s unreadable: %s", namespace, name, err)
+            return
+    try:
+        priorities = parse_priorities(data.get("priorities"))
+    except ValueError as err:
+        log.warning("priority expander: ConfigMap %s/%s refused, priorities kept: %s", namespace, name, err)
+        return
+    planner = dataclasses.replace(planner, priorities=priorities)
+    driver.config = dataclasses.replace(driver.config, planner=planner)
+
+
+def _all_pods(options: ControllerOptions, objects: ClusterObjects, api: Any) -> list[dict[str, Any]]:
+    if options.state:
+        return objects.pods
+    from kube.client import PODS, as_kube_client
+
+    client = as_kube_client(api)
+    items: list[dict[str, Any]] = []
+    token = ""
+    while True:
+        page = client.get(PODS.path(), {"limit": 500, **({"continue": token} if token else {})}) or {}
+        items.extend(page.get("items") or [])
+        token = str((page.get("metadata") or {}).get("continue") or "")
+        if not token:
+            objects.pods = items
+            return items
+
+
+def _pending(options: ControllerOptions, objects: ClusterObjects, api: Any) -> list[dict[str, Any]]:
+    return [p for p in _all_pods(options, objects, api) if not (p.get("spec") or {}).get("nodeName")]
+
+
+def _records(options: ControllerOptions, objects: ClusterObjects, api: Any) -> list[Any]:
+    from controller.records import project_pod
+
+    records = []
+    for pod in objects.pods or _all_pods(options, objects, api):
+        try:
+            records.append(project_pod(pod))
+        except (TypeError, ValueError) as err:
+            log.warning("pod %s unreadable: %s", (pod.get("metadata") or {}).get("name"), err)
+    return records
 
 
 def _sync_tags(
