@@ -61,17 +61,23 @@ def run(args: argparse.Namespace) -> int:
         for obj in workloads:
             name = obj["metadata"]["name"]
             admit(out, client, mutated if name == "payments-api-0" else obj)
-        section(out, "4. fitguard syncs the autoscaler tags, so cluster-autoscaler can scale ng-batch from 0")
+        section(out, "4. A pod already pending: cluster-autoscaler will never scale for it; fitguard would")
+        out.write("$ fitguard controller --once --dry-run  # --scaling=plan, the default\n")
+        show_scaling(out, report)
+        section(out, "5. fitguard syncs the autoscaler tags, so cluster-autoscaler can scale ng-batch from 0")
         out.write("$ fitguard controller --once --sync-autoscaler-tags=apply\n")
         for change in discover(examples, tags="apply")["tagSync"]:
-            state = "wrote" if change["applied"] else f"could not write ({change.get('error')})"
-            out.write(f"  {state}: {change['nodeGroup']}: {change['key']}={change['value']}\n")
+            tag = f"{change['nodeGroup']}: {change['key']}={change['value']}"
+            written = "wrote" if change["applied"] else f"not written ({change.get('error')}):"
+            out.write(f"  {written} {tag}\n")
         report = discover(examples, tags="plan")
         batch = first(report["nodeGroups"], "ng-batch")["spec"]["autoscaler"]["allocatable"]
         out.write(f"  ng-batch, as cluster-autoscaler now sees it: {batch}\n")
         client = webhook_client(examples, report["nodeGroups"])
         admit(out, client, first(workloads, "scratch-build"))
-    section(out, "5. Branch ENI books: held ENIs the scheduler cannot see (fitguard report)")
+        out.write("\nthe pending pod, on the next cycle:\n")
+        show_scaling(out, report)
+    section(out, "6. Branch ENI books: held ENIs the scheduler cannot see (fitguard report)")
     show_books(out, examples / "snapshot-classic.json")
     return 0
 
@@ -114,12 +120,30 @@ def first(objects: list[dict[str, Any]], name: str) -> dict[str, Any]:
 
 
 def discover(examples: Path, tags: str) -> dict[str, Any]:
-    from controller.run import ControllerOptions, run_once
+    """One controller cycle on the demo cluster, scaling in plan mode (nothing written to AWS)."""
+    from controller.run import ControllerOptions, ScalingInputs, run_once
+    from controller.scaling import ScalingConfig
+    from controller.scaling_cli import build_driver
 
     options = ControllerOptions(
         state=str(examples / "cluster.yaml"), sync_autoscaler_tags=tags, cluster_name="demo"
     )
-    return run_once(options)
+    driver = build_driver(ScalingConfig(mode="plan"))
+    return run_once(options, scaling=ScalingInputs(driver) if driver else None)
+
+
+def show_scaling(out: TextIO, report: dict[str, Any]) -> None:
+    plan = report["scaling"]
+    out.write(f"  unschedulable pods: {plan['unschedulablePods']}, of them cluster-autoscaler cannot see: ")
+    out.write(f"{plan['demandPods']}\n")
+    for up in report["scaleUps"]:
+        info = f"{{{up['nodeGroup']} {up['from']}->{up['to']} (max: {up['maxSize']})}}"
+        pods = ", ".join(up["pods"])
+        out.write(f"  TriggeredScaleUp ({up['outcome']}): pod triggered scale-up: [{info}] for {pods}\n")
+    for item in plan["notDemand"]:
+        out.write(f"  left to cluster-autoscaler: {', '.join(item['pods'])}: {item['why']}\n")
+    if not report["scaleUps"] and not plan["notDemand"]:
+        out.write("  nothing to scale\n")
 
 
 def section(out: TextIO, title: str) -> None:

@@ -1,0 +1,27 @@
+"""`fitguard demo` runs end to end on the bundled examples and tells the story it promises: the
+zero-node trap denied with its fix, the pod mutated, the Deployment refused at apply time, the
+blind scale-up planned, the tags synced and the same pod admitted, the held branch ENIs shown."""
+
+import pytest
+
+from fitguard.cli import main
+
+
+@pytest.mark.slow
+def test_the_demo_tells_the_whole_story(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo"]) == 0
+    out = capsys.readouterr().out
+    assert "ng-batch    aws-asg      m5.large   0" in out
+    assert '"path": "/spec/containers/0/resources/requests/vpc.amazonaws.com~1pod-eni"' in out
+    assert (
+        "an m5.large node would offer 44Gi, but cluster-autoscaler sees none while the group has 0 nodes"
+        in out
+    )
+    assert "Deployment video-transcode does not fit any node group" in out
+    assert "t3.large supports no branch ENIs" in out
+    assert "pod triggered scale-up: [{ng-batch 0->1 (max: 10)}] for default/nightly-build-28f9x" in out
+    assert "wrote ng-batch: k8s.io/cluster-autoscaler/node-template/resources/ephemeral-storage=44Gi" in out
+    after_tags = out.split("5. fitguard syncs the autoscaler tags", 1)[1]
+    assert "# Pod default/scratch-build\n  admitted" in after_tags
+    assert "cluster-autoscaler can serve it with a node of ng-batch" in after_tags
+    assert "the scheduler sees 3 free, 0 are" in out
