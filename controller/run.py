@@ -220,16 +220,8 @@ def _all_pods(options: ControllerOptions, objects: ClusterObjects, api: Any) -> 
         return objects.pods
     from kube.client import PODS, as_kube_client
 
-    client = as_kube_client(api)
-    items: list[dict[str, Any]] = []
-    token = ""
-    while True:
-        page = client.get(PODS.path(), {"limit": 500, **({"continue": token} if token else {})}) or {}
-        items.extend(page.get("items") or [])
-        token = str((page.get("metadata") or {}).get("continue") or "")
-        if not token:
-            objects.pods = items
-            return items
+    objects.pods = as_kube_client(api).list_all(PODS.path())
+    return objects.pods
 
 
 def _pending(options: ControllerOptions, objects: ClusterObjects, api: Any) -> list[dict[str, Any]]:

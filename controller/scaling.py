@@ -378,18 +378,5 @@ def list_unschedulable_pods(api: Any, page_size: int = 500) -> list[dict[str, An
     records do not keep), listed in pages; only the unschedulable ones are read afterwards."""
     from kube.client import PODS, as_kube_client
 
-    client = as_kube_client(api)
-    items: list[dict[str, Any]] = []
-    token = ""
-    while True:
-        query: dict[str, str | int] = {
-            "fieldSelector": "spec.nodeName=,status.phase=Pending",
-            "limit": page_size,
-        }
-        if token:
-            query["continue"] = token
-        page = client.get(PODS.path(), query) or {}
-        items.extend(page.get("items") or [])
-        token = str((page.get("metadata") or {}).get("continue") or "")
-        if not token:
-            return items
+    query = {"fieldSelector": "spec.nodeName=,status.phase=Pending"}
+    return as_kube_client(api).list_all(PODS.path(), query, page_size)

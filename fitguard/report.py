@@ -167,16 +167,7 @@ def load_live(kubeconfig: str | None, context: str | None) -> list[dict[str, Any
     client = KubeClient(load_api_client(kubeconfig, context))
     objects: list[dict[str, Any]] = []
     for resource, kind in ((NODES, "Node"), (PODS, "Pod")):
-        token = ""
-        while True:
-            query: dict[str, str | int] = {"limit": 500}
-            if token:
-                query["continue"] = token
-            page = client.get(resource.path(), query)
-            objects.extend({**item, "kind": kind} for item in page.get("items") or ())
-            token = str((page.get("metadata") or {}).get("continue") or "")
-            if not token:
-                break
+        objects.extend({**item, "kind": kind} for item in client.list_all(resource.path()))
     try:
         config_map = client.get(CONFIG_MAPS.path(CONFIGMAP_NAMESPACE, CONFIGMAP_NAME))
         objects.append({**config_map, "kind": "ConfigMap"})

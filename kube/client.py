@@ -242,6 +242,21 @@ class KubeClient:
     def get(self, path: str, query: Query | None = None) -> Any:
         return self.request("GET", path, query)
 
+    def list_all(
+        self, path: str, query: Mapping[str, str | int] | None = None, page_size: int = 500
+    ) -> list[Any]:
+        """Every item of a list, page by page (`limit`/`continue`), so no answer is unbounded."""
+        items: list[Any] = []
+        token = ""
+        while True:
+            page = self.get(
+                path, {**(query or {}), "limit": page_size, **({"continue": token} if token else {})}
+            )
+            items.extend((page or {}).get("items") or ())
+            token = str(((page or {}).get("metadata") or {}).get("continue") or "")
+            if not token:
+                return items
+
 
 def as_kube_client(api: KubeClient | k8s.ApiClient) -> KubeClient:
     return api if isinstance(api, KubeClient) else KubeClient(api)
