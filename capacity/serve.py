@@ -8,7 +8,7 @@ DESIGN.md failure 1: cluster-autoscaler will not scale for it until the ASG carr
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from capacity.fit import PodNeeds, Reason, check_fit, comparable
@@ -50,6 +50,18 @@ def judge(needs: PodNeeds, template: NodeGroupTemplate) -> GroupVerdict:
 
 def judge_all(needs: PodNeeds, templates: Iterable[NodeGroupTemplate]) -> list[GroupVerdict]:
     return [judge(needs, t) for t in sorted(templates, key=lambda t: t.name)]
+
+
+def serves(needs: PodNeeds, template: NodeGroupTemplate) -> bool:
+    """`judge(...).serves` without building the explanations of a group that does not serve."""
+    view, _ = template.judged_view()
+    return view is not None and not _check(needs, template, view)
+
+
+def any_serves(needs: PodNeeds, templates: Iterable[NodeGroupTemplate]) -> bool:
+    """Whether some group serves the pod; stops at the first (most pods are admitted, and only a
+    denial needs every group's reasons)."""
+    return any(serves(needs, t) for t in templates)
 
 
 def _check(needs: PodNeeds, template: NodeGroupTemplate, view: View) -> list[Reason]:
@@ -107,10 +119,11 @@ def _labels(view: View, keys: tuple[str, ...]) -> str:
     return ", ".join(shown) if shown else "no labels the pod selects on"
 
 
-def denial_message(verdicts: list[GroupVerdict], subject: str = "pod") -> str:
-    """The text kubectl shows: one short line, then one line per node group."""
+def denial_message(verdicts: list[GroupVerdict], subject: str = "pod", extra: Sequence[str] = ()) -> str:
+    """The text kubectl shows: one short line, then one line per node group, then `extra` lines."""
     lines = [f"{subject} does not fit any node group"]
     lines += [v.explanation for v in verdicts if not v.serves]
+    lines += extra
     if any(v.trap for v in verdicts):
         lines.append(f"note: {CACHE_NOTE}")
     return "\n".join(lines)

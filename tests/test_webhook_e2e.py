@@ -4,16 +4,11 @@ verifies the CA and the host name, as the apiserver does."""
 from __future__ import annotations
 
 import base64
-import http.client
 import json
 import os
 import signal
-import socket
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,12 +16,12 @@ import pytest
 import yaml
 
 from tests.fakekube.server import FakeKubeServer
-from tests.tlsfixtures import TlsFiles, client_ssl_context
+from tests.tlsfixtures import TlsFiles
+from tests.webhook_server import Server, admission_review, metric_sum, post, running, wait_ready
 from webhook.mutate import GUARD_KEY, apply_patch
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[1]
 GUARD = {"key": GUARD_KEY, "operator": "DoesNotExist"}
 STATE = [
     {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}},
@@ -40,76 +35,17 @@ STATE = [
 ]
 
 
-@dataclass
-class Server:
-    port: int
-    tls: TlsFiles
-    process: subprocess.Popen[bytes]
-    metrics_dir: Path
-
-    def connect(self) -> http.client.HTTPSConnection:
-        return http.client.HTTPSConnection(
-            "localhost", self.port, context=client_ssl_context(self.tls.ca_path)
-        )
-
-
-def _wait_ready(server: Server, deadline: float) -> None:
-    while time.monotonic() < deadline:
-        if server.process.poll() is not None:
-            raise RuntimeError(f"webhook exited with {server.process.returncode}")
-        try:
-            conn = server.connect()
-            conn.request("GET", "/readyz")
-            if conn.getresponse().status == 200:
-                return
-        except OSError:
-            pass
-        time.sleep(0.1)
-    raise TimeoutError("webhook did not become ready")
-
-
 @pytest.fixture(scope="module")
 def server(tls_files: TlsFiles, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     work = tmp_path_factory.mktemp("webhook")
     state = work / "state.yaml"
     state.write_text(yaml.safe_dump_all(STATE))
-    # the socket is bound here and inherited (gunicorn's fd:// bind): no free-port race
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(64)
-    fd = listener.fileno()
-    command = [sys.executable, "-m", "webhook", "--bind", f"fd://{fd}", "--state", str(state),
-               "--tls-cert", str(tls_files.cert_path), "--tls-key", str(tls_files.key_path),
-               "--workers", "2", "--threads", "4", "--metrics-dir", str(work / "metrics"),
-               "--log-level", "warning"]  # fmt: skip
-    process = subprocess.Popen(command, cwd=ROOT, pass_fds=(fd,))
-    running = Server(listener.getsockname()[1], tls_files, process, work / "metrics")
-    listener.close()  # only the server holds it now: a dead server refuses connections
-    try:
-        _wait_ready(running, time.monotonic() + 20)
-        yield running
-    finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=25)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+    with running(tls_files, ["--state", str(state)], threads=4, metrics_dir=work / "metrics") as started:
+        yield started
 
 
 def review(pod: dict[str, Any], uid: str = "e2e-1", **request: Any) -> bytes:
-    req = {"uid": uid, "kind": {"group": "", "version": "v1", "kind": "Pod"}, "operation": "CREATE",
-           "namespace": "shop", "object": pod, **request}  # fmt: skip
-    return json.dumps(
-        {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": req}
-    ).encode()
-
-
-def post(conn: http.client.HTTPSConnection, body: bytes, path: str = "/mutate") -> tuple[int, dict[str, Any]]:
-    conn.request("POST", path, body=body, headers={"Content-Type": "application/json"})
-    answer = conn.getresponse()
-    return answer.status, json.loads(answer.read())
+    return admission_review(pod, uid, **{"namespace": "shop", **request})
 
 
 def patch_of(response: dict[str, Any]) -> list[dict[str, Any]]:
@@ -187,15 +123,7 @@ def _worker_pids(master: int) -> list[int]:
 
 
 def _requests_total(server: Server) -> float:
-    conn = server.connect()
-    conn.request("GET", "/metrics")
-    text = conn.getresponse().read().decode()
-    conn.close()
-    return sum(
-        float(line.rsplit(" ", 1)[1])
-        for line in text.splitlines()
-        if line.startswith("fitguard_admission_requests_total{") and 'webhook="mutate"' in line
-    )
+    return metric_sum(server, "fitguard_admission_requests_total", 'webhook="mutate"')
 
 
 def test_metrics_are_summed_over_workers_and_survive_a_worker_death(server: Server) -> None:
@@ -217,7 +145,7 @@ def test_metrics_are_summed_over_workers_and_survive_a_worker_death(server: Serv
         if len(fresh) == 2 and not set(fresh) & set(workers):
             break
         time.sleep(0.1)
-    _wait_ready(server, time.monotonic() + 15)
+    wait_ready(server, time.monotonic() + 15)
     assert _requests_total(server) == before + 6
 
 
@@ -232,17 +160,7 @@ def test_policy_created_at_run_time_takes_effect(
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"namespace": "shop", "name": "default"}}
     )
     kubeconfig = fake_kube.write_kubeconfig(tmp_path / "kubeconfig")
-    listener = socket.create_server(("127.0.0.1", 0))
-    fd = listener.fileno()
-    command = [sys.executable, "-m", "webhook", "--bind", f"fd://{fd}", "--kubeconfig", str(kubeconfig),
-               "--tls-cert", str(tls_files.cert_path), "--tls-key", str(tls_files.key_path),
-               "--workers", "2", "--threads", "2", "--log-level", "warning"]  # fmt: skip
-    env = {**os.environ, "NO_PROXY": "127.0.0.1,localhost"}
-    process = subprocess.Popen(command, cwd=ROOT, pass_fds=(fd,), env=env)
-    server = Server(listener.getsockname()[1], tls_files, process, tmp_path)
-    listener.close()
-    try:
-        _wait_ready(server, time.monotonic() + 20)
+    with running(tls_files, ["--kubeconfig", str(kubeconfig)], threads=2) as server:
         conn = server.connect()
         assert "patch" not in post(conn, review(web_pod()))[1]["response"]
         conn.close()
@@ -254,10 +172,3 @@ def test_policy_created_at_run_time_takes_effect(
             patched = patched + 1 if "patch" in post(conn, review(web_pod()))[1]["response"] else 0
             conn.close()
         assert patched == 4, "the new policy did not reach the webhook within 2 s"
-    finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=25)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()

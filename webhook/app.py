@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from flask import Flask, Response, request
-from werkzeug.exceptions import HTTPException
+from werkzeug.exceptions import HTTPException, MethodNotAllowed
 
 from webhook import metrics, mutate, validate
 from webhook.cluster import ClusterView
@@ -109,8 +109,13 @@ def create_app(
     audit: AuditSink | None = None,
 ) -> Flask:
     """`audit` receives the findings of mode audit (allowed, with a message) off the request path."""
-    app = Flask("fitguard-webhook")
-    app.config["MAX_CONTENT_LENGTH"] = config.max_body_bytes  # also bounds chunked bodies
+    # no static route (Flask would serve ./static of the working directory) and no automatic
+    # OPTIONS: the port answers the contract's paths and methods only, anything else 404/405
+    app = Flask("fitguard-webhook", static_folder=None)
+    app.config["PROVIDE_AUTOMATIC_OPTIONS"] = False
+    # One byte over the limit: werkzeug cuts a chunked body at MAX_CONTENT_LENGTH without an error,
+    # so reading limit + 1 bytes is how an oversized chunked body is told from one at the limit.
+    app.config["MAX_CONTENT_LENGTH"] = config.max_body_bytes + 1
 
     def admit(name: str, handler: Handler, mutating: bool) -> Response:
         if request.mimetype != JSON_TYPE:
@@ -125,8 +130,12 @@ def create_app(
         in_flight = metrics.IN_FLIGHT.labels(name)
         in_flight.inc()
         try:
+            body = request.get_data(cache=False)
+            if len(body) > config.max_body_bytes:  # chunked: no Content-Length to judge it by
+                metrics.INVALID.labels(name, "413").inc()
+                return _json({"message": "request body too large"}, 413)
             try:
-                api_version, req = parse_review(request.get_data(cache=False))
+                api_version, req = parse_review(body)
             except BadReview as err:
                 metrics.INVALID.labels(name, str(err.code)).inc()
                 return _json({"message": err.message}, err.code)
@@ -140,16 +149,16 @@ def create_app(
                     log.exception("%s: review %s failed", name, req.get("uid"))
                     metrics.ERRORS.labels(name).inc()
                     verdict = failure_verdict(config)
-                if verdict.allowed and verdict.message and not mutating:
-                    _audit(req, verdict.message)
-            body = review_response(api_version, req["uid"], verdict, mutating)
+                if verdict.allowed and verdict.message and not mutating and req.get("dryRun") is not True:
+                    _audit(req, verdict.message)  # a dry run gets the same answer and causes nothing else
+            answer = review_response(api_version, req["uid"], verdict, mutating)
             metrics.REQUESTS.labels(
                 name,
                 str(req.get("operation") or ""),
                 "true" if verdict.allowed else "false",
                 "true" if req.get("dryRun") is True else "false",
             ).inc()
-            return _json(body)
+            return _json(answer)
         finally:
             in_flight.dec()
             metrics.DURATION.labels(name).observe(time.perf_counter() - started)
@@ -157,7 +166,7 @@ def create_app(
     def _audit(req: Mapping[str, Any], message: str) -> None:
         metrics.AUDITED.inc()
         log.warning("audit: %s %s/%s: %s", _kind(req), req.get("namespace"), _name(req), message)
-        if audit is not None and req.get("dryRun") is not True:  # a dry run causes nothing else
+        if audit is not None:
             audit(req, message)
 
     @app.post("/mutate")
@@ -199,7 +208,10 @@ def create_app(
 
     @app.errorhandler(HTTPException)
     def http_error(err: HTTPException) -> Response:
-        return _json({"message": err.description or err.name}, err.code or 500)
+        response = _json({"message": err.description or err.name}, err.code or 500)
+        if isinstance(err, MethodNotAllowed) and err.valid_methods:
+            response.headers["Allow"] = ", ".join(err.valid_methods)  # a 405 must say what is allowed
+        return response
 
     @app.errorhandler(Exception)
     def internal_error(err: Exception) -> Response:

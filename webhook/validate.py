@@ -14,7 +14,7 @@ from typing import Any
 
 from capacity.fit import PodNeeds, Reason
 from capacity.resources import POD_ENI
-from capacity.serve import GroupVerdict, denial_message, judge_all
+from capacity.serve import GroupVerdict, any_serves, denial_message, judge_all
 from webhook import metrics
 from webhook.cluster import ClusterView, ServiceAccountNotFound
 from webhook.review import Verdict, WebhookConfig, effective_mode, request_namespace
@@ -142,6 +142,15 @@ def warnings_for(verdicts: list[GroupVerdict], spec: Mapping[str, Any], base: st
     return lines
 
 
+def field_lines(verdicts: list[GroupVerdict], spec: Mapping[str, Any], base: str) -> list[str]:
+    """For a workload's denial: the line naming the pod template fields its reasons point at (in a
+    Deployment they are not where a person looks first), or none."""
+    paths = dict.fromkeys(
+        reason_path(spec, base, reason) for v in verdicts if not v.serves for reason in v.reasons
+    )
+    return [f"fields to edit: {', '.join(paths)}"] if paths else []
+
+
 def review(request: Mapping[str, Any], cluster: ClusterView, config: WebhookConfig) -> Verdict:
     kind_info = request.get("kind") or {}
     kind = str(kind_info.get("kind", "")) if isinstance(kind_info, Mapping) else ""
@@ -165,10 +174,11 @@ def review(request: Mapping[str, Any], cluster: ClusterView, config: WebhookConf
         # The API server's own validation rejects such an object; never deny out of confusion.
         metrics.UNCHECKED.labels("malformed").inc()
         return Verdict(warnings=[f"fitguard could not check this {template.subject}: {err}"[:MAX_WARNING]])
+    if any_serves(needs, templates):
+        return Verdict()  # admitted: no need for the reasons of the groups that do not serve
     verdicts = judge_all(needs, templates)
-    if any(v.serves for v in verdicts):
-        return Verdict()
-    message = denial_message(verdicts, template.subject)
+    fields = [] if template.is_pod else field_lines(verdicts, spec, template.path)
+    message = denial_message(verdicts, template.subject, fields)
     mode = effective_mode(namespace, cluster, config)
     if mode == "enforce":
         return Verdict.deny(message)
