@@ -149,6 +149,9 @@ def test_a_deployment_is_refused_with_the_field_path_in_warn_mode() -> None:
     )
     enforced = review(request(WORKLOADS["video-transcode"]), cluster(), ENFORCE)
     assert enforced.message.startswith("Deployment video-transcode does not fit any node group")
+    assert "fields to edit: spec.template.spec.containers[0].resources.limits.ephemeral-storage" in (
+        enforced.message.splitlines()
+    )
 
 
 def test_job_and_cronjob_templates_are_found() -> None:
