@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from webhook.review import FAILURE_POLICIES, MODES, WebhookConfig
+from webhook.tls import DEFAULT_RELOAD_INTERVAL_SECONDS
 
 DEFAULT_BIND = "0.0.0.0:8443"
 DEFAULT_NAMESPACE = "fitguard"
@@ -34,6 +35,16 @@ def _positive(value: str) -> int:
     return number
 
 
+def _seconds(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {value!r}") from None
+    if not number > 0:  # also rejects nan
+        raise argparse.ArgumentTypeError("must be more than 0")
+    return number
+
+
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "webhook",
@@ -46,12 +57,29 @@ def register(subparsers: Any) -> None:
             "  POST /validate   pod and pod-template fit against the node group templates\n"
             "  GET  /healthz, /readyz, /metrics, /snapshotz\n"
             "Policies, ServiceAccounts, namespaces and templates come from list+watch caches (the\n"
-            "kubeconfig, or the in-cluster service account), or from --state FILE offline."
+            "kubeconfig, or the in-cluster service account), or from --state FILE offline.\n"
+            "TLS 1.2 or newer with ECDHE and AES-GCM or ChaCha20 only. Each worker polls the\n"
+            "certificate and key files (a Kubernetes Secret volume included) and serves a renewed\n"
+            "pair to new connections without a restart; /readyz is 503 while no valid one is loaded."
         ),
     )
     parser.add_argument("--bind", default=DEFAULT_BIND, type=_bind, help="HOST:PORT (default: %(default)s)")
     parser.add_argument("--tls-cert", required=True, type=Path, metavar="PATH", help="serving certificate")
     parser.add_argument("--tls-key", required=True, type=Path, metavar="PATH", help="its private key")
+    parser.add_argument(
+        "--tls-reload-interval",
+        type=_seconds,
+        default=DEFAULT_RELOAD_INTERVAL_SECONDS,
+        metavar="SECONDS",
+        help="how often each worker checks the certificate files for a renewal (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--client-ca",
+        type=Path,
+        metavar="PATH",
+        help="require a client certificate signed by a CA in this PEM file (the apiserver presents one "
+        "when its admission configuration names it); reloaded like the certificate (default: off)",
+    )
     parser.add_argument("--state", type=Path, metavar="PATH", help="answer from this state file, no API")
     parser.add_argument("--kubeconfig", metavar="PATH", help="kubeconfig (default: in-cluster, $KUBECONFIG)")
     parser.add_argument("--context", help="kubeconfig context")
@@ -123,5 +151,7 @@ def run(args: argparse.Namespace) -> int:
         threads=args.threads,
         metrics_dir=args.metrics_dir,
         log_level=args.log_level,
+        client_ca=args.client_ca,
+        tls_reload_interval=args.tls_reload_interval,
     )
     return serve(options)

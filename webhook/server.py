@@ -1,5 +1,6 @@
 """Serving the app with gunicorn over TLS: gthread workers, each with its own caches (threads do not
-survive fork, so every worker lists and watches for itself), metrics summed across them.
+survive fork, so every worker lists and watches for itself) and its own reloading serving
+certificate, metrics summed across them.
 
 This module must not import prometheus_client (directly or through webhook.app) before
 `prepare_metrics_dir` has set $PROMETHEUS_MULTIPROC_DIR: the library reads it once, at import.
@@ -14,12 +15,19 @@ import ssl
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from gunicorn.app.base import BaseApplication
 
 from webhook.review import WebhookConfig
+from webhook.tls import (
+    DEFAULT_RELOAD_INTERVAL_SECONDS,
+    CertificateError,
+    ReloadingCertificate,
+    load_certificate,
+)
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +56,8 @@ class ServeOptions:
     keepalive: int = KEEPALIVE_SECONDS
     graceful_timeout: int = GRACEFUL_TIMEOUT_SECONDS
     log_level: str = "info"
+    client_ca: Path | None = None  # None: no client certificate asked for
+    tls_reload_interval: float = DEFAULT_RELOAD_INTERVAL_SECONDS
 
 
 def prepare_metrics_dir(path: Path | None) -> Path:
@@ -61,17 +71,25 @@ def prepare_metrics_dir(path: Path | None) -> Path:
     return directory
 
 
-def check_certificate(cert: Path, key: Path) -> None:
-    """Fails fast, with the file names, when the serving certificate cannot be loaded."""
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+def check_certificate(cert: Path, key: Path, client_ca: Path | None = None) -> None:
+    """Fails fast, with the file names, when the serving certificate cannot be loaded. An expired
+    one is served (not ready) so that its renewal is picked up without a restart."""
     try:
-        context.load_cert_chain(certfile=str(cert), keyfile=str(key))
-    except (OSError, ssl.SSLError) as err:
-        raise SystemExit(f"fitguard webhook: cannot load certificate {cert} with key {key}: {err}") from None
+        loaded = load_certificate(cert, key, client_ca)
+    except CertificateError as err:
+        raise SystemExit(f"fitguard webhook: {err}") from None
+    if not loaded.valid_at(datetime.now(UTC)):
+        log.warning(
+            "certificate %s is valid only from %s to %s: not ready until it is renewed",
+            cert,
+            loaded.not_before.isoformat(),
+            loaded.not_after.isoformat(),
+        )
 
 
-def build_app(options: ServeOptions) -> Any:
-    """The Flask app of one worker, with its own view of the cluster."""
+def build_app(options: ServeOptions, tls_ready: Callable[[], bool]) -> Any:
+    """The Flask app of one worker, with its own view of the cluster; `tls_ready` tells whether the
+    worker holds a valid serving certificate."""
     from webhook import cluster
     from webhook.app import create_app
 
@@ -89,8 +107,7 @@ def build_app(options: ServeOptions) -> Any:
         cluster.start_reflectors(view, api)
         recorder = EventRecorder(api, default_identity(), reporting_controller="fitguard.io/webhook")
         audit = AuditEvents(recorder).submit
-    cert, key = options.tls_cert, options.tls_key
-    return create_app(view, options.config, tls_ready=lambda: cert.is_file() and key.is_file(), audit=audit)
+    return create_app(view, options.config, tls_ready=tls_ready, audit=audit)
 
 
 def _child_exit(server: Any, worker: Any) -> None:
@@ -106,9 +123,12 @@ def _remove_metrics_dir(server: Any) -> None:
 class WebhookServer(BaseApplication):  # type: ignore[misc]
     """gunicorn run in-process, configured from ServeOptions rather than a config file."""
 
-    def __init__(self, options: ServeOptions, factory: Callable[[ServeOptions], Any] = build_app) -> None:
+    def __init__(
+        self, options: ServeOptions, factory: Callable[[ServeOptions, Callable[[], bool]], Any] = build_app
+    ) -> None:
         self.options = options
         self.factory = factory
+        self.certificate: ReloadingCertificate | None = None  # set in each worker, after the fork
         super().__init__()
 
     def load_config(self) -> None:
@@ -117,8 +137,10 @@ class WebhookServer(BaseApplication):  # type: ignore[misc]
             "workers": self.options.workers,
             "worker_class": "gthread",
             "threads": self.options.threads,
+            # certfile and keyfile turn TLS on; the contexts themselves come from ssl_context
             "certfile": str(self.options.tls_cert),
             "keyfile": str(self.options.tls_key),
+            "ssl_context": self.ssl_context,
             "keepalive": self.options.keepalive,
             "graceful_timeout": self.options.graceful_timeout,
             "timeout": WORKER_TIMEOUT_SECONDS,
@@ -137,11 +159,30 @@ class WebhookServer(BaseApplication):  # type: ignore[misc]
             self.cfg.set(key, value)
 
     def load(self) -> Any:
-        return self.factory(self.options)
+        """Runs in each worker after the fork: the watcher thread must live in the worker."""
+        certificate = ReloadingCertificate(
+            self.options.tls_cert,
+            self.options.tls_key,
+            self.options.client_ca,
+            interval=self.options.tls_reload_interval,
+        )
+        certificate.reload()  # a failure is logged; the watcher keeps trying and /readyz says so
+        certificate.start()
+        self.certificate = certificate
+        return self.factory(self.options, certificate.ready)
+
+    def ssl_context(
+        self, config: Any, default_ssl_context_factory: Callable[[], ssl.SSLContext]
+    ) -> ssl.SSLContext:
+        """gunicorn's hook, called for every accepted connection: the worker's current context.
+        Raising refuses the connection; that happens only while no valid pair was ever loaded."""
+        if self.certificate is None:
+            raise CertificateError("the serving certificate is loaded in workers only")
+        return self.certificate.context()
 
 
 def serve(options: ServeOptions) -> int:
-    check_certificate(options.tls_cert, options.tls_key)
+    check_certificate(options.tls_cert, options.tls_key, options.client_ca)
     if options.state is not None and not options.state.is_file():
         raise SystemExit(f"fitguard webhook: state file {options.state} not found")
     metrics_dir = prepare_metrics_dir(options.metrics_dir)
