@@ -80,6 +80,12 @@ def register(subparsers: Any) -> None:
         help="the leader creates and rotates the webhook's CA and serving certificate (Secrets in "
         "$POD_NAMESPACE) and keeps the caBundle of both webhook configurations current",
     )
+    parser.add_argument(
+        "--verify-with-ec2",
+        action="store_true",
+        help="count the branch ENIs EC2 holds per node (DescribeNetworkInterfaces, by the VPC resource "
+        "controller's tags) and report those claimed by no pod past the release window as leaked",
+    )
     add_scaling_arguments(parser)
     add_logging_arguments(parser)
     parser.set_defaults(func=main)
@@ -133,6 +139,7 @@ def run_forever(args: argparse.Namespace, options: Any, scaling: Any) -> int:
         manage_certificates=args.manage_certificates,
         scaling=scaling,
         rescue=RescueOptions(args.rescue_waiting_pods, args.reclaim_finished_pods_after),
+        verify_with_ec2=args.verify_with_ec2,
     )
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):

@@ -20,6 +20,7 @@ from capacity.selectors import SelectorError, node_selector_map, node_selector_t
 from capacity.taints import Taint, first_untolerated, parse_tolerations
 from capacity.template import NodeGroupTemplate, View
 from controller.aws.records import AwsNodeGroup
+from controller.records import provider_instance_id
 
 log = logging.getLogger(__name__)
 EKS_NODEGROUP_LABEL = "eks.amazonaws.com/nodegroup"
@@ -45,10 +46,7 @@ class GroupOutcome:
 
 def instance_id_of(node: Mapping[str, Any]) -> str:
     """`aws:///us-east-1a/i-0123456789abcdef0` -> `i-0123456789abcdef0` ("" when not an EC2 node)."""
-    provider_id = str((node.get("spec") or {}).get("providerID") or "")
-    if not provider_id.startswith("aws://"):
-        return ""
-    return provider_id.rstrip("/").rsplit("/", 1)[-1]
+    return provider_instance_id((node.get("spec") or {}).get("providerID"))
 
 
 def group_nodes(

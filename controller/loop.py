@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controller.books import LiveBooks
+from controller.eni_verify import Ec2Verifier
 from controller.http import ControllerHttp
 from controller.rescue import carry_out, pods_on_node, reclaim_candidates, rescue_candidates
 from controller.run import ControllerOptions, ScalingInputs, run_once
@@ -41,6 +42,7 @@ class LoopOptions:
     manage_certificates: bool = False
     scaling: ScalingConfig | None = None  # None or mode off: no scaling driver
     rescue: RescueOptions = field(default_factory=RescueOptions)
+    verify_with_ec2: bool = False
     lease_duration: float = 15.0
     renew_deadline: float = 10.0
     retry_period: float = 2.0
@@ -75,12 +77,20 @@ class ControllerLoop:
         )
         self.last_cycle: dict[str, Any] = {}
         self.scaling = build_driver(options.scaling, self.recorder) if options.scaling else None
+        self.verifier = self._verifier() if options.verify_with_ec2 else None
         self.http = ControllerHttp(
             options.metrics_bind,
             ready=self._waiting,
             snapshot=self.snapshot,
-            registries=(self.books.registry, *([self.scaling.registry] if self.scaling else [])),
+            registries=tuple(x.registry for x in (self.books, self.scaling, self.verifier) if x is not None),
         )
+
+    def _verifier(self) -> Ec2Verifier:
+        from controller.aws.clients import AwsClients
+
+        ec2 = AwsClients.from_environment(self.options.controller.region or None).ec2
+        window = self.books.books.window
+        return Ec2Verifier(ec2, window, self.options.controller.cluster_name, self.recorder)
 
     def is_leader(self) -> bool:
         return self.elector is None or self.elector.is_leader()
@@ -147,6 +157,9 @@ class ControllerLoop:
             )
         report = run_once(self.options.controller, api=self.api, note=self._note_tag_change, scaling=scaling)
         report["rescue"] = self._rescue([row.name for row in rows if row.waiting])
+        if self.verifier is not None:
+            pods, nodes = self.books.pods.items(), self.books.nodes.items()
+            report["ec2"] = self.verifier.verify(pods, nodes, now=time.time(), window=self.books.books.window)
         return report
 
     def _rescue(self, nodes_with_waiting_pods: list[str]) -> list[dict[str, Any]]:

@@ -67,15 +67,24 @@ def _intern(value: object) -> str:
     return sys.intern(str(value)) if value else ""
 
 
-def branch_eni_count(annotation: object) -> int:
-    """How many branch ENIs the annotation lists; 0 when absent, empty or not a JSON list."""
+def _branch_enis(annotation: object) -> list[Any]:
     if not isinstance(annotation, str) or not annotation:
-        return 0
+        return []
     try:
         enis = json.loads(annotation)
     except ValueError:
-        return 0
-    return len(enis) if isinstance(enis, list) else 0
+        return []
+    return enis if isinstance(enis, list) else []
+
+
+def branch_eni_count(annotation: object) -> int:
+    """How many branch ENIs the annotation lists; 0 when absent, empty or not a JSON list."""
+    return len(_branch_enis(annotation))
+
+
+def eni_ids_of(enis: list[Any]) -> tuple[str, ...]:
+    """The `eniId`s of the annotation's entries (for --verify-with-ec2); () when there are none."""
+    return tuple(str(e["eniId"]) for e in enis if isinstance(e, Mapping) and e.get("eniId")) or ()
 
 
 class PodRecord:
@@ -87,6 +96,7 @@ class PodRecord:
         "created_at",
         "deleted_at",
         "eni_count",
+        "eni_ids",
         "ephemeral_storage",
         "finished_at",
         "keep",
@@ -114,6 +124,7 @@ class PodRecord:
         phase: str = "Pending",
         pod_eni: int = 0,
         eni_count: int = 0,
+        eni_ids: tuple[str, ...] = (),
         started: bool = False,
         finished_at: float | None = None,
         deleted_at: float | None = None,
@@ -134,6 +145,7 @@ class PodRecord:
         self.phase = phase
         self.pod_eni = pod_eni
         self.eni_count = eni_count
+        self.eni_ids = eni_ids
         self.started = started
         self.finished_at = finished_at
         self.deleted_at = deleted_at
@@ -222,6 +234,7 @@ def project_pod(obj: Mapping[str, Any]) -> PodRecord:
         owner = owners[0]
     phase = _intern(status.get("phase") or "Pending")
     scheduled_at, unschedulable = _scheduling(status)
+    enis = _branch_enis(_map(meta, "annotations").get(POD_ENI_ANNOTATION))  # parsed once
     return PodRecord(
         uid=uid,
         namespace=namespace,
@@ -229,7 +242,8 @@ def project_pod(obj: Mapping[str, Any]) -> PodRecord:
         node=_intern(spec.get("nodeName")),
         phase=phase,
         pod_eni=-((-requests.get(POD_ENI, 0)) // MILLI),
-        eni_count=branch_eni_count(_map(meta, "annotations").get(POD_ENI_ANNOTATION)),
+        eni_count=len(enis),
+        eni_ids=eni_ids_of(enis),
         started=_started(status),
         finished_at=_finished_at(status) if phase in TERMINAL_PHASES else None,
         deleted_at=parse_time(meta.get("deletionTimestamp")),
@@ -249,7 +263,16 @@ class NodeRecord:
     """One node as the books see it: `pod_eni` is its allocatable branch ENIs, None when the node
     does not advertise the resource (then the instance facts decide)."""
 
-    __slots__ = ("exhausted", "instance_type", "name", "node_group", "pod_eni", "ready", "unschedulable")
+    __slots__ = (
+        "exhausted",
+        "instance_id",
+        "instance_type",
+        "name",
+        "node_group",
+        "pod_eni",
+        "ready",
+        "unschedulable",
+    )
 
     def __init__(
         self,
@@ -261,8 +284,10 @@ class NodeRecord:
         ready: bool = True,
         unschedulable: bool = False,
         exhausted: bool = False,
+        instance_id: str = "",
     ) -> None:
         self.name = name
+        self.instance_id = instance_id
         self.node_group = node_group
         self.instance_type = instance_type
         self.pod_eni = pod_eni
@@ -302,4 +327,13 @@ def project_node(obj: Mapping[str, Any]) -> NodeRecord:
         ready=ready,
         unschedulable=bool(_map(obj, "spec").get("unschedulable")),
         exhausted=labels.get(EXHAUSTED_LABEL) == "true",
+        instance_id=provider_instance_id(_map(obj, "spec").get("providerID")),
     )
+
+
+def provider_instance_id(provider_id: object) -> str:
+    """`aws:///us-east-1a/i-0123456789abcdef0` -> `i-0123456789abcdef0` ("" when not an EC2 node)."""
+    text = str(provider_id or "")
+    if not text.startswith("aws://"):
+        return ""
+    return text.rstrip("/").rsplit("/", 1)[-1]
