@@ -11,7 +11,7 @@ from typing import Any
 from certs import files, material
 
 DEFAULT_SERVICE = "fitguard-webhook"
-DEFAULT_NAMESPACE = "fitguard"
+DEFAULT_NAMESPACE = "fitguard-system"  # as manifests/ installs it
 
 
 def register(subparsers: Any) -> None:

@@ -252,7 +252,7 @@ def test_guard_is_not_added_to_pods_without_pod_eni() -> None:
     ("namespace", "pod_labels", "namespace_labels"),
     [
         ("kube-system", None, {}),
-        ("fitguard", None, {}),
+        ("fitguard-system", None, {}),
         ("shop", {"app": "web", "fitguard.io/ignore": "true"}, {}),
         ("shop", None, {"fitguard.io/ignore": "true"}),
     ],

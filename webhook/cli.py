@@ -12,7 +12,7 @@ from webhook.review import FAILURE_POLICIES, MODES, WebhookConfig
 from webhook.tls import DEFAULT_RELOAD_INTERVAL_SECONDS
 
 DEFAULT_BIND = "0.0.0.0:8443"
-DEFAULT_NAMESPACE = "fitguard"
+DEFAULT_NAMESPACE = "fitguard-system"  # as manifests/ installs it
 
 
 def _bind(value: str) -> str:

@@ -5,6 +5,7 @@ Nothing here calls the API on the request path."""
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -77,6 +78,14 @@ class ClusterView:
 
     def ready(self) -> bool:
         return all(store.synced for store in self.stores().values())
+
+    def wait_ready(self, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while not self.ready():
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.05)
+        return True
 
     def namespace_labels(self, namespace: str) -> Mapping[str, str]:
         return self.namespaces.get("", namespace) or EMPTY

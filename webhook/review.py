@@ -27,7 +27,7 @@ class WebhookConfig:
     mode: str = "enforce"
     failure_policy: str = "ignore"
     eni_guard: bool = True
-    own_namespace: str = "fitguard"
+    own_namespace: str = "fitguard-system"
     exempt_namespaces: frozenset[str] = frozenset({"kube-system"})
     max_body_bytes: int = MAX_BODY_BYTES
 

@@ -37,6 +37,8 @@ log = logging.getLogger(__name__)
 KEEPALIVE_SECONDS = 120
 # In-flight reviews get this long after SIGTERM; below the pod's default 30 s grace period.
 GRACEFUL_TIMEOUT_SECONDS = 20
+# How long a new worker waits for its caches before accepting requests (below WORKER_TIMEOUT).
+SYNC_WAIT_SECONDS = 15.0
 # A worker silent this long is restarted; the apiserver gives up on a webhook after at most 30 s.
 WORKER_TIMEOUT_SECONDS = 30
 
@@ -105,6 +107,11 @@ def build_app(options: ServeOptions, tls_ready: Callable[[], bool]) -> Any:
         api = load_api_client(options.kubeconfig, options.context)
         view = cluster.ClusterView()
         cluster.start_reflectors(view, api)
+        # A worker that answers before its caches synced would allow everything as a cold start,
+        # while /readyz (answered by whichever worker) says ready: hold this worker back until its
+        # own caches synced, well within gunicorn's worker timeout.
+        if not view.wait_ready(SYNC_WAIT_SECONDS):
+            log.warning("caches not synced after %s s; /readyz says what is missing", SYNC_WAIT_SECONDS)
         recorder = EventRecorder(api, default_identity(), reporting_controller="fitguard.io/webhook")
         audit = AuditEvents(recorder).submit
     return create_app(view, options.config, tls_ready=tls_ready, audit=audit)
