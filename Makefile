@@ -5,7 +5,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: all venv demo test lint bench fuzz clean
+.PHONY: all venv demo test lint bench fuzz reliability clean
 
 all: test
 
@@ -34,6 +34,10 @@ bench: $(STAMP)
 
 fuzz: $(STAMP)
 	$(PY) -m pytest tests/test_fuzz_admission.py -p no:randomly --hypothesis-profile=fuzz
+
+# The webhook at 500 reviews/s over TLS while a worker is killed and the certificate rotates.
+reliability: $(STAMP)
+	$(PY) -m tests.reliability.load_with_faults --rate 500 --seconds 30
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis

@@ -172,7 +172,9 @@ class LiveBooks:
         now = self.clock() if now is None else now
         rows = self.snapshot(now)
         decisions: list[Decision] = []
-        if self.is_leader():
+        # Before the first complete list of pods and nodes the books show ENIs as free that are not:
+        # acting then would remove rightful exhausted labels.
+        if self.is_leader() and self.wait_synced(0):
             for row in rows:
                 decision = self._label(row, now)
                 if decision is not None:

@@ -34,6 +34,28 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--state", metavar="PATH", help="read nodes, DaemonSets, templates from a state file")
     parser.add_argument("--leader-elect", action="store_true", help="run only while holding the Lease")
     parser.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    # client-go's leader election knobs, named as kube-controller-manager names them
+    parser.add_argument(
+        "--leader-elect-lease-duration",
+        type=float,
+        default=15.0,
+        metavar="SECONDS",
+        help="how long a lease not renewed keeps others from taking it (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--leader-elect-renew-deadline",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="a leader that has not renewed for this long stops acting (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--leader-elect-retry-period",
+        type=float,
+        default=2.0,
+        metavar="SECONDS",
+        help="time between attempts to take or renew the lease (default: %(default)s)",
+    )
     parser.add_argument(
         "--sync-autoscaler-tags",
         nargs="?",
@@ -139,8 +161,20 @@ def run_forever(args: argparse.Namespace, options: Any, scaling: Any) -> int:
         manage_certificates=args.manage_certificates,
         scaling=scaling,
         rescue=RescueOptions(args.rescue_waiting_pods, args.reclaim_finished_pods_after),
+        lease_duration=args.leader_elect_lease_duration,
+        renew_deadline=args.leader_elect_renew_deadline,
+        retry_period=args.leader_elect_retry_period,
         verify_with_ec2=args.verify_with_ec2,
     )
+    if args.leader_elect and not (
+        loop_options.lease_duration > loop_options.renew_deadline > loop_options.retry_period > 0
+    ):
+        print(
+            "fitguard controller: need --leader-elect-lease-duration > --leader-elect-renew-deadline > "
+            "--leader-elect-retry-period > 0",
+            file=sys.stderr,
+        )
+        return 2
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())

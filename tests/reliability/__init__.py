@@ -1,0 +1,1 @@
+"""Long reliability runs, each a module run with `python -m tests.reliability.<name>`."""
