@@ -15,6 +15,7 @@ from capacity.sgp import SecurityGroupPolicy, compile_policy, matching_groups
 from capacity.template import NodeGroupTemplate
 from kube.statefile import by_kind, load_state
 from kube.store import Store
+from webhook.review import string_map
 
 log = logging.getLogger(__name__)
 
@@ -97,15 +98,17 @@ class ClusterView:
     def security_groups(self, namespace: str, pod: Mapping[str, Any]) -> list[str]:
         """Upstream GetMatchingSecurityGroupForPods: the namespace's policies, then the pod's
         ServiceAccount, which must exist even when no policy could match."""
-        meta = pod.get("metadata") or {}
-        spec = pod.get("spec") or {}
+        meta = pod.get("metadata")
+        spec = pod.get("spec")
+        meta = meta if isinstance(meta, Mapping) else {}
+        spec = spec if isinstance(spec, Mapping) else {}
         # the ServiceAccount admission plugin names "default" before any webhook runs
         account = str(spec.get("serviceAccountName") or DEFAULT_SERVICE_ACCOUNT)
         policies = self.policies.items(namespace)
         sa_labels = self.service_accounts.get(namespace, account)
         if sa_labels is None:
             raise ServiceAccountNotFound(f'serviceaccount "{account}" not found in namespace "{namespace}"')
-        return matching_groups(policies, meta.get("labels") or EMPTY, sa_labels)
+        return matching_groups(policies, string_map(meta.get("labels")), sa_labels)
 
     def snapshot(self) -> dict[str, Any]:
         """What /snapshotz shows: the policies and templates held now, and how fresh each store is."""

@@ -17,7 +17,7 @@ from capacity.resources import POD_ENI
 from capacity.serve import GroupVerdict, any_serves, denial_message, judge_all
 from webhook import metrics
 from webhook.cluster import ClusterView, ServiceAccountNotFound
-from webhook.review import Verdict, WebhookConfig, effective_mode, request_namespace
+from webhook.review import Verdict, WebhookConfig, effective_mode, request_namespace, string_map
 
 log = logging.getLogger(__name__)
 
@@ -66,11 +66,12 @@ def pod_template(kind: str, obj: object) -> PodTemplate | None:
     spec = node.get("spec")
     if not isinstance(spec, Mapping) or not isinstance(meta, Mapping):
         return None
-    labels = meta.get("labels") or {}
     path = ".".join([*steps, "spec"])
-    name = (obj.get("metadata") or {}).get("name") or (obj.get("metadata") or {}).get("generateName") or ""
+    top = obj.get("metadata")
+    top = top if isinstance(top, Mapping) else {}
+    name = str(top.get("name") or top.get("generateName") or "")
     subject = "pod" if kind == "Pod" else f"{kind} {name}".strip()
-    return PodTemplate(spec, labels if isinstance(labels, Mapping) else {}, path, subject)
+    return PodTemplate(spec, string_map(meta.get("labels")), path, subject)
 
 
 def _template_changed(request: Mapping[str, Any], kind: str) -> bool:
@@ -102,9 +103,13 @@ def _with_injected_eni(template: PodTemplate, namespace: str, cluster: ClusterVi
     ):
         return spec
     first = dict(containers[0])
-    resources = dict(first.get("resources") or {})
+    resources = first.get("resources") or {}
+    if not isinstance(resources, Mapping):
+        return spec  # malformed: the fit check names the field
+    resources = dict(resources)
     for key in ("requests", "limits"):
-        resources[key] = {**(resources.get(key) or {}), POD_ENI: "1"}
+        current = resources.get(key) or {}
+        resources[key] = {**(current if isinstance(current, Mapping) else {}), POD_ENI: "1"}
     first["resources"] = resources
     return {**spec, "containers": [first, *containers[1:]]}
 
