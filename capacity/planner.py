@@ -465,16 +465,17 @@ def _shortlist(
     if len(candidates) <= SHORTLIST:
         return list(candidates)
     total = [0] * len(work[0].req) if work else []
-    for s in work:
-        if s.remaining:
-            total = [t + s.remaining * r for t, r in zip(total, s.req, strict=True)]
+    # each unplaced shape's total request, computed once per round rather than once per group
+    left = {s.index: [s.remaining * r for r in s.req] for s in work if s.remaining}
+    for vector in left.values():
+        total = [t + v for t, v in zip(total, vector, strict=True)]
     estimates: list[tuple[Option, _Group]] = []
     for g in candidates:
         need = list(total)
         for i in g.refused:
-            s = by_index[i]
-            if s.remaining:
-                need = [t - s.remaining * r for t, r in zip(need, s.req, strict=True)]
+            vector = left.get(i)
+            if vector is not None:
+                need = [t - v for t, v in zip(need, vector, strict=True)]
         nodes = max(
             (-(-t // e) if e > 0 else 0 for t, e in zip(need, g.empty, strict=True) if t > 0), default=0
         )

@@ -11,6 +11,7 @@ last resourceVersion seen after an error, and a fresh list when the server answe
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import random
@@ -261,7 +262,7 @@ class Reflector:
             self._done(response, clean)
         self.stats.last_contact = time.monotonic()
         try:
-            page = json.loads(data)
+            page = _decode_page(data)
         except ValueError as err:
             raise KubeError(response.status, "BadResponse", f"list page is not JSON: {err}") from None
         if not isinstance(page, dict):
@@ -325,6 +326,19 @@ class Reflector:
             self._done(response, clean)
         # a quiet watch that ran its course is fine; one the server ends at once must not spin
         return progressed or time.monotonic() - opened >= 1.0
+
+
+def _decode_page(data: bytes) -> Any:
+    """json.loads with the cyclic GC paused: a page of 500 pods makes ~200k containers with no
+    cycles, and collections triggered midway scan the whole heap (measured: a quarter of the sync
+    time of 150k pods). Whichever thread paused it first turns it back on."""
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return json.loads(data)
+    finally:
+        if paused:
+            gc.enable()
 
 
 def _lines(response: urllib3.BaseHTTPResponse) -> Iterator[bytes]:

@@ -1,0 +1,105 @@
+"""The controller side of the scale benchmark, run in a freshly spawned process so its resident
+memory is the controller's alone: LiveBooks (kube/reflector.py list+watch into compact records and
+the branch ENI books) against an API server URL; sync time, RSS, watch event cost, reconcile time.
+
+Messages to the parent over a Pipe: ("synced", figures) once the lists are installed, then
+("done", figures); the parent releases the watch events between the two.
+"""
+
+from __future__ import annotations
+
+import gc
+import threading
+import time
+from typing import Any
+
+
+def rss_mb() -> tuple[float, float]:
+    """(resident now, peak resident) in MiB, from /proc/self/status."""
+    fields: dict[str, float] = {}
+    with open("/proc/self/status") as status:
+        for line in status:
+            key, _, value = line.partition(":")
+            if key in ("VmRSS", "VmHWM"):
+                fields[key] = int(value.split()[0]) / 1024
+    return fields["VmRSS"], fields["VmHWM"]
+
+
+def probe(url: str, events: int, conn: Any, event_timeout: float = 60.0) -> None:
+    rss_start, _ = rss_mb()
+    from kubernetes import client
+
+    from controller.books import LiveBooks
+
+    configuration = client.Configuration(host=url)
+    configuration.proxy = None
+    api = client.ApiClient(configuration)
+    rss_imported, _ = rss_mb()
+    live = LiveBooks(api, dry_run=True)
+
+    seen = {"count": 0, "armed": False, "first": 0.0, "last": 0.0}
+    finished = threading.Event()
+
+    def count(event: str, old: Any, new: Any) -> None:
+        if not seen["armed"]:
+            return  # the list's own notifications are part of the sync
+        now = time.perf_counter()
+        if not seen["count"]:
+            seen["first"] = now
+        seen["count"] += 1
+        seen["last"] = now
+        if seen["count"] >= events:
+            finished.set()
+
+    live.pods.add_listener(count)
+    wall, cpu = time.perf_counter(), time.process_time()
+    live.start(page_size=500)
+    synced = live.wait_synced(600)
+    sync_seconds, sync_cpu = time.perf_counter() - wall, time.process_time() - cpu
+    gc.collect()
+    rss_synced, peak_synced = rss_mb()
+    figures: dict[str, Any] = {
+        "synced": synced,
+        "pods": len(live.pods),
+        "nodes": len(live.nodes),
+        "rejected": live.pods.rejected + live.nodes.rejected,
+        "syncSeconds": sync_seconds,
+        "syncCpuSeconds": sync_cpu,
+        "rssStartMb": rss_start,
+        "rssImportedMb": rss_imported,
+        "rssSyncedMb": rss_synced,
+        "peakRssSyncedMb": peak_synced,
+    }
+    seen["armed"] = True
+    conn.send(("synced", figures))
+    if events:
+        cpu = time.process_time()
+        got = finished.wait(event_timeout)
+        event_cpu = time.process_time() - cpu  # waiting costs no CPU: this is the events' cost
+        span = seen["last"] - seen["first"]
+        figures.update(
+            eventsApplied=seen["count"],
+            eventsComplete=got,
+            eventCpuMs=event_cpu * 1000 / max(1, seen["count"]),
+            eventsPerSecond=seen["count"] / span if span > 0 else None,
+            podsAfterEvents=len(live.pods),
+        )
+    reconciles = []
+    for _ in range(3):
+        started = time.perf_counter()
+        live.reconcile()
+        reconciles.append(time.perf_counter() - started)
+    rows = live.snapshot()
+    gc.collect()
+    rss_end, peak_end = rss_mb()
+    figures.update(
+        reconcileSeconds=min(reconciles),
+        reconcileSecondsAll=reconciles,
+        nodesInBooks=len(rows),
+        branchEnisHeld=sum(r.held for r in rows),
+        branchEnisInUse=sum(r.in_use for r in rows),
+        rssEndMb=rss_end,
+        peakRssMb=peak_end,
+    )
+    live.stop()
+    conn.send(("done", figures))

@@ -1,0 +1,173 @@
+"""The summary: each figure as an absolute and, where issue 9 sets a target, as a ratio to it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Row:
+    section: str
+    figure: str
+    value: float | None
+    unit: str
+    target: float | None = None
+    at_most: bool = True  # the target is a ceiling (times, memory) or, when False, a floor
+
+    @property
+    def ratio(self) -> float | None:
+        if self.value is None or not self.target:
+            return None
+        return self.value / self.target
+
+    @property
+    def meets(self) -> bool | None:
+        if self.value is None or self.target is None:
+            return None
+        return self.value <= self.target if self.at_most else self.value >= self.target
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "section": self.section,
+            "figure": self.figure,
+            "value": self.value,
+            "unit": self.unit,
+            "target": self.target,
+            "targetIs": None if self.target is None else ("max" if self.at_most else "min"),
+            "ratioToTarget": None if self.ratio is None else round(self.ratio, 3),
+            "meets": self.meets,
+        }
+
+
+def _admission(data: dict[str, Any]) -> list[Row]:
+    rows = []
+    for endpoint in ("mutate", "validate"):
+        ours, empty = data["fitguard"][endpoint], data["empty"][endpoint]
+        rows.append(
+            Row("admission", f"/{endpoint} reviews/s at saturation", ours["saturation"]["perSecond"], "/s")
+        )
+        rows.append(
+            Row("admission", f"empty handler /{endpoint} reviews/s", empty["saturation"]["perSecond"], "/s")
+        )
+        rows.append(
+            Row("admission", f"/{endpoint} / empty handler", ours["ratioToEmpty"], "x", 0.70, at_most=False)
+        )
+        for fixed in ours["fixed"]:
+            rate = fixed["rate"]
+            target = 5.0 if rate == 500 else None
+            rows.append(Row("admission", f"/{endpoint} p99 at {rate}/s", fixed["p99Ms"], "ms", target))
+            rows.append(Row("admission", f"/{endpoint} p50 at {rate}/s", fixed["p50Ms"], "ms"))
+            rows.append(Row("admission", f"/{endpoint} p99.9 at {rate}/s", fixed["p999Ms"], "ms"))
+    return rows
+
+
+def _controller(data: dict[str, Any]) -> list[Row]:
+    scales = data["scales"]
+    counts = sorted(scales, key=int)
+    rows = []
+    for count in counts:
+        run = scales[count]
+        top = count == counts[-1] and int(count) >= 150_000
+        label = f"{int(count) // 1000}k pods"
+        rows.append(
+            Row("controller", f"{label}: initial sync", run["syncSeconds"], "s", 20.0 if top else None)
+        )
+        rows.append(Row("controller", f"{label}: peak RSS", run["peakRssMb"], "MB", 200.0 if top else None))
+        rows.append(Row("controller", f"{label}: RSS after sync", run["rssSyncedMb"], "MB"))
+        rows.append(
+            Row("controller", f"{label}: full reconcile", run["reconcileSeconds"], "s", 1.0 if top else None)
+        )
+        rows.append(
+            Row(
+                "controller",
+                f"{label}: CPU per watch event",
+                run.get("eventCpuMs"),
+                "ms",
+                0.1 if top else None,
+            )
+        )
+        rows.append(Row("controller", f"{label}: watch events/s", run.get("eventsPerSecond"), "/s"))
+    if len(counts) >= 3:
+        # linear growth: the cost of each extra pod over the upper interval of scales is within
+        # 1.5x of its cost over the lower one (marginal, so fixed costs do not flatter it)
+        low, mid, top = (scales[c] for c in (counts[0], counts[-2], counts[-1]))
+        pods = [int(counts[0]), int(counts[-2]), int(counts[-1])]
+        for figure, key in (("sync time", "syncSeconds"), ("memory", "rssSyncedMb")):
+            lower = (mid[key] - low[key]) / (pods[1] - pods[0])
+            upper = (top[key] - mid[key]) / (pods[2] - pods[1])
+            ratio = upper / lower if lower > 0 else None
+            rows.append(Row("controller", f"{figure} per extra pod, upper/lower interval", ratio, "x", 1.5))
+    fake = data.get("fakekube")
+    if fake:
+        rows.append(
+            Row("controller", f"sync of {fake['pods']} pods via tests/fakekube", fake["syncSeconds"], "s")
+        )
+    return rows
+
+
+def rows_for(results: dict[str, Any]) -> list[Row]:
+    rows: list[Row] = []
+    builders = {"admission": _admission, "controller": _controller}
+    for name, build in builders.items():
+        data = results.get(name)
+        if data is None:
+            continue
+        if "error" in data:
+            rows.append(Row(name, f"failed: {data['error']}", None, ""))
+            continue
+        rows += build(data)
+    fit = results.get("fit")
+    if fit and "error" not in fit:
+        rows.append(
+            Row("fit", f"check_fit per pod, {fit['templates']} templates", fit["checkFitMsPerPod"], "ms", 1.0)
+        )
+        rows.append(
+            Row("fit", f"judge_all per pod, {fit['templates']} templates", fit["judgeAllMsPerPod"], "ms")
+        )
+    elif fit:
+        rows.append(Row("fit", f"failed: {fit['error']}", None, ""))
+    planner = results.get("planner")
+    if planner and "error" not in planner:
+        pods = planner["pendingPods"]
+        rows.append(
+            Row(
+                "planner",
+                f"plan {pods} pending pods, {planner['templates']} groups",
+                planner["totalSeconds"],
+                "s",
+                2.0,
+            )
+        )
+        rows.append(Row("planner", "of which grouping into shapes", planner["shapeSeconds"], "s"))
+    elif planner:
+        rows.append(Row("planner", f"failed: {planner['error']}", None, ""))
+    return rows
+
+
+def _number(value: float | None) -> str:
+    if value is None:
+        return "-"
+    if abs(value) >= 100:
+        return f"{value:,.0f}"
+    return f"{value:.3g}"
+
+
+def table(rows: list[Row]) -> str:
+    header = ("section", "figure", "value", "target", "ratio", "meets")
+    lines = [header]
+    for row in rows:
+        target = (
+            ""
+            if row.target is None
+            else ("<= " if row.at_most else ">= ") + _number(row.target) + f" {row.unit}"
+        )
+        meets = {True: "yes", False: "NO", None: ""}[row.meets]
+        ratio = "" if row.ratio is None else f"{row.ratio:.2f}"
+        lines.append(
+            (row.section, row.figure, f"{_number(row.value)} {row.unit}".strip(), target, ratio, meets)
+        )
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+    return "\n".join(
+        "  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip() for line in lines
+    )
