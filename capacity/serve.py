@@ -8,6 +8,7 @@ DESIGN.md failure 1: cluster-autoscaler will not scale for it until the ASG carr
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -18,6 +19,7 @@ from capacity.resources import POD_ENI
 from capacity.template import NodeGroupTemplate, View
 
 TAG_PREFIX = "k8s.io/cluster-autoscaler/node-template/resources/"
+MAX_GROUP_LINES = 12  # beyond this many groups a message stops being read
 CACHE_NOTE = (
     "cluster-autoscaler may still scale it while it remembers an earlier node of the group, until it restarts"
 )
@@ -29,14 +31,43 @@ class GroupVerdict:
     serves: bool
     reasons: tuple[Reason, ...] = ()
     trap: bool = False  # judged by tags that miss what the real node has
-    explanation: str = ""  # one line a person can act on; empty when the group serves
+    why_closed: str = ""  # set when the group cannot add a node at all (max size 0)
+    template: NodeGroupTemplate | None = None  # to explain it, only if it is shown
+    view: View | None = None
 
 
 def judge(needs: PodNeeds, template: NodeGroupTemplate) -> GroupVerdict:
     view, why = template.judged_view()
     if view is None:
-        return GroupVerdict(template.name, False, (), False, f"{template.name}: {why}: it cannot add a node")
-    reasons = tuple(_check(needs, template, view))
+        return _closed(template, why)
+    return _verdict(needs, template, view, tuple(_check(needs, template, view)))
+
+
+def refusals(needs: PodNeeds, templates: Iterable[NodeGroupTemplate]) -> list[GroupVerdict] | None:
+    """None as soon as one group serves the pod (most pods: the rest is never looked at); else
+    every group's verdict, by name. The trap check, a second fit, runs only for a denial."""
+    closed: list[GroupVerdict] = []
+    refused: list[tuple[NodeGroupTemplate, View, tuple[Reason, ...]]] = []
+    for template in templates:
+        view, why = template.judged_view()
+        if view is None:
+            closed.append(_closed(template, why))
+            continue
+        reasons = tuple(_check(needs, template, view))
+        if not reasons:
+            return None
+        refused.append((template, view, reasons))
+    verdicts = closed + [_verdict(needs, t, view, reasons) for t, view, reasons in refused]
+    return sorted(verdicts, key=lambda v: v.group)
+
+
+def _closed(template: NodeGroupTemplate, why: str) -> GroupVerdict:
+    return GroupVerdict(template.name, False, (), False, why, template)
+
+
+def _verdict(
+    needs: PodNeeds, template: NodeGroupTemplate, view: View, reasons: tuple[Reason, ...]
+) -> GroupVerdict:
     if not reasons:
         return GroupVerdict(template.name, True)
     trap = (
@@ -44,24 +75,19 @@ def judge(needs: PodNeeds, template: NodeGroupTemplate) -> GroupVerdict:
         and template.actual is not None
         and not _check(needs, template, template.actual)
     )
-    parts = [_explain(reason, needs, template, view) for reason in reasons]
-    return GroupVerdict(template.name, False, reasons, trap, f"{template.name}: " + "; ".join(parts))
+    return GroupVerdict(template.name, False, reasons, trap, "", template, view)
+
+
+def explain(verdict: GroupVerdict, needs: PodNeeds) -> str:
+    """One line a person can act on: the group, each reason and its fix."""
+    if verdict.template is None or verdict.view is None:
+        return f"{verdict.group}: {verdict.why_closed}: it cannot add a node"
+    parts = [_explain(reason, needs, verdict.template, verdict.view) for reason in verdict.reasons]
+    return f"{verdict.group}: " + "; ".join(parts)
 
 
 def judge_all(needs: PodNeeds, templates: Iterable[NodeGroupTemplate]) -> list[GroupVerdict]:
     return [judge(needs, t) for t in sorted(templates, key=lambda t: t.name)]
-
-
-def serves(needs: PodNeeds, template: NodeGroupTemplate) -> bool:
-    """`judge(...).serves` without building the explanations of a group that does not serve."""
-    view, _ = template.judged_view()
-    return view is not None and not _check(needs, template, view)
-
-
-def any_serves(needs: PodNeeds, templates: Iterable[NodeGroupTemplate]) -> bool:
-    """Whether some group serves the pod; stops at the first (most pods are admitted, and only a
-    denial needs every group's reasons)."""
-    return any(serves(needs, t) for t in templates)
 
 
 def _check(needs: PodNeeds, template: NodeGroupTemplate, view: View) -> list[Reason]:
@@ -119,11 +145,31 @@ def _labels(view: View, keys: tuple[str, ...]) -> str:
     return ", ".join(shown) if shown else "no labels the pod selects on"
 
 
-def denial_message(verdicts: list[GroupVerdict], subject: str = "pod", extra: Sequence[str] = ()) -> str:
-    """The text kubectl shows: one short line, then one line per node group, then `extra` lines."""
+def denial_message(
+    verdicts: list[GroupVerdict], needs: PodNeeds, subject: str = "pod", extra: Sequence[str] = ()
+) -> str:
+    """The text kubectl shows: one short line, then one line per node group (the most actionable
+    first: tag traps, then the groups closest to fitting; the rest counted by reason, as the
+    scheduler counts nodes), then `extra` lines."""
+    refused = sorted((v for v in verdicts if not v.serves), key=_actionable)
+    shown, rest = refused[:MAX_GROUP_LINES], refused[MAX_GROUP_LINES:]
     lines = [f"{subject} does not fit any node group"]
-    lines += [v.explanation for v in verdicts if not v.serves]
+    lines += [explain(v, needs) for v in shown]
+    if rest:
+        counts = Counter(_kind(r) for v in rest for r in v.reasons)
+        counts.update("max size 0" for v in rest if v.why_closed)
+        summary = ", ".join(f"{n} {message}" for message, n in counts.most_common())
+        lines.append(f"and {len(rest)} more node groups: {summary}")
     lines += extra
     if any(v.trap for v in verdicts):
         lines.append(f"note: {CACHE_NOTE}")
     return "\n".join(lines)
+
+
+def _kind(reason: Reason) -> str:
+    """A reason without its particulars, to count many groups at once."""
+    return "node(s) had untolerated taints" if reason.taint is not None else reason.message
+
+
+def _actionable(verdict: GroupVerdict) -> tuple[bool, bool, int, str]:
+    return (not verdict.trap, bool(verdict.why_closed), len(verdict.reasons), verdict.group)

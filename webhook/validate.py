@@ -14,7 +14,7 @@ from typing import Any
 
 from capacity.fit import PodNeeds, Reason
 from capacity.resources import POD_ENI
-from capacity.serve import GroupVerdict, any_serves, denial_message, judge_all
+from capacity.serve import GroupVerdict, denial_message, refusals
 from webhook import metrics
 from webhook.cluster import ClusterView, ServiceAccountNotFound
 from webhook.review import Verdict, WebhookConfig, effective_mode, request_namespace, string_map
@@ -179,11 +179,11 @@ def review(request: Mapping[str, Any], cluster: ClusterView, config: WebhookConf
         # The API server's own validation rejects such an object; never deny out of confusion.
         metrics.UNCHECKED.labels("malformed").inc()
         return Verdict(warnings=[f"fitguard could not check this {template.subject}: {err}"[:MAX_WARNING]])
-    if any_serves(needs, templates):
-        return Verdict()  # admitted: no need for the reasons of the groups that do not serve
-    verdicts = judge_all(needs, templates)
+    verdicts = refusals(needs, templates)
+    if verdicts is None:
+        return Verdict()
     fields = [] if template.is_pod else field_lines(verdicts, spec, template.path)
-    message = denial_message(verdicts, template.subject, fields)
+    message = denial_message(verdicts, needs, template.subject, fields)
     mode = effective_mode(namespace, cluster, config)
     if mode == "enforce":
         return Verdict.deny(message)
