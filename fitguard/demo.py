@@ -16,6 +16,7 @@ import json
 import logging
 import os
 import sys
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
@@ -92,6 +93,9 @@ def moto_environment() -> Iterator[str]:
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
+    # moto's state lives in the process: start from an empty AWS whatever ran here before
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    opener.open(urllib.request.Request(f"http://{host}:{port}/moto-api/reset", method="POST"), timeout=10)
     saved = dict(os.environ)
     os.environ.update(
         AWS_ENDPOINT_URL=f"http://{host}:{port}",
