@@ -21,12 +21,18 @@ log = logging.getLogger(__name__)
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "controller",
-        help="discover node groups, publish NodeGroupTemplates, sync cluster-autoscaler tags",
+        help="node groups and their templates, autoscaler tags, branch ENI books, scaling",
         description=(
             "Discovers the node groups (ASGs, EKS managed node groups) in AWS through the standard "
             "boto3 environment (AWS_REGION, AWS_ENDPOINT_URL, credentials), builds each group's "
             "NodeGroupTemplate with its actual view and cluster-autoscaler's view, publishes them "
-            "and plans or applies the cluster-autoscaler template tags."
+            "and plans or applies the cluster-autoscaler template tags; plans (or makes) the "
+            "scale-ups cluster-autoscaler cannot see. Without --once it also keeps the branch ENI "
+            "books of every node from a watch of pods and nodes, labels exhausted nodes "
+            "fitguard.io/branch-eni-exhausted=true, writes events and serves /healthz, /readyz, "
+            "/metrics and /snapshotz on --metrics-bind. With --leader-elect only the holder of the "
+            "Lease writes; the others keep warm books. --once -o json prints {nodeGroups, tagSync, "
+            "scaleUps, scaling, errors}."
         ),
     )
     parser.add_argument("--once", action="store_true", help="run one cycle, print the result, exit")
