@@ -21,7 +21,7 @@ from capacity.quantity import milli_to_units
 from capacity.requests import pod_requests
 from capacity.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Resources
 from capacity.selectors import Predicate, node_selector_map, node_selector_terms
-from capacity.taints import Taint, Toleration, first_untolerated, parse_tolerations
+from capacity.taints import FILTERING_EFFECTS, Taint, Toleration, first_untolerated, parse_tolerations
 from capacity.template import View
 
 TOO_MANY_PODS = "Too many pods"
@@ -103,32 +103,65 @@ def _map(raw: object, field: str) -> Mapping[str, Any]:
     return raw
 
 
+@dataclass(frozen=True, slots=True)
+class Offer:
+    """What a new node of a view offers a pod once its DaemonSets run, compiled for many checks."""
+
+    view: View
+    free: dict[str, int]  # milli-units after DaemonSets, for every resource allocatable or used
+    comparable_free: dict[str, int]  # the same, in the units the scheduler compares
+    pods_allowed: int
+    pods_free: int
+    taints: tuple[Taint, ...]  # only the filtering ones (NoSchedule, NoExecute)
+
+    @classmethod
+    def of(cls, view: View, overhead: Mapping[str, int] | None = None, overhead_pods: int = 0) -> Offer:
+        overhead = overhead or {}
+        free = {
+            name: view.allocatable.get(name, 0) - overhead.get(name, 0)
+            for name in {*view.allocatable, *overhead}
+        }
+        pods_allowed = milli_to_units(view.allocatable.get(PODS, 0))
+        return cls(
+            view,
+            free,
+            {name: comparable(name, value) for name, value in free.items()},
+            pods_allowed,
+            pods_allowed - overhead_pods,
+            tuple(t for t in view.taints if t.effect in FILTERING_EFFECTS),
+        )
+
+
+def check_offer(needs: PodNeeds, offer: Offer) -> list[Reason]:
+    """Every reason the pod cannot run on a new node of the offer; empty when it fits. A resource
+    missing from allocatable counts as zero."""
+    reasons: list[Reason] = []
+    if offer.taints:
+        taint = first_untolerated(offer.taints, needs.tolerations)
+        if taint is not None:
+            reasons.append(
+                Reason(f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}", taint=taint)
+            )
+    if not needs.node_match(offer.view.labels):
+        reasons.append(Reason(AFFINITY_MISMATCH))
+    if offer.pods_free < 1:
+        reasons.append(Reason(TOO_MANY_PODS, PODS, 1000, offer.pods_free * 1000, offer.pods_allowed * 1000))
+    comparable_free = offer.comparable_free
+    for name, wanted in needs.checked:
+        if wanted > comparable_free.get(name, 0):
+            have = offer.view.allocatable.get(name, 0)
+            reasons.append(
+                Reason(f"Insufficient {name}", name, needs.requests[name], offer.free.get(name, 0), have)
+            )
+    return reasons
+
+
 def check_fit(
     needs: PodNeeds, view: View, overhead: Mapping[str, int] | None = None, overhead_pods: int = 0
 ) -> list[Reason]:
-    """Every reason the pod cannot run on a new node of `view`; empty when it fits.
-
-    `overhead` is what the node's DaemonSet pods already take (milli-units), `overhead_pods` their
-    count. A resource missing from allocatable counts as zero.
-    """
-    reasons: list[Reason] = []
-    taint = first_untolerated(view.taints, needs.tolerations)
-    if taint is not None:
-        reasons.append(Reason(f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}", taint=taint))
-    if not needs.node_match(view.labels):
-        reasons.append(Reason(AFFINITY_MISMATCH))
-    allocatable = view.allocatable
-    overhead = overhead or {}
-    pods_allowed = milli_to_units(allocatable.get(PODS, 0))
-    if overhead_pods + 1 > pods_allowed:
-        free_slots = (pods_allowed - overhead_pods) * 1000
-        reasons.append(Reason(TOO_MANY_PODS, PODS, 1000, free_slots, pods_allowed * 1000))
-    for name, wanted in needs.checked:
-        have = allocatable.get(name, 0)
-        free = have - overhead.get(name, 0)
-        if wanted > comparable(name, free):
-            reasons.append(Reason(f"Insufficient {name}", name, needs.requests[name], free, have))
-    return reasons
+    """Every reason the pod cannot run on a new node of `view` after `overhead` (what the node's
+    DaemonSet pods take, milli-units) and `overhead_pods` (their count); empty when it fits."""
+    return check_offer(needs, Offer.of(view, overhead, overhead_pods))
 
 
 def fits(

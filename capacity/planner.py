@@ -29,6 +29,7 @@ from typing import Any
 from capacity.demand import PodRef, PodShape, is_scalable
 from capacity.expander import LEAST_WASTE, PRIORITY, Option, Priorities, best_option, priority_of, usable
 from capacity.fit import check_fit
+from capacity.packing import Bin, Shape, first_fit, nonzero_indices, pack_new_nodes
 from capacity.quantity import format_quantity, parse_quantity
 from capacity.resources import CPU, EPHEMERAL_STORAGE, MEMORY, POD_ENI, PODS, Resources
 from capacity.taints import Taint, first_untolerated
@@ -47,9 +48,6 @@ DEFAULT_MAX_NODES_PER_SCALE_UP = 1000
 DEFAULT_COOLDOWN = 300.0
 # cluster-autoscaler's --max-node-provision-time default
 DEFAULT_PROVISION_TIMEOUT = 900.0
-# New nodes of an option are first-fit among the most recent bin classes only: bounded work per pod
-# shape, at the cost of a rare extra node when many distinct shapes leave gaps in old bins.
-NEW_BIN_WINDOW = 32
 HEADROOM_RESOURCES = {"pod-eni": POD_ENI, CPU: CPU, MEMORY: MEMORY, EPHEMERAL_STORAGE: EPHEMERAL_STORAGE}
 
 
@@ -173,94 +171,6 @@ class Plan:
         }
 
 
-# -- packing ----------------------------------------------------------------------------------
-
-
-class _Bin:
-    """`count` nodes with the same free vector; `target` is a node name or a group name."""
-
-    __slots__ = ("count", "free", "target")
-
-    def __init__(self, target: str, free: list[int], count: int = 1) -> None:
-        self.target = target
-        self.free = free
-        self.count = count
-
-
-class _Shape:
-    __slots__ = ("cursor", "index", "req", "shape")
-
-    def __init__(self, index: int, shape: PodShape, req: tuple[int, ...]) -> None:
-        self.index = index
-        self.shape = shape
-        self.req = req
-        self.cursor = 0  # pods before it are placed
-
-    @property
-    def remaining(self) -> int:
-        return len(self.shape.pods) - self.cursor
-
-    def take(self, n: int) -> list[PodRef]:
-        taken = self.shape.pods[self.cursor : self.cursor + n]
-        self.cursor += n
-        return taken
-
-
-def _how_many(free: list[int], req: tuple[int, ...], nonzero: tuple[int, ...]) -> int:
-    n = -1
-    for i in nonzero:
-        k = free[i] // req[i]
-        if k <= 0:
-            return 0
-        if n < 0 or k < n:
-            n = k
-    return n
-
-
-def _pack(
-    bins: list[_Bin],
-    req: tuple[int, ...],
-    nonzero: tuple[int, ...],
-    want: int,
-    accepts: Any,
-    *,
-    start: int = 0,
-) -> tuple[int, list[tuple[str, int]]]:
-    """First fit of `want` identical pods into `bins` from `start` (split classes as needed);
-    (placed, per target)."""
-    placed: list[tuple[str, int]] = []
-    left = want
-    i = start
-    while left and i < len(bins):
-        b = bins[i]
-        if not accepts(b.target):
-            i += 1
-            continue
-        k = _how_many(b.free, req, nonzero)
-        if k <= 0:
-            i += 1
-            continue
-        if b.count * k <= left:
-            b.free = [f - k * r for f, r in zip(b.free, req, strict=True)]
-            placed.append((b.target, b.count * k))
-            left -= b.count * k
-            i += 1
-            continue
-        full, part = divmod(left, k)
-        new: list[_Bin] = []
-        if full:
-            new.append(_Bin(b.target, [f - k * r for f, r in zip(b.free, req, strict=True)], full))
-        if part:
-            new.append(_Bin(b.target, [f - part * r for f, r in zip(b.free, req, strict=True)], 1))
-        b.count -= full + (1 if part else 0)
-        if b.count == 0:
-            del bins[i]
-        bins[i:i] = new
-        placed.append((b.target, left))
-        left = 0
-    return want - left, placed
-
-
 class _Group:
     """One scalable group's fixed facts for the plan."""
 
@@ -297,11 +207,11 @@ def plan(
     def vector(values: Mapping[str, int]) -> list[int]:
         return [values.get(name, 0) for name in resources]
 
-    work: list[_Shape] = []
+    work: list[Shape] = []
     for i, shape in enumerate(shapes):
         req = {name: shape.needs.requests.get(name, 0) for name in resources}
         req[PODS] = 1000
-        work.append(_Shape(i, shape, tuple(req[name] for name in resources)))
+        work.append(Shape(i, shape, tuple(req[name] for name in resources)))
     _sort_decreasing(work, groups_all, resources)
 
     groups: dict[str, _Group] = {}
@@ -321,7 +231,7 @@ def plan(
                 g.refused.append(s.index)
 
     # 1. existing nodes' true free capacity
-    node_bins = [_Bin(n.name, vector({**n.free, PODS: n.free.get(PODS, 0)})) for n in nodes]
+    node_bins = [Bin(n.name, vector({**n.free, PODS: n.free.get(PODS, 0)})) for n in nodes]
     node_by_name = {n.name: n for n in nodes}
     on_existing: dict[str, list[PodRef]] = {}
     for s in work:
@@ -337,16 +247,18 @@ def plan(
                 )
             return ok
 
-        _, placed = _pack(node_bins, s.req, _nonzero(s.req), s.remaining, accepts)
+        _, placed = first_fit(node_bins, s.req, nonzero_indices(s.req), s.remaining, accepts)
         for target, n in placed:
             on_existing.setdefault(target, []).extend(s.take(n))
 
     # 2. nodes on their way
-    way_bins = [_Bin(g.template.name, list(g.empty), g.upcoming) for g in groups.values() if g.upcoming > 0]
+    way_bins = [Bin(g.template.name, list(g.empty), g.upcoming) for g in groups.values() if g.upcoming > 0]
     on_the_way: dict[str, list[PodRef]] = {}
     for s in work:
         if s.remaining:
-            _, placed = _pack(way_bins, s.req, _nonzero(s.req), s.remaining, _fits_group(groups, s))
+            _, placed = first_fit(
+                way_bins, s.req, nonzero_indices(s.req), s.remaining, _fits_group(groups, s)
+            )
             for target, n in placed:
                 on_the_way.setdefault(target, []).extend(s.take(n))
 
@@ -402,11 +314,11 @@ def plan(
     )
 
 
-Grown = dict[str, tuple[int, list[_Bin], list[PodRef]]]  # group -> (nodes added, their bins, pods)
+Grown = dict[str, tuple[int, list[Bin], list[PodRef]]]  # group -> (nodes added, their bins, pods)
 
 
 def _grow(
-    work: Sequence[_Shape], groups: Mapping[str, _Group], config: PlannerConfig, pos: Mapping[str, int]
+    work: Sequence[Shape], groups: Mapping[str, _Group], config: PlannerConfig, pos: Mapping[str, int]
 ) -> tuple[Grown, dict[tuple[int, str], str]]:
     """Grows one group at a time until no group helps: every candidate's option is estimated, the
     best `SHORTLIST` are packed exactly, and the expander chooses among those."""
@@ -416,7 +328,7 @@ def _grow(
     candidates = [g for g in groups.values() if not g.skip and g.limit > 0]
     while candidates and any(s.remaining for s in work):
         shortlist = _shortlist(candidates, work, by_index, config, pos)
-        options: dict[str, tuple[Option, list[_Bin], list[tuple[_Shape, int]], list[_Shape]]] = {}
+        options: dict[str, tuple[Option, list[Bin], list[tuple[Shape, int]], list[Shape]]] = {}
         memo: dict[tuple[Any, ...], Any] = {}
         for g in shortlist:
             result = _option(g, work, memo)
@@ -455,8 +367,8 @@ def _as_option(g: _Group, nodes: int, pods: int, cpu: int, memory: int) -> Optio
 
 def _shortlist(
     candidates: Sequence[_Group],
-    work: Sequence[_Shape],
-    by_index: Mapping[int, _Shape],
+    work: Sequence[Shape],
+    by_index: Mapping[int, Shape],
     config: PlannerConfig,
     pos: Mapping[str, int],
 ) -> list[_Group]:
@@ -500,10 +412,6 @@ def _resource_index(shapes: Sequence[PodShape], headroom: Sequence[Headroom]) ->
     return sorted(names)
 
 
-def _nonzero(req: tuple[int, ...]) -> tuple[int, ...]:
-    return tuple(i for i, r in enumerate(req) if r > 0)
-
-
 def _new_node_free(t: NodeGroupTemplate) -> Resources:
     """A new node of the group: its actual view less DaemonSets, pods as slots (milli-units)."""
     if t.actual is None:
@@ -536,12 +444,12 @@ def _limits(g: _Group, now: float, last: float | None, config: PlannerConfig) ->
         g.skip = NOT_IN_PRIORITIES
 
 
-def _fits_group(groups: Mapping[str, _Group], s: _Shape) -> Any:
+def _fits_group(groups: Mapping[str, _Group], s: Shape) -> Any:
     return lambda target: not groups[target].accepts[s.index]
 
 
 def _sort_decreasing(
-    work: list[_Shape], groups: Sequence[NodeGroupTemplate], resources: Sequence[str]
+    work: list[Shape], groups: Sequence[NodeGroupTemplate], resources: Sequence[str]
 ) -> None:
     """Largest first: each request as a fraction of the largest node offering it, summed."""
     largest = [1] * len(resources)
@@ -553,8 +461,8 @@ def _sort_decreasing(
 
 
 def _option(
-    g: _Group, work: Sequence[_Shape], memo: dict[tuple[Any, ...], Any]
-) -> tuple[int, list[_Bin], list[tuple[_Shape, int]], list[_Shape]] | None:
+    g: _Group, work: Sequence[Shape], memo: dict[tuple[Any, ...], Any]
+) -> tuple[int, list[Bin], list[tuple[Shape, int]], list[Shape]] | None:
     """Growing `g` by as few nodes as take every remaining pod that fits it (up to its limit):
     (nodes, their bins, pods per shape, shapes the limit left out). Groups alike share the packing."""
     fitting = [s for s in work if s.remaining and not g.accepts[s.index]]
@@ -563,60 +471,22 @@ def _option(
     key = (tuple(g.empty), g.limit, tuple((s.index, s.remaining) for s in fitting))
     cached = memo.get(key)
     if cached is None:
-        cached = memo[key] = _pack_new(g.empty, g.limit, fitting)
+        cached = memo[key] = pack_new_nodes(g.empty, g.limit, fitting)
     opened, frees, counts, capped = cached
     if opened == 0:
         return None
     by_index = {s.index: s for s in fitting}
-    bins = [_Bin(g.template.name, list(free), n) for free, n in frees]
+    bins = [Bin(g.template.name, list(free), n) for free, n in frees]
     return opened, bins, [(by_index[i], n) for i, n in counts], [by_index[i] for i in capped]
-
-
-def _pack_new(
-    empty: list[int], limit: int, fitting: Sequence[_Shape]
-) -> tuple[int, list[tuple[list[int], int]], list[tuple[int, int]], list[int]]:
-    bins: list[_Bin] = []
-    opened = 0
-    counts: list[tuple[int, int]] = []
-    capped: list[int] = []
-    everything = lambda _target: True  # noqa: E731  # all bins are this group's
-    for s in fitting:
-        nonzero = _nonzero(s.req)
-        placed, _ = _pack(
-            bins, s.req, nonzero, s.remaining, everything, start=max(len(bins) - NEW_BIN_WINDOW, 0)
-        )
-        left = s.remaining - placed
-        per_node = _how_many(empty, s.req, nonzero)
-        if left and per_node > 0:
-            wanted = -(-left // per_node)
-            allowed = min(wanted, limit - opened)
-            if allowed < wanted:
-                capped.append(s.index)
-            take = min(left, allowed * per_node)
-            if take:
-                new_bins = []
-                full, part = divmod(take, per_node)
-                if full:
-                    new_bins.append(
-                        _Bin("", [f - per_node * r for f, r in zip(empty, s.req, strict=True)], full)
-                    )
-                if part:
-                    new_bins.append(_Bin("", [f - part * r for f, r in zip(empty, s.req, strict=True)], 1))
-                bins.extend(new_bins)
-                opened += full + (1 if part else 0)
-                placed += take
-        if placed:
-            counts.append((s.index, placed))
-    return opened, [(b.free, b.count) for b in bins if b.count], counts, capped
 
 
 def _headroom(
     *,
     rules: Sequence[Headroom],
     groups: Mapping[str, _Group],
-    node_bins: Sequence[_Bin],
-    way_bins: Sequence[_Bin],
-    grown: dict[str, tuple[int, list[_Bin], list[PodRef]]],
+    node_bins: Sequence[Bin],
+    way_bins: Sequence[Bin],
+    grown: dict[str, tuple[int, list[Bin], list[PodRef]]],
     pos: Mapping[str, int],
     node_by_name: Mapping[str, NodeFree],
 ) -> list[dict[str, Any]]:
@@ -657,7 +527,7 @@ def _headroom(
         if allowed <= 0:
             line["reason"] = f"short by {format_quantity(short, rule.resource)}, {g.limit_reason}"
             continue
-        bins = [*bins, _Bin(rule.group, list(g.empty), allowed)]
+        bins = [*bins, Bin(rule.group, list(g.empty), allowed)]
         grown[rule.group] = (already + allowed, bins, pods)
         line["added"] = allowed
         line["reason"] = (

@@ -69,6 +69,9 @@ class NodeGroupTemplate:
     daemonset_overhead: Resources = field(default_factory=dict)
     daemonset_pods: int = 0
     scale_from_zero: str = "autoscaler"  # autoscaler | fitguard
+    # What the fit check compiles from each view, kept with the template it was compiled from
+    # (templates are immutable; /validate checks a pod against hundreds of them per review).
+    memo: dict[str, Any] = field(default_factory=dict, init=False, compare=False, repr=False)
 
     @property
     def instance_type(self) -> str:
