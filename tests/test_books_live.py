@@ -6,8 +6,6 @@ waits for its branch ENI gets an event."""
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -17,6 +15,7 @@ from controller.books import LiveBooks
 from controller.records import EXHAUSTED_LABEL
 from fitguard.report import build_report
 from kube.events import EventRecorder
+from tests.waiting import eventually
 
 NODE = "ip-10-0-1-23.ec2.internal"
 WINDOW = 40.0
@@ -73,15 +72,6 @@ def pod(
         },
         "status": status,
     }
-
-
-def eventually(condition: Callable[[], bool], what: str) -> None:
-    """Waits for the watch to deliver; the deadline only bounds a hung test, it asserts no timing."""
-    deadline = time.monotonic() + 10.0
-    while not condition():
-        if time.monotonic() > deadline:
-            pytest.fail(f"never happened: {what}")
-        time.sleep(0.02)
 
 
 def row(live: LiveBooks, now: float | None = None) -> Any:

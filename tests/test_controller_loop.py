@@ -8,7 +8,7 @@ import json
 import threading
 import time
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,19 +19,10 @@ from controller.loop import LEASE_NAME, ControllerLoop, LoopOptions
 from controller.run import ControllerOptions
 from kube.client import as_kube_client
 from kube.statefile import load_state
+from tests.waiting import eventually as wait_for
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 NAMESPACE = "fitguard-system"
-
-
-def wait_for(condition: Callable[[], Any], timeout: float = 10.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"condition not met within {timeout} s")
 
 
 def get(url: str) -> tuple[int, str]:

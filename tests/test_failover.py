@@ -14,7 +14,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -28,6 +28,7 @@ from controller.loop import LEASE_NAME
 from tests.awsfixtures import AwsEnvironment
 from tests.fakekube.server import FakeKubeServer
 from tests.test_discovery_aws import ENABLED, asg, launch_template
+from tests.waiting import eventually as wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -99,18 +100,6 @@ def serve_proxy(proxy: RecordingProxy) -> http.server.ThreadingHTTPServer:
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     return server
-
-
-def wait_for(condition: Callable[[], Any], what: str, timeout: float = 60.0) -> Any:
-    """The deadline only bounds a hung test; no assertion rests on it."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"never happened: {what}")
-        time.sleep(0.05)
 
 
 def micro_time(value: str) -> datetime:

@@ -18,6 +18,7 @@ from controller.books import LiveBooks
 from controller.records import EXHAUSTED_LABEL
 from kube.reflector import Reflector
 from tests.fakekube.server import FakeKubeServer
+from tests.waiting import eventually
 from webhook.app import create_app
 from webhook.cluster import ClusterView, start_reflectors
 from webhook.review import WebhookConfig
@@ -25,18 +26,6 @@ from webhook.review import WebhookConfig
 SGP_PATH = "securitygrouppolicies"
 PODS_PATH = "/api/v1/pods"
 NOW = 1_714_564_800.0
-
-
-def eventually(condition: Callable[[], Any], what: str, timeout: float = 15.0) -> Any:
-    """Waits for the caches to catch up; the deadline bounds a hung test, it asserts no timing."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"never happened: {what}")
-        time.sleep(0.02)
 
 
 # -- the webhook's view --------------------------------------------------------------------------

@@ -13,16 +13,9 @@ from kube.client import KubeClient
 from kube.leader import LeaderElector
 from tests.fakekube.fixtures import fake_kube  # noqa: F401  (the fixture)
 from tests.fakekube.server import FakeKubeServer
+from tests.waiting import eventually
 
 FAST = {"lease_duration": 2.0, "renew_deadline": 1.0, "retry_period": 0.1}
-
-
-def eventually(check: Callable[[], bool], timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached in time")
-        time.sleep(0.01)
 
 
 class Calls:

@@ -13,16 +13,9 @@ from kube.reflector import Backoff, Reflector
 from kube.store import Store
 from tests.fakekube.fixtures import fake_kube  # noqa: F401  (the fixture)
 from tests.fakekube.server import FakeKubeServer
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.slow
-
-
-def eventually(check: Callable[[], bool], timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached in time")
-        time.sleep(0.01)
 
 
 def pod(name: str, namespace: str = "default") -> dict[str, Any]:

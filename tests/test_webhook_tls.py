@@ -21,7 +21,7 @@ import sys
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -34,6 +34,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from certs import files, material
+from tests.waiting import eventually
 from webhook.tls import CertificateError, ReloadingCertificate, policy_context
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -618,15 +619,6 @@ class Load:
         conn.close()
 
 
-def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.02)
-    raise TimeoutError(what)
-
-
 @pytest.mark.slow
 def test_renewal_under_steady_requests_fails_none_and_new_connections_get_the_new_certificate(
     tmp_path: Path,
@@ -646,7 +638,7 @@ def test_renewal_under_steady_requests_fails_none_and_new_connections_get_the_ne
     try:
         wait_for_readyz(webhook, load.context, 200)
         threads = load.start()
-        wait_until(lambda: len(load.fresh_serials) >= 20 and load.kept_alive >= 20, 20, "no steady load")
+        eventually(lambda: len(load.fresh_serials) >= 20 and load.kept_alive >= 20, "no steady load", 20)
         assert set(load.fresh_serials) == {old.cert.serial_number}
         volume.publish(new)
         kept_alive_at_renewal = load.kept_alive
@@ -655,8 +647,8 @@ def test_renewal_under_steady_requests_fails_none_and_new_connections_get_the_ne
             tail = load.fresh_serials[-20:]
             return len(tail) == 20 and all(serial == new.cert.serial_number for serial in tail)
 
-        wait_until(new_certificate_everywhere, 15, "new connections still get the old certificate")
-        wait_until(lambda: load.kept_alive >= kept_alive_at_renewal + 20, 10, "kept-alive client stalled")
+        eventually(new_certificate_everywhere, "new connections still get the old certificate", 15)
+        eventually(lambda: load.kept_alive >= kept_alive_at_renewal + 20, "kept-alive client stalled", 10)
     finally:
         load.stopping.set()
         for thread in threads:

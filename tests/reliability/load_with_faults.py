@@ -33,20 +33,10 @@ import yaml
 from cryptography.hazmat.primitives import serialization
 
 from certs import files, material
-from tests.test_webhook_e2e import _worker_pids
+from tests.test_webhook_e2e import STATE, _worker_pids
 from tests.tlsfixtures import TlsFiles, client_ssl_context
 from tests.webhook_server import Server, admission_review, running
 
-STATE = [
-    {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}},
-    {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"namespace": "shop", "name": "default"}},
-    {
-        "apiVersion": "vpcresources.k8s.aws/v1beta1",
-        "kind": "SecurityGroupPolicy",
-        "metadata": {"namespace": "shop", "name": "web"},
-        "spec": {"podSelector": {"matchLabels": {"app": "web"}}, "securityGroups": {"groupIds": ["sg-1"]}},
-    },
-]
 POD = {
     "apiVersion": "v1",
     "kind": "Pod",
