@@ -33,14 +33,14 @@ RECLAIMABLE_OWNERS = frozenset({"Job", ""})
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 
+_SECONDS = re.compile(r"\d+(?:\.\d+)?")
+
 
 def parse_duration(text: str) -> float:
     """Seconds from a Go-style duration (`90s`, `5m`, `1h30m`) or a bare number of seconds."""
     text = text.strip()
-    try:
+    if _SECONDS.fullmatch(text):
         return float(text)
-    except ValueError:
-        pass
     parts = _DURATION.findall(text)
     if not parts or "".join(n + u for n, u in parts) != text:
         raise ValueError(f"not a duration: {text!r} (e.g. 90s, 5m, 1h30m)")

@@ -12,7 +12,7 @@ import yaml
 
 
 class StateFileError(ValueError):
-    pass
+    """A state file that cannot be read, with where in it."""
 
 
 def _flatten(doc: object, where: str) -> Iterator[dict[str, Any]]:
