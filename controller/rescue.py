@@ -32,7 +32,6 @@ REPLACING_OWNERS = frozenset({"ReplicaSet", "StatefulSet", "Job", "ReplicationCo
 RECLAIMABLE_OWNERS = frozenset({"Job", ""})
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
-
 _SECONDS = re.compile(r"\d+(?:\.\d+)?")
 
 
