@@ -13,6 +13,7 @@ fixing a manifest wants all of them at once.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -60,6 +61,7 @@ class PodNeeds:
     tolerations: tuple[Toleration, ...]
     checked: tuple[tuple[str, int], ...]  # (resource, comparable request) for non-zero requests
     selector_keys: tuple[str, ...] = ()  # the node labels the pod selects on, to explain a mismatch
+    key: tuple[Any, ...] = ()  # equal for pods that every node group judges alike (a workload's)
 
     @classmethod
     def from_spec(cls, spec: Mapping[str, Any], field: str = "spec") -> PodNeeds:
@@ -92,7 +94,9 @@ class PodNeeds:
             if value > 0 and is_scheduled_resource(name)
         )
         tolerations = parse_tolerations(spec.get("tolerations"), f"{field}.tolerations")
-        return cls(requests, match, tolerations, checked, tuple(dict.fromkeys(keys)))
+        placement = json.dumps([spec.get("nodeSelector"), required], sort_keys=True, default=str)
+        key = (checked, tolerations, placement)
+        return cls(requests, match, tolerations, checked, tuple(dict.fromkeys(keys)), key)
 
 
 def _map(raw: object, field: str) -> Mapping[str, Any]:

@@ -38,6 +38,7 @@ class Store(Generic[T]):
         self.synced = False
         self.resource_version = ""
         self.rejected = 0  # objects the transform refused (malformed), counted, never fatal
+        self.version = 0  # bumped on every change: what was derived from an older version is stale
 
     def add_listener(self, listener: Listener) -> None:
         self._listeners.append(listener)
@@ -73,6 +74,7 @@ class Store(Generic[T]):
             self._by_namespace = fresh
             self.resource_version = resource_version
             self.synced = True
+            self.version += 1
         if self._listeners:
             for ns, names in old.items():
                 for name, record in names.items():
@@ -95,6 +97,7 @@ class Store(Generic[T]):
                 names[name] = record
             if resource_version:
                 self.resource_version = resource_version
+            self.version += 1
         if record is None:
             # A deletion, or an object that became malformed: either way it left the store.
             if previous is not None:

@@ -15,6 +15,7 @@ from capacity.sgp import SecurityGroupPolicy, compile_policy, matching_groups
 from capacity.template import NodeGroupTemplate
 from kube.statefile import by_kind, load_state
 from kube.store import Store
+from webhook.memo import RefusalMemo
 from webhook.review import string_map
 
 log = logging.getLogger(__name__)
@@ -66,6 +67,7 @@ class ClusterView:
     templates: Store[NodeGroupTemplate] = field(
         default_factory=lambda: Store("NodeGroupTemplate", NodeGroupTemplate.from_object)
     )
+    verdicts: RefusalMemo = field(default_factory=RefusalMemo)
 
     def stores(self) -> dict[str, Store[Any]]:
         """Every store by the kind it holds (the keys are the kinds of a state file)."""

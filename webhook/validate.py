@@ -14,7 +14,7 @@ from typing import Any
 
 from capacity.fit import PodNeeds, Reason
 from capacity.resources import POD_ENI
-from capacity.serve import GroupVerdict, denial_message, refusals
+from capacity.serve import GroupVerdict, denial_message
 from webhook import metrics
 from webhook.cluster import ClusterView, ServiceAccountNotFound
 from webhook.review import Verdict, WebhookConfig, effective_mode, request_namespace, string_map
@@ -167,6 +167,7 @@ def review(request: Mapping[str, Any], cluster: ClusterView, config: WebhookConf
         return Verdict()
     if template.labels.get(FARGATE_LABEL):
         return Verdict()  # Fargate pods run on no node group
+    generation = cluster.templates.version
     templates = cluster.templates.items()
     if not templates:
         metrics.UNCHECKED.labels("no templates").inc()
@@ -179,7 +180,7 @@ def review(request: Mapping[str, Any], cluster: ClusterView, config: WebhookConf
         # The API server's own validation rejects such an object; never deny out of confusion.
         metrics.UNCHECKED.labels("malformed").inc()
         return Verdict(warnings=[f"fitguard could not check this {template.subject}: {err}"[:MAX_WARNING]])
-    verdicts = refusals(needs, templates)
+    verdicts = cluster.verdicts.refusals(needs, templates, generation)
     if verdicts is None:
         return Verdict()
     fields = [] if template.is_pod else field_lines(verdicts, spec, template.path)

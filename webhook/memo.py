@@ -1,0 +1,42 @@
+"""The webhook's memo of verdicts: the replicas of a workload, and pods created again and again,
+are judged once per generation of the node group templates."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable
+from typing import Any
+
+from capacity.fit import PodNeeds
+from capacity.serve import GroupVerdict, refusals
+from capacity.template import NodeGroupTemplate
+
+
+class RefusalMemo:
+    """`capacity.serve.refusals` remembered per pod shape (`PodNeeds.key`) for one generation of
+    the templates (the templates store's version); a new generation starts empty."""
+
+    def __init__(self, size: int = 4096) -> None:
+        self.size = size
+        self._generation: object = None
+        self._memo: OrderedDict[tuple[Any, ...], list[GroupVerdict] | None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def refusals(
+        self, needs: PodNeeds, templates: Iterable[NodeGroupTemplate], generation: object
+    ) -> list[GroupVerdict] | None:
+        with self._lock:
+            if generation != self._generation:
+                self._memo.clear()
+                self._generation = generation
+            if needs.key in self._memo:
+                self._memo.move_to_end(needs.key)
+                return self._memo[needs.key]
+        result = refusals(needs, templates)
+        with self._lock:
+            if generation == self._generation:
+                self._memo[needs.key] = result
+                if len(self._memo) > self.size:
+                    self._memo.popitem(last=False)
+        return result
