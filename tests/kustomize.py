@@ -18,6 +18,9 @@ from typing import Any
 
 import yaml
 
+from tests.fakekube.patch import PatchError, strategic_merge_patch
+from tests.fakekube.patch import json_patch as apply_json_patch
+
 Obj = dict[str, Any]
 
 KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
@@ -45,18 +48,6 @@ _CLUSTER_SCOPED = frozenset(
 )
 # patchMergeKey of the keyed lists a strategic merge patch may touch (k8s.io/api struct tags);
 # every other list is replaced whole, as strategic merge does for atomic lists.
-_MERGE_KEYS = {
-    "containers": "name",
-    "initContainers": "name",
-    "ephemeralContainers": "name",
-    "volumes": "name",
-    "env": "name",
-    "imagePullSecrets": "name",
-    "volumeMounts": "mountPath",
-    "webhooks": "name",
-    "conditions": "type",
-    "topologySpreadConstraints": "topologyKey",
-}
 _WORKLOADS_WITH_SELECTOR = frozenset({"Deployment", "ReplicaSet", "StatefulSet", "DaemonSet"})
 _WORKLOADS_WITH_TEMPLATE = _WORKLOADS_WITH_SELECTOR | {"Job", "ReplicationController"}
 
@@ -219,124 +210,20 @@ def _select(objects: list[Obj], target: Mapping[str, Any]) -> list[int]:
     return matched
 
 
-def strategic_merge(target: Any, patch: Any, field: str = "") -> Any:
-    """Strategic merge: maps merge, null deletes, keyed lists merge by their patchMergeKey."""
-    if isinstance(patch, dict) and isinstance(target, dict):
-        result = copy.deepcopy(target)
-        for key, value in patch.items():
-            if key.startswith("$"):
-                raise KustomizeError(f"strategic merge directive {key!r} is not supported")
-            if value is None:
-                result.pop(key, None)
-            else:
-                result[key] = strategic_merge(result.get(key), value, key)
-        return result
-    if isinstance(patch, list) and isinstance(target, list) and field in _MERGE_KEYS:
-        return _merge_keyed_list(target, patch, _MERGE_KEYS[field])
-    return copy.deepcopy(patch)
-
-
-def _merge_keyed_list(target: list[Any], patch: list[Any], key: str) -> list[Any]:
-    merged = copy.deepcopy(target)
-    for item in patch:
-        if not isinstance(item, dict) or key not in item:
-            raise KustomizeError(f"list item without its merge key {key!r}: {item!r}")
-        at = next(
-            (i for i, old in enumerate(merged) if isinstance(old, dict) and old.get(key) == item[key]), None
-        )
-        if at is None:
-            merged.append(copy.deepcopy(item))
-        else:
-            merged[at] = strategic_merge(merged[at], item)
-    return merged
+def strategic_merge(target: Any, patch: Any) -> Any:
+    """Strategic merge as the API server applies it (the fake API server's engine), refusing the
+    `$patch`-style directives the manifests never use."""
+    if isinstance(patch, dict) and any(str(k).startswith("$") for k in patch):
+        raise KustomizeError(f"strategic merge directives are not supported: {sorted(patch)!r}")
+    return strategic_merge_patch(target, patch)
 
 
 def json_patch(document: Any, operations: Iterable[Mapping[str, Any]]) -> Any:
-    """RFC 6902 on a copy of `document`: add, remove, replace, move, copy, test."""
-    result = copy.deepcopy(document)
-    for op in operations:
-        kind = op.get("op")
-        path = _pointer(op["path"])
-        if kind == "add":
-            result = _add(result, path, copy.deepcopy(op["value"]))
-        elif kind == "remove":
-            _remove(result, path)
-        elif kind == "replace":
-            _remove(result, path)
-            result = _add(result, path, copy.deepcopy(op["value"]))
-        elif kind in ("move", "copy"):
-            source = _pointer(op["from"])
-            value = copy.deepcopy(_get(result, source))
-            if kind == "move":
-                _remove(result, source)
-            result = _add(result, path, value)
-        elif kind == "test":
-            if _get(result, path) != op.get("value"):
-                raise KustomizeError(f"JSON patch test failed at {op['path']}")
-        else:
-            raise KustomizeError(f"unknown JSON patch operation {kind!r}")
-    return result
-
-
-def _pointer(text: str) -> list[str]:
-    if text == "":
-        return []
-    if not text.startswith("/"):
-        raise KustomizeError(f"JSON pointer must start with '/': {text!r}")
-    return [part.replace("~1", "/").replace("~0", "~") for part in text[1:].split("/")]
-
-
-def _parent(document: Any, path: list[str]) -> Any:
-    return _get(document, path[:-1])
-
-
-def _get(document: Any, path: list[str]) -> Any:
-    node = document
-    for part in path:
-        if isinstance(node, list):
-            node = node[_index(node, part, allow_end=False)]
-        elif isinstance(node, dict) and part in node:
-            node = node[part]
-        else:
-            raise KustomizeError(f"JSON pointer /{'/'.join(path)} does not exist")
-    return node
-
-
-def _index(items: list[Any], part: str, allow_end: bool) -> int:
-    if part == "-" and allow_end:
-        return len(items)
-    if not part.isdigit():
-        raise KustomizeError(f"not a list index: {part!r}")
-    index = int(part)
-    if index > len(items) or (index == len(items) and not allow_end):
-        raise KustomizeError(f"list index {index} out of range")
-    return index
-
-
-def _add(document: Any, path: list[str], value: Any) -> Any:
-    if not path:
-        return value
-    parent = _parent(document, path)
-    if isinstance(parent, list):
-        parent.insert(_index(parent, path[-1], allow_end=True), value)
-    elif isinstance(parent, dict):
-        parent[path[-1]] = value
-    else:
-        raise KustomizeError(f"cannot add under a scalar at /{'/'.join(path)}")
-    return document
-
-
-def _remove(document: Any, path: list[str]) -> None:
-    parent = _parent(document, path)
-    if isinstance(parent, list):
-        del parent[_index(parent, path[-1], allow_end=False)]
-    elif isinstance(parent, dict) and path[-1] in parent:
-        del parent[path[-1]]
-    else:
-        raise KustomizeError(f"JSON pointer /{'/'.join(path)} does not exist")
-
-
-# --- namespace, labels, images ----------------------------------------------------------------
+    """RFC 6902 on a copy of `document` (the fake API server's engine)."""
+    try:
+        return apply_json_patch(document, list(operations))
+    except PatchError as err:
+        raise KustomizeError(f"JSON patch: {err}") from None
 
 
 def _set_namespace(objects: list[Obj], namespace: str) -> None:

@@ -23,6 +23,7 @@ _MERGE_KEYS = {
     "conditions": "type",
     "ownerReferences": "uid",
     "webhooks": "name",  # admissionregistration/v1 Mutating/ValidatingWebhookConfiguration
+    "topologySpreadConstraints": "topologyKey",
 }
 # Lists of scalars with patchStrategy "merge": the patch's values are added to the existing ones.
 _SCALAR_SET_LISTS = frozenset({"finalizers"})
