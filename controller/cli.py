@@ -71,6 +71,13 @@ def register(subparsers: Any) -> None:
         help="plan (default) or apply the resources/ephemeral-storage and resources/vpc.amazonaws.com/"
         "pod-eni tags cluster-autoscaler needs to scale node groups up from zero",
     )
+    parser.add_argument(
+        "--sync-autoscaler-label-tags",
+        action="store_true",
+        help="with --sync-autoscaler-tags, also the label/* and taint/* tags that make cluster-autoscaler's "
+        "template of a self-managed ASG carry the labels and taints of its live nodes (never the ones "
+        "kubelet, the cloud provider or EKS set)",
+    )
     parser.add_argument("--cluster-name", default="", help="the EKS cluster (managed node groups, discovery)")
     parser.add_argument(
         "--node-group-auto-discovery",
@@ -129,6 +136,7 @@ def main(args: argparse.Namespace) -> int:
         state=args.state or "",
         dry_run=args.dry_run,
         sync_autoscaler_tags=args.sync_autoscaler_tags,
+        sync_label_tags=args.sync_autoscaler_label_tags,
         cluster_name=args.cluster_name,
         auto_discovery=tuple(args.node_group_auto_discovery),
         nodes=tuple(args.nodes),

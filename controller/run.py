@@ -30,6 +30,7 @@ class ControllerOptions:
     state: str = ""  # a state file instead of the API
     dry_run: bool = False  # write nothing: neither objects nor tags
     sync_autoscaler_tags: str = "plan"  # plan | apply | off
+    sync_label_tags: bool = False  # also label/* and taint/* from live nodes (self-managed ASGs)
     cluster_name: str = ""
     auto_discovery: tuple[str, ...] = ()  # cluster-autoscaler's --node-group-auto-discovery specs
     nodes: tuple[str, ...] = ()  # cluster-autoscaler's --nodes specs (<min>:<max>:<asg name>)
@@ -251,7 +252,7 @@ def _sync_tags(
     if options.sync_autoscaler_tags == "off":
         return [], {}
     templates = {o.name: o.template for o in outcomes if o.template is not None and not o.stale}
-    changes = plan_tag_sync(groups, templates)
+    changes = plan_tag_sync(groups, templates, options.sync_label_tags)
     if options.sync_autoscaler_tags != "apply" or options.dry_run:
         log_plan(changes)
         return changes, {}

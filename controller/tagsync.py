@@ -12,7 +12,13 @@ import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from capacity.autoscaler_view import RESOURCES_PREFIX, resources_from_tags, tag_pairs
+from capacity.autoscaler_view import (
+    LABEL_PREFIX,
+    RESOURCES_PREFIX,
+    TAINT_PREFIX,
+    resources_from_tags,
+    tag_pairs,
+)
 from capacity.quantity import canonical_quantity
 from capacity.resources import EPHEMERAL_STORAGE, POD_ENI
 from capacity.template import NodeGroupTemplate
@@ -42,21 +48,49 @@ class TagChange:
 
     def explain(self) -> str:
         now = "missing" if self.current is None else f"{self.current!r}"
+        if self.key.startswith(RESOURCES_PREFIX):
+            why = f"the actual view offers {self.value}"
+            who = "pods that request it"
+        else:
+            why = "the group's live nodes carry it"
+            who = "pods that select or tolerate it"
         return (
             f"node group {self.node_group}: tag {self.key}={self.value} on {self.target} {self.resource} "
-            f"(now {now}): the actual view offers {self.value} and cluster-autoscaler's template "
-            f"must say so to scale up from zero for pods that request it; {CACHE_NOTE}"
+            f"(now {now}): {why} and cluster-autoscaler's template must say so to scale up from zero "
+            f"for {who}; {CACHE_NOTE}"
         )
 
 
-def plan_tag_sync(groups: Iterable[AwsNodeGroup], templates: dict[str, NodeGroupTemplate]) -> list[TagChange]:
+# Labels a node gets from kubelet, the cloud provider or EKS itself, or that differ per node:
+# cluster-autoscaler builds these for its template on its own, so they are never tagged.
+GENERATED_LABEL_PREFIXES = (
+    "kubernetes.io/",
+    "beta.kubernetes.io/",
+    "node.kubernetes.io/",
+    "topology.kubernetes.io/",
+    "topology.ebs.csi.aws.com/",
+    "failure-domain.beta.kubernetes.io/",
+    "k8s.io/",
+    "eks.amazonaws.com/",
+    "vpc.amazonaws.com/",
+    "fitguard.io/",
+)
+
+
+def plan_tag_sync(
+    groups: Iterable[AwsNodeGroup], templates: dict[str, NodeGroupTemplate], labels_and_taints: bool = False
+) -> list[TagChange]:
     """The tags to write: for each complete group, each synced resource of its actual view whose
-    tag (as cluster-autoscaler resolves it: node group tags over ASG tags) is missing or differs."""
+    tag (as cluster-autoscaler resolves it: node group tags over ASG tags) is missing or differs;
+    with `labels_and_taints`, also the label/* and taint/* tags of what live nodes carry and the
+    autoscaler view lacks (self-managed ASGs: a managed group's come from DescribeNodegroup)."""
     changes = []
     for group in sorted(groups, key=lambda g: g.name):
         template = templates.get(group.name)
         if group.error or template is None or template.actual is None:
             continue
+        if labels_and_taints and group.nodegroup is None and template.actual.source == "live-node":
+            changes += _label_and_taint_changes(group, template)
         asg_tags = resources_from_tags(group.tags)
         managed_tags = resources_from_tags(tag_pairs(group.nodegroup_tags))
         for resource in SYNCED_RESOURCES:
@@ -75,6 +109,29 @@ def plan_tag_sync(groups: Iterable[AwsNodeGroup], templates: dict[str, NodeGroup
             value = canonical_quantity(wanted, resource)
             changes.append(TagChange(group.name, target, where, key, value, current.get(key)))
     return changes
+
+
+def _label_and_taint_changes(group: AwsNodeGroup, template: NodeGroupTemplate) -> list[TagChange]:
+    actual, autoscaler = template.actual, template.autoscaler
+    if actual is None or autoscaler is None:
+        return []
+    wanted: dict[str, str] = {
+        LABEL_PREFIX + key: value
+        for key, value in actual.labels.items()
+        if not key.startswith(GENERATED_LABEL_PREFIXES) and autoscaler.labels.get(key) != value
+    }
+    known = {(t.key, t.value, t.effect) for t in autoscaler.taints}
+    wanted.update(
+        (TAINT_PREFIX + t.key, f"{t.value}:{t.effect}")
+        for t in actual.taints
+        if (t.key, t.value, t.effect) not in known
+    )
+    current = group.tag_map
+    return [
+        TagChange(group.name, "asg", group.asg_name, key, value, current.get(key))
+        for key, value in sorted(wanted.items())
+        if current.get(key) != value
+    ]
 
 
 def apply_tag_sync(

@@ -282,3 +282,56 @@ def test_cli_once_dry_run_json(
     assert report["scaleUps"] == []
     tags = {t["Key"] for t in AwsClients.from_environment().autoscaling.describe_tags()["Tags"]}
     assert EPH_TAG not in tags
+
+
+def test_label_and_taint_tags_carry_what_live_nodes_have_into_the_autoscaler_view(
+    aws: AwsEnvironment, tmp_path: Path
+) -> None:
+    """With --sync-autoscaler-label-tags, a self-managed ASG whose live node carries team=ml and a
+    dedicated=gpu:NoSchedule taint gets label/team and taint/dedicated tags (kubelet's, the cloud
+    provider's and EKS's labels are never tagged); once written, cluster-autoscaler's view has them."""
+    clients = AwsClients.from_environment()
+    launch_template(clients.ec2, "ng-ml", "m5.large", 50)
+    asg(clients.autoscaling, "ng-ml", ENABLED)
+    node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": "ip-10-0-9-9.ec2.internal",
+            "labels": {
+                "eks.amazonaws.com/nodegroup": "ng-ml",
+                "kubernetes.io/hostname": "ip-10-0-9-9.ec2.internal",
+                "node.kubernetes.io/instance-type": "m5.large",
+                "team": "ml",
+            },
+        },
+        "spec": {"taints": [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]},
+        "status": {
+            "allocatable": {"cpu": "1930m", "memory": "7220Mi", "pods": "29", "ephemeral-storage": "44Gi"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+    state = tmp_path / "state.yaml"
+    state.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [node]}))
+    plan = ControllerOptions(state=str(state), sync_label_tags=True)
+    label_tag = "k8s.io/cluster-autoscaler/node-template/label/team"
+    taint_tag = "k8s.io/cluster-autoscaler/node-template/taint/dedicated"
+
+    planned = {c["key"]: c["value"] for c in run_once(plan, clients=clients)["tagSync"]}
+    assert planned[label_tag] == "ml" and planned[taint_tag] == "gpu:NoSchedule"
+    assert not any("hostname" in key or "instance-type" in key for key in planned)
+    assert label_tag not in {
+        c["key"] for c in run_once(ControllerOptions(state=str(state)), clients=clients)["tagSync"]
+    }
+
+    run_once(
+        ControllerOptions(state=str(state), sync_autoscaler_tags="apply", sync_label_tags=True),
+        clients=clients,
+    )
+    after = run_once(plan, clients=clients)
+    assert after["tagSync"] == []
+    template = NodeGroupTemplate.from_object(after["nodeGroups"][0])
+    assert template.autoscaler is not None and template.autoscaler.labels["team"] == "ml"
+    assert [(t.key, t.value, t.effect) for t in template.autoscaler.taints] == [
+        ("dedicated", "gpu", "NoSchedule")
+    ]
