@@ -160,12 +160,28 @@ def check_offer(needs: PodNeeds, offer: Offer) -> list[Reason]:
     return reasons
 
 
+MEMO_SIZE = 8  # offers kept per view: one per overhead it is checked with, normally one
+
+
+def offer_of(view: View, overhead: Mapping[str, int] | None = None, overhead_pods: int = 0) -> Offer:
+    """The view's offer after this overhead, compiled once and kept on the view. The memo keeps
+    the overhead object itself, so its id cannot be reused for another while the entry lives."""
+    cached = view.memo.get(id(overhead))
+    if cached is not None and cached[0] is overhead and cached[1] == overhead_pods:
+        return cached[2]
+    offer = Offer.of(view, overhead, overhead_pods)
+    if len(view.memo) >= MEMO_SIZE:
+        view.memo.clear()
+    view.memo[id(overhead)] = (overhead, overhead_pods, offer)
+    return offer
+
+
 def check_fit(
     needs: PodNeeds, view: View, overhead: Mapping[str, int] | None = None, overhead_pods: int = 0
 ) -> list[Reason]:
     """Every reason the pod cannot run on a new node of `view` after `overhead` (what the node's
     DaemonSet pods take, milli-units) and `overhead_pods` (their count); empty when it fits."""
-    return check_offer(needs, Offer.of(view, overhead, overhead_pods))
+    return check_offer(needs, offer_of(view, overhead, overhead_pods))
 
 
 def fits(

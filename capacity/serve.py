@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from capacity.fit import Offer, PodNeeds, Reason, check_offer, comparable
+from capacity.fit import PodNeeds, Reason, check_fit, comparable
 from capacity.instances import lookup
 from capacity.quantity import format_quantity
 from capacity.resources import POD_ENI
@@ -91,11 +91,7 @@ def judge_all(needs: PodNeeds, templates: Iterable[NodeGroupTemplate]) -> list[G
 
 
 def _check(needs: PodNeeds, template: NodeGroupTemplate, view: View) -> list[Reason]:
-    key = "actual" if view is template.actual else "autoscaler"
-    offer = template.memo.get(key)
-    if offer is None or offer.view is not view:
-        offer = template.memo[key] = Offer.of(view, template.daemonset_overhead, template.daemonset_pods)
-    return check_offer(needs, offer)
+    return check_fit(needs, view, template.daemonset_overhead, template.daemonset_pods)
 
 
 def _node_phrase(template: NodeGroupTemplate) -> str:

@@ -29,6 +29,9 @@ class View:
     labels: Mapping[str, str] = field(default_factory=dict)
     taints: tuple[Taint, ...] = ()
     source: str = "manual"
+    # What the fit check compiles from this view (views are immutable, and a pod is checked
+    # against hundreds of them per review): see capacity.fit.offer_of.
+    memo: dict[int, Any] = field(default_factory=dict, init=False, compare=False, repr=False)
 
     @classmethod
     def from_object(cls, raw: Mapping[str, Any], field_path: str, default_source: str) -> View:
@@ -69,9 +72,6 @@ class NodeGroupTemplate:
     daemonset_overhead: Resources = field(default_factory=dict)
     daemonset_pods: int = 0
     scale_from_zero: str = "autoscaler"  # autoscaler | fitguard
-    # What the fit check compiles from each view, kept with the template it was compiled from
-    # (templates are immutable; /validate checks a pod against hundreds of them per review).
-    memo: dict[str, Any] = field(default_factory=dict, init=False, compare=False, repr=False)
 
     @property
     def instance_type(self) -> str:
