@@ -70,6 +70,21 @@ def asg(autoscaling: Any, name: str, tags: dict[str, str], **extra: Any) -> None
     )
 
 
+def scratch_pod() -> dict[str, Any]:
+    """A pending, unschedulable pod asking for 30Gi of ephemeral storage: demand that only a
+    group's real nodes (not cluster-autoscaler's tag-built template) can serve."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"namespace": "default", "name": "scratch"},
+        "spec": {"containers": [{"name": "c", "resources": {"requests": {"ephemeral-storage": "30Gi"}}}]},
+        "status": {
+            "phase": "Pending",
+            "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}],
+        },
+    }
+
+
 def discover(clients: AwsClients, previous: dict[str, NodeGroupTemplate] | None = None, **kwargs: Any) -> Any:
     groups = AwsDiscovery(clients, SELECT_ENABLED, "demo", lookup, **kwargs).node_groups()
     outcomes = build_templates(groups, [], [], previous or {}, facts=lookup)

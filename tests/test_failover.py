@@ -27,7 +27,7 @@ from controller.aws.clients import AwsClients
 from controller.loop import LEASE_NAME
 from tests.awsfixtures import AwsEnvironment
 from tests.fakekube.server import FakeKubeServer
-from tests.test_discovery_aws import ENABLED, asg, launch_template
+from tests.test_discovery_aws import ENABLED, asg, launch_template, scratch_pod
 from tests.waiting import eventually as wait_for
 
 pytestmark = pytest.mark.slow
@@ -152,18 +152,7 @@ def test_a_leader_killed_mid_scale_up_is_replaced_and_nothing_is_done_twice(
         launch_template(clients.ec2, name, "m5.large", root)
         asg(clients.autoscaling, name, ENABLED)
     fake_kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
-    fake_kube.create(
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"namespace": "default", "name": "scratch"},
-            "spec": {"containers": [{"name": "c", "resources": {"requests": {"ephemeral-storage": "30Gi"}}}]},
-            "status": {
-                "phase": "Pending",
-                "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}],
-            },
-        }
-    )
+    fake_kube.create(scratch_pod())
     kubeconfig = fake_kube.write_kubeconfig(tmp_path / "kubeconfig")
     processes = {name: start_controller(name, kubeconfig, proxy.port) for name in ("replica-0", "replica-1")}
     try:

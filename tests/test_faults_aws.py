@@ -18,7 +18,7 @@ from controller.run import ControllerOptions, ScalingInputs, run_once
 from controller.scaling import ON, ScalingConfig, ScalingDriver
 from tests.awsfixtures import AwsEnvironment, _RawBody, error_response
 from tests.fakekube.server import FakeKubeServer
-from tests.test_discovery_aws import ENABLED, asg, launch_template
+from tests.test_discovery_aws import ENABLED, asg, launch_template, scratch_pod
 
 GROUPS = {"ng-a": 50, "ng-b": 20, "ng-c": 20}  # root volume GiB: only ng-a holds a 30Gi scratch pod
 ATTEMPTS = 3
@@ -66,18 +66,7 @@ def setup(
     for name, root in GROUPS.items():
         launch_template(clients.ec2, name, "m5.large", root)
         asg(clients.autoscaling, name, ENABLED)
-    fake_kube.create(
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"namespace": "default", "name": "scratch"},
-            "spec": {"containers": [{"name": "c", "resources": {"requests": {"ephemeral-storage": "30Gi"}}}]},
-            "status": {
-                "phase": "Pending",
-                "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}],
-            },
-        }
-    )
+    fake_kube.create(scratch_pod())
     return clients, ScalingDriver(ScalingConfig(mode=ON), clients.autoscaling)
 
 

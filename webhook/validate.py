@@ -7,16 +7,17 @@ the verdict into an answer for the configured mode.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from capacity.fit import PodNeeds, Reason
-from capacity.resources import POD_ENI
 from capacity.serve import GroupVerdict, denial_message
 from webhook import metrics
-from webhook.cluster import ClusterView, ServiceAccountNotFound
+from webhook.cluster import ClusterView
+from webhook.mutate import FARGATE_LABEL, PodError, apply_patch, mutate_pod
 from webhook.review import Verdict, WebhookConfig, effective_mode, request_namespace, string_map
 
 log = logging.getLogger(__name__)
@@ -32,8 +33,6 @@ TEMPLATE_PATHS: dict[str, tuple[str, ...]] = {
     "Job": ("spec", "template"),
     "CronJob": ("spec", "jobTemplate", "spec", "template"),
 }
-FARGATE_LABEL = "eks.amazonaws.com/fargate-profile"
-WINDOWS_KEYS = ("kubernetes.io/os", "beta.kubernetes.io/os")
 MAX_WARNING = 120
 COLD_START = "fitguard knows no node group templates yet: not checked"
 
@@ -80,38 +79,20 @@ def _template_changed(request: Mapping[str, Any], kind: str) -> bool:
     return old is None or new is None or (old.spec, old.labels) != (new.spec, new.labels)
 
 
-def _with_injected_eni(template: PodTemplate, namespace: str, cluster: ClusterView) -> Mapping[str, Any]:
-    """A workload's pods will be mutated at creation: judge the template with the pod-eni they will
-    get (the same rule as /mutate: Linux, not hostNetwork, matching a policy)."""
-    spec = template.spec
-    selector = spec.get("nodeSelector") or {}
-    if template.is_pod or spec.get("hostNetwork") or template.labels.get(FARGATE_LABEL):
-        return spec
-    if isinstance(selector, Mapping) and any(selector.get(k) == "windows" for k in WINDOWS_KEYS):
-        return spec
-    pod = {"metadata": {"labels": dict(template.labels)}, "spec": spec}
+def _with_injected_eni(
+    template: PodTemplate, namespace: str, cluster: ClusterView, config: WebhookConfig
+) -> Mapping[str, Any]:
+    """A workload's pods will be mutated at creation: judge its template as /mutate will leave
+    them (the same code, without the guard affinity, which no new node's labels can fail)."""
+    if template.is_pod:
+        return template.spec  # a pod reaches /validate already mutated
+    pod = {"metadata": {"labels": dict(template.labels)}, "spec": template.spec}
     try:
-        groups = cluster.security_groups(namespace, pod)
-    except ServiceAccountNotFound:
-        return spec  # /mutate will deny its pods with that reason; nothing to add here
-    containers = spec.get("containers")
-    if (
-        not groups
-        or not isinstance(containers, list)
-        or not containers
-        or not isinstance(containers[0], Mapping)
-    ):
-        return spec
-    first = dict(containers[0])
-    resources = first.get("resources") or {}
-    if not isinstance(resources, Mapping):
-        return spec  # malformed: the fit check names the field
-    resources = dict(resources)
-    for key in ("requests", "limits"):
-        current = resources.get(key) or {}
-        resources[key] = {**(current if isinstance(current, Mapping) else {}), POD_ENI: "1"}
-    first["resources"] = resources
-    return {**spec, "containers": [first, *containers[1:]]}
+        patch = mutate_pod(pod, namespace, cluster, dataclasses.replace(config, eni_guard=False)).patch
+    except (PodError, LookupError):
+        # malformed: the fit check names the field; no ServiceAccount: /mutate denies its pods
+        return template.spec
+    return apply_patch(pod, patch)["spec"] if patch else template.spec
 
 
 def reason_path(spec: Mapping[str, Any], base: str, reason: Reason) -> str:
@@ -173,7 +154,7 @@ def review(request: Mapping[str, Any], cluster: ClusterView, config: WebhookConf
         metrics.UNCHECKED.labels("no templates").inc()
         return Verdict(warnings=[COLD_START])
     namespace = request_namespace(request)
-    spec = _with_injected_eni(template, namespace, cluster)
+    spec = _with_injected_eni(template, namespace, cluster, config)
     try:
         needs = PodNeeds.from_spec(spec, template.path)
     except (TypeError, ValueError) as err:
