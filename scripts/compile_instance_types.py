@@ -23,6 +23,16 @@ Inputs, all read from files the maintainer fetched (never from the network here)
 Each type records the table its limits came from (`limitsFrom`) and, where cluster-autoscaler
 lists it, its shape's (`shapeFrom`); `_source.tables` names each table's repository, commit and path.
 
+The committed file was compiled on 2026-12-01 from (the same is in its `_source.tables`):
+
+- aws/amazon-vpc-resource-controller-k8s@b8d425119bdba371202882b808f202c6073a46cc
+  pkg/aws/vpc/limits.go (generated 2026-03-20T18:06:29Z);
+- aws/karpenter-provider-aws@1d927085dd81a9df9301e613f371dac5b4d16bfe
+  pkg/providers/instancetype/zz_generated.vpclimits.go (generated 2026-08-06T04:02:42Z);
+- kubernetes/autoscaler@55c37cd5eb550756c5ccc5a89e9068d77797e575
+  cluster-autoscaler/cloudprovider/aws/ec2_instance_types.go (StaticListLastUpdateTime 2026-01-22);
+- aws/amazon-vpc-cni-k8s@b52188387f2e2f10bf289ace929d6a63b176a4fa misc/eni-max-pods.txt.
+
 Usage (the command that produced the committed file is recorded in its `_source.command`):
 
     python scripts/compile_instance_types.py \\

@@ -212,6 +212,15 @@ def test_data_source_records_each_table_with_repo_path_commit_and_date() -> None
     )
 
 
+def test_compile_script_names_the_tables_the_committed_file_was_made_from() -> None:
+    """The script's docstring and the data file name the same repositories, commits and date."""
+    script = (ROOT / "scripts/compile_instance_types.py").read_text(encoding="utf-8")
+    source = instances.data_source()
+    named = [f"{t['repo']}@{t['commit']}" for t in source["tables"].values()]
+    assert [ref for ref in named if ref not in script] == []
+    assert f"compiled on {source['retrieved']}" in script
+
+
 def test_data_source_is_a_copy_callers_cannot_corrupt() -> None:
     """data_source() hands out a copy: a caller's edit does not reach the next caller."""
     instances.data_source()["tables"]["resourceController"]["commit"] = "tampered"
