@@ -2,9 +2,12 @@
 
 The facts come from `capacity/data/instance_types.json`, compiled by
 `scripts/compile_instance_types.py` from AWS's VPC resource controller table
-(aws/amazon-vpc-resource-controller-k8s `pkg/aws/vpc/limits.go`) and cluster-autoscaler's static
-list (kubernetes/autoscaler `cluster-autoscaler/cloudprovider/aws/ec2_instance_types.go`);
-`data_source()` says which commits and when. The file is read once, lazily, from the package.
+(aws/amazon-vpc-resource-controller-k8s `pkg/aws/vpc/limits.go`, with a later copy of it for the
+types it does not list yet) and cluster-autoscaler's static list (kubernetes/autoscaler
+`cluster-autoscaler/cloudprovider/aws/ec2_instance_types.go`), max pods checked against the VPC
+CNI's `misc/eni-max-pods.txt`. Each type says which table it came from (`limits_from`,
+`shape_from`); `data_source()` says which commits and when, and which table won where two disagree.
+The file is read once, lazily, from the package.
 
 An unknown type is `None`, never zero: zero branch ENIs is a fact (t3, m4), not a default.
 """
@@ -32,6 +35,8 @@ class InstanceFacts:
     trunking: bool
     interfaces: int  # ENIs, all network cards together
     ipv4_per_interface: int
+    default_card_interfaces: int  # ENIs of the default network card: the ones the VPC CNI uses
+    limits_from: str  # key of data_source()["tables"]: the table the fields above came from
     vcpu: int | None = None
     memory_mib: int | None = None
     gpu: int | None = None
@@ -39,16 +44,18 @@ class InstanceFacts:
     network_cards: int | None = None
     hypervisor: str | None = None  # "" for bare metal, as EC2 reports it
     bare_metal: bool | None = None
+    shape_from: str | None = None  # key of data_source()["tables"] the shape came from, if any
 
     def max_pods(self) -> int:
         """The EKS AMI's max pods with secondary IPs (no prefix delegation, no CPU cap).
 
-        Source: awslabs/amazon-eks-ami eni-max-pods.txt / max-pods-calculator and the AWS docs
-        ("Amazon EKS recommended maximum Pods"): ENIs * (IPv4 per ENI - 1) + 2; each ENI's
-        primary address is not handed to pods, and the 2 are the host-network pods (aws-node,
-        kube-proxy) that take no VPC address.
+        As aws/amazon-vpc-cni-k8s `scripts/gen_vpc_ip_limits.go` writes `misc/eni-max-pods.txt`
+        (printPodLimit, on the ENI limit describeInstanceTypes takes): ENIs of the default network
+        card * (IPv4 per ENI - 1) + 2. Only the default card counts (p4d.24xlarge: 15 of its 60
+        ENIs, 737 pods); each ENI's primary address is not handed to pods, and the 2 are the
+        host-network pods (aws-node, kube-proxy) that take no VPC address.
         """
-        return self.interfaces * (self.ipv4_per_interface - 1) + 2
+        return self.default_card_interfaces * (self.ipv4_per_interface - 1) + 2
 
     def to_json(self) -> dict[str, Any]:
         """The data file's camelCase names, shape fields only where known, plus maxPods."""
@@ -56,8 +63,10 @@ class InstanceFacts:
             "branchInterfaces": self.branch_interfaces,
             "trunking": self.trunking,
             "interfaces": self.interfaces,
+            "defaultCardInterfaces": self.default_card_interfaces,
             "ipv4PerInterface": self.ipv4_per_interface,
             "maxPods": self.max_pods(),
+            "limitsFrom": self.limits_from,
         }
         optional = {
             "networkCards": self.network_cards,
@@ -67,6 +76,7 @@ class InstanceFacts:
             "memoryMiB": self.memory_mib,
             "gpu": self.gpu,
             "architecture": self.architecture,
+            "shapeFrom": self.shape_from,
         }
         document.update({key: value for key, value in optional.items() if value is not None})
         return document
@@ -79,6 +89,8 @@ def _facts(name: str, raw: Mapping[str, Any]) -> InstanceFacts:
         trunking=bool(raw["trunking"]),
         interfaces=int(raw["interfaces"]),
         ipv4_per_interface=int(raw["ipv4PerInterface"]),
+        default_card_interfaces=int(raw["defaultCardInterfaces"]),
+        limits_from=str(raw["limitsFrom"]),
         vcpu=raw.get("vcpu"),
         memory_mib=raw.get("memoryMiB"),
         gpu=raw.get("gpu"),
@@ -86,6 +98,7 @@ def _facts(name: str, raw: Mapping[str, Any]) -> InstanceFacts:
         network_cards=raw.get("networkCards"),
         hypervisor=raw.get("hypervisor"),
         bare_metal=raw.get("bareMetal"),
+        shape_from=raw.get("shapeFrom"),
     )
 
 
@@ -109,5 +122,6 @@ def known_types() -> list[str]:
 
 
 def data_source() -> dict[str, Any]:
-    """Where the facts come from (repositories, paths, commits, retrieval date, field meanings)."""
+    """Where the facts come from: `tables` (repository, path, commit per table), the retrieval date,
+    the precedence between tables and `disagreements` (both values, which was taken and why)."""
     return copy.deepcopy(dict(_document()[1]))

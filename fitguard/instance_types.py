@@ -9,12 +9,16 @@ from typing import Any
 DESCRIPTION = """\
 Print the facts fitguard knows for each EC2 instance type: the branch ENIs a node offers to pods
 with security groups (vpc.amazonaws.com/pod-eni), whether the type can trunk at all, its ENIs and
-IPv4 addresses per ENI, the EKS AMI max pods, and cluster-autoscaler's template shape (vCPU,
-memory, GPUs, architecture) where cluster-autoscaler lists the type.
+IPv4 addresses per ENI (and the default network card's ENIs), the EKS AMI max pods (default
+network card only, as the VPC CNI's eni-max-pods.txt), and cluster-autoscaler's template shape
+(vCPU, memory, GPUs of every manufacturer, architecture: amd64 unless EC2 says arm64) where
+cluster-autoscaler lists the type.
 
 The facts come from the table compiled into the package (AWS VPC resource controller
-pkg/aws/vpc/limits.go and cluster-autoscaler's ec2_instance_types.go); `-o json` includes no
-provenance, see capacity/data/instance_types.json `_source` for the commits and the date."""
+pkg/aws/vpc/limits.go, a later copy of it for types it does not list yet, and
+cluster-autoscaler's ec2_instance_types.go). Each type names its tables (FROM, `limitsFrom`,
+`shapeFrom`); capacity/data/instance_types.json `_source.tables` gives their commits and dates,
+`_source.disagreements` which table won where two disagree (i4i.large) and why."""
 
 EPILOG = """\
 JSON output: an object keyed by TYPE; an unknown type maps to null (never to zeros), e.g.
@@ -35,6 +39,7 @@ _COLUMNS = (
     ("MEMORY-MIB", "memoryMiB"),
     ("GPU", "gpu"),
     ("ARCH", "architecture"),
+    ("FROM", "limitsFrom"),
 )
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from capacity.autoscaler_view import RESOURCES_PREFIX
+from capacity.autoscaler_view import RESOURCES_PREFIX, InstanceShape
 from capacity.estimate import GIB, allocatable_ephemeral_storage
 from capacity.instances import lookup
 from capacity.quantity import parse_quantity
@@ -350,3 +350,68 @@ def test_label_and_taint_tags_carry_what_live_nodes_have_into_the_autoscaler_vie
     assert [(t.key, t.value, t.effect) for t in template.autoscaler.taints] == [
         ("dedicated", "gpu", "NoSchedule")
     ]
+
+
+def test_shapes_from_ec2_are_cluster_autoscalers_i386_and_arm64_mac_are_amd64(aws: AwsEnvironment) -> None:
+    """moto's DescribeInstanceTypes lists t2.medium as [i386, x86_64] and mac2.metal as [arm64_mac]:
+    as cluster-autoscaler's transformInstanceType reads them, both are amd64 (not 386, not arm64);
+    p4d.24xlarge's 8 GPUs count. Whole shapes, read from EC2 (moto), not from fitguard's table."""
+    clients = AwsClients.from_environment()
+    for name, instance_type in (("ng-t2", "t2.medium"), ("ng-mac", "mac2.metal"), ("ng-p4d", "p4d.24xlarge")):
+        launch_template(clients.ec2, name, instance_type, 50)
+        asg(clients.autoscaling, name, ENABLED)
+    groups, _ = discover(clients)
+    assert {g.name: (g.shape, g.shape_source) for g in groups} == {
+        "ng-t2": (InstanceShape("t2.medium", vcpu=2, memory_mib=4096, gpu=0, architecture="amd64"), "ec2"),
+        "ng-mac": (InstanceShape("mac2.metal", vcpu=8, memory_mib=16384, gpu=0, architecture="amd64"), "ec2"),
+        "ng-p4d": (
+            InstanceShape("p4d.24xlarge", vcpu=96, memory_mib=1179648, gpu=8, architecture="amd64"),
+            "ec2",
+        ),
+    }
+
+
+def test_cli_once_json_t2_medium_is_amd64_and_p4d_has_737_pods(
+    aws: AwsEnvironment, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`fitguard controller --once --dry-run -o json`, two groups at zero: t2.medium's template is
+    amd64 in both views (EC2 says i386 first); p4d.24xlarge's estimated node has 737 pods (its
+    default network card, as eni-max-pods.txt), not 2942, and the memory EKS reserves for 737."""
+    clients = AwsClients.from_environment()
+    for name, instance_type in (("ng-t2", "t2.medium"), ("ng-p4d", "p4d.24xlarge")):
+        launch_template(clients.ec2, name, instance_type, 50)
+        asg(clients.autoscaling, name, ENABLED)
+    state = tmp_path / "cluster.json"
+    state.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": []}))
+    argv = ["controller", "--once", "--dry-run", "-o", "json", "--state", str(state)]
+    code = fitguard_main(argv, only="controller.cli")
+    specs = {o["metadata"]["name"]: o["spec"] for o in json.loads(capsys.readouterr().out)["nodeGroups"]}
+    assert code == 0
+    assert {
+        name: (
+            spec["autoscaler"]["labels"]["kubernetes.io/arch"],
+            spec["actual"]["labels"]["kubernetes.io/arch"],
+        )
+        for name, spec in specs.items()
+    } == {"ng-t2": ("amd64", "amd64"), "ng-p4d": ("amd64", "amd64")}
+    assert {name: spec["autoscaler"]["allocatable"] for name, spec in specs.items()} == {
+        "ng-t2": {"cpu": "2", "memory": "4Gi", "nvidia.com/gpu": "0", "pods": "110"},
+        "ng-p4d": {"cpu": "96", "memory": "1152Gi", "nvidia.com/gpu": "8", "pods": "110"},
+    }
+    # EKS's reservations written out: cpu 6% of the first core, 1% of the second, 0.5% of the next
+    # two, 0.25% of the rest; memory 11 MiB per pod + 255 MiB, plus 100 MiB eviction threshold.
+    assert {name: spec["actual"]["allocatable"] for name, spec in specs.items()} == {
+        "ng-t2": {
+            "cpu": f"{2000 - 60 - 10}m",
+            "ephemeral-storage": "44Gi",
+            "memory": f"{4096 - (11 * 17 + 255) - 100}Mi",
+            "pods": "17",
+        },
+        "ng-p4d": {
+            "cpu": f"{96000 - 60 - 10 - 2 * 5 - 92 * 2.5:.0f}m",
+            "ephemeral-storage": "44Gi",
+            "memory": f"{1179648 - (11 * 737 + 255) - 100}Mi",
+            "pods": "737",
+            "vpc.amazonaws.com/pod-eni": "62",
+        },
+    }

@@ -21,19 +21,12 @@ from capacity.autoscaler_specs import (
     mixed_policy_types,
 )
 from capacity.autoscaler_view import InstanceShape
+from capacity.ec2_shape import shape_from_ec2
 from controller.aws.clients import AWS_ERRORS, AwsClients, describe_error
 from controller.aws.records import AwsNodeGroup, DiscoverySelection
 
 log = logging.getLogger(__name__)
 PAGE_SIZE = 100  # DescribeAutoScalingGroups' maximum MaxRecords (cluster-autoscaler uses it too)
-# EC2 reports x86_64; Kubernetes' kubernetes.io/arch says amd64.
-_ARCHITECTURES = {
-    "x86_64": "amd64",
-    "arm64": "arm64",
-    "i386": "386",
-    "x86_64_mac": "amd64",
-    "arm64_mac": "arm64",
-}
 _LAUNCH_TEMPLATE_ID = re.compile(r"lt-[0-9a-f]{8,}")
 FactsLookup = Callable[[str], Any]  # capacity.instances.lookup: type -> InstanceFacts | None
 ShapeCache = dict[str, tuple[InstanceShape, str] | str]  # per cycle: type -> (shape, source) or reason
@@ -231,21 +224,8 @@ class AwsDiscovery:
         except AWS_ERRORS as err:
             described, ec2_reason = [], describe_error("DescribeInstanceTypes", err)
         if described:
-            info = described[0]
-            arch = ((info.get("ProcessorInfo") or {}).get("SupportedArchitectures") or [""])[0]
-            gpus = sum(
-                int(g.get("Count", 0))
-                for g in (info.get("GpuInfo") or {}).get("Gpus", [])
-                if str(g.get("Manufacturer", "")).lower() == "nvidia"
-            )
-            shape = InstanceShape(
-                instance_type=instance_type,
-                vcpu=int(info["VCpuInfo"]["DefaultVCpus"]),
-                memory_mib=int(info["MemoryInfo"]["SizeInMiB"]),
-                gpu=gpus,
-                architecture=_ARCHITECTURES.get(arch, arch),
-            )
-            return shape, "ec2"
+            # as cluster-autoscaler's transformInstanceType reads it (i386 is amd64, every GPU counts)
+            return shape_from_ec2(instance_type, described[0]), "ec2"
         facts = self.facts(instance_type) if self.facts else None
         # fitguard's table may know a type's ENIs but not its size: then it cannot stand in for EC2
         if facts is not None and facts.vcpu is not None and facts.memory_mib is not None:
