@@ -22,13 +22,15 @@ from capacity.branch_eni import (
     CONFIGMAP_NAME,
     CONFIGMAP_NAMESPACE,
     COOLDOWN,
+    COOLDOWN_KEY,
     DEFAULT_WAITING_GRACE,
     BranchEniBooks,
     NodeSummary,
     Waiting,
-    cooldown_from_configmap,
+    configured_cooldown,
     held_message,
     release_window,
+    release_window_from_configmap,
     waiting_message,
 )
 from controller.records import EXHAUSTED_LABEL, NodeRecord, PodRecord, project_node, project_pod
@@ -76,6 +78,7 @@ class LiveBooks:
         self.dry_run = dry_run
         self.recorder = recorder
         self._fixed_window = window
+        self.cooldown: float | None = None  # as last read from the ConfigMap; None before the first read
         self.books = BranchEniBooks(
             release=release, window=window or release_window(), waiting_grace=waiting_grace
         )
@@ -120,27 +123,37 @@ class LiveBooks:
             self.last_event = self.clock()
 
     def read_window(self) -> float:
-        """The release window from ConfigMap kube-system/amazon-vpc-cni (unless fixed)."""
+        """The release window from ConfigMap kube-system/amazon-vpc-cni (unless fixed), as the VPC
+        resource controller reads it: at the first read a missing ConfigMap or value is the default;
+        after it, the cooldown held is kept (capacity/branch_eni.py release_window_from_configmap)."""
         if self._fixed_window is not None:
             return self._fixed_window
         try:
-            config_map = self.api.get(CONFIG_MAPS.path(CONFIGMAP_NAMESPACE, CONFIGMAP_NAME))
-            cooldown = cooldown_from_configmap((config_map or {}).get("data"))
+            config_map = self.api.get(CONFIG_MAPS.path(CONFIGMAP_NAMESPACE, CONFIGMAP_NAME)) or {}
         except KubeError as err:
             if not err.not_found:
                 log.warning(
                     "reading the VPC CNI ConfigMap failed, keeping the window", extra={"error": str(err)}
                 )
                 return self.books.window
-            cooldown = cooldown_from_configmap(None)
-        window = release_window(cooldown)
-        if window != self.books.window:
+            config_map = {}
+        data = config_map.get("data")
+        data = data if isinstance(data, dict) else None
+        if configured_cooldown(data) is None:
             log.info(
-                "branch ENI release window", extra={"window_seconds": window, "cooldown_seconds": cooldown}
+                "branch-eni-cooldown absent or unreadable",
+                extra={"value": (data or {}).get(COOLDOWN_KEY), "keeping": self.cooldown},
             )
+        read = release_window_from_configmap(data, self.cooldown)
+        if read.seconds != self.books.window or self.cooldown is None:
+            log.info(
+                "branch ENI release window",
+                extra={"window_seconds": read.seconds, "cooldown_seconds": read.cooldown},
+            )
+        self.cooldown = read.cooldown
         with self._lock:
-            self.books.window = window
-        return window
+            self.books.window = read.seconds
+        return read.seconds
 
     def start(self, page_size: int = 500) -> LiveBooks:
         """Starts the pod and node reflectors (threads); `wait_synced` before trusting the books."""
@@ -290,8 +303,6 @@ class BooksCollector(Collector):
         waiting = 0
         for row in rows:
             waiting += row.waiting
-            if row.capacity is None:
-                continue  # unknown capacity: no figure rather than a wrong one
             values = {
                 "capacity": row.capacity,
                 "in_use": row.in_use,

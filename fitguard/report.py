@@ -26,9 +26,9 @@ from capacity.branch_eni import (
     RELEASE_MODELS,
     BranchEniBooks,
     NodeSummary,
-    cooldown_from_configmap,
+    ReleaseWindow,
     held_message,
-    release_window,
+    release_window_from_configmap,
     waiting_message,
 )
 from controller.records import NodeRecord, PodRecord, parse_time, project_node, project_pod
@@ -71,8 +71,9 @@ def _project_all(objects: Iterable[Mapping[str, Any]]) -> tuple[list[PodRecord],
     return pods, nodes, skipped
 
 
-def vpc_cni_cooldown(objects: Iterable[Mapping[str, Any]]) -> float:
-    """The cooldown from ConfigMap kube-system/amazon-vpc-cni among `objects` (default if absent)."""
+def vpc_cni_window(objects: Iterable[Mapping[str, Any]]) -> ReleaseWindow:
+    """The release window from ConfigMap kube-system/amazon-vpc-cni among `objects`, read as the
+    controller's books read it at start (the default when it or its value is absent)."""
     for obj in objects:
         meta = obj.get("metadata") or {}
         if (
@@ -80,8 +81,9 @@ def vpc_cni_cooldown(objects: Iterable[Mapping[str, Any]]) -> float:
             and meta.get("namespace") == CONFIGMAP_NAMESPACE
             and meta.get("name") == CONFIGMAP_NAME
         ):
-            return cooldown_from_configmap(obj.get("data"))
-    return cooldown_from_configmap(None)
+            data = obj.get("data")
+            return release_window_from_configmap(data if isinstance(data, Mapping) else None)
+    return release_window_from_configmap(None)
 
 
 def build_report(
@@ -93,15 +95,11 @@ def build_report(
 ) -> Report:
     """The books of every node in `objects` (Pods, Nodes and the VPC CNI ConfigMap) at `now`;
     the release window comes from the ConfigMap unless given."""
-    window = window if window is not None else release_window(vpc_cni_cooldown(objects))
+    window = window if window is not None else vpc_cni_window(objects).seconds
     pods, nodes, skipped = _project_all(objects)
     books = BranchEniBooks(release=release, window=window, waiting_grace=waiting_grace)
     books.rebuild(pods, nodes, now)
     return Report(books.node_summary(now), now, window, release, skipped)
-
-
-def _cell(value: int | None) -> str:
-    return "?" if value is None else str(value)
 
 
 def render_table(report: Report, out: TextIO) -> None:
@@ -111,11 +109,11 @@ def render_table(report: Report, out: TextIO) -> None:
             row.name,
             row.node_group or "-",
             row.instance_type or "-",
-            _cell(row.capacity),
+            str(row.capacity),
             str(row.in_use),
             str(row.held),
-            _cell(row.scheduler_free),
-            _cell(row.true_free),
+            str(row.scheduler_free),
+            str(row.true_free),
             str(row.waiting),
         )
         for row in report.nodes
@@ -125,7 +123,7 @@ def render_table(report: Report, out: TextIO) -> None:
         out.write("  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip())
         out.write("\n")
     for row in report.nodes:
-        if row.held and row.capacity is not None:
+        if row.held:
             out.write(f"\n{row.name}: {held_message(row)}")
         for waiting in row.waiting_pods:
             out.write(f"\n{waiting.namespace}/{waiting.pod}: {waiting_message(row, waiting, report.now)}")

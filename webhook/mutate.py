@@ -128,6 +128,21 @@ def inject_resource(patch: Patch, pod: Mapping[str, Any], resource: str) -> None
         set_entry(patch, f"{base}/{key}", resources.get(key), resource, RESOURCE_COUNT)
 
 
+def requests_pod_eni_elsewhere(pod: Mapping[str, Any]) -> bool:
+    """A container other than the first already requests pod-eni: injecting would ask twice.
+
+    Upstream HandleLinuxPod (webhooks/core/pod_webhook.go) always sets pod-eni "1" in the first
+    container and answers the diff (admission.PatchResponseFromRaw), so a reinvocation over a pod it
+    already mutated changes nothing, and a pod-eni of the first container is set to "1". But a
+    webhook that prepends a container (a service mesh) between two invocations moves the request to
+    the second container, and upstream then adds another to the new first one; the VPC resource
+    controller sums pod-eni over all containers (controllers/core/pod_controller.go
+    getAggregateResources) and the pod needs two branch ENIs. fitguard adds nothing then.
+    """
+    containers = pod["spec"]["containers"]
+    return pod_has_eni_request({"spec": {"containers": containers[1:]}})
+
+
 def _has_guard(expressions: list[Any]) -> bool:
     return any(
         isinstance(e, Mapping) and e.get("key") == GUARD_KEY and e.get("operator") == "DoesNotExist"
@@ -203,7 +218,9 @@ def plan(pod: Mapping[str, Any], groups: list[str], *, windows_ipam: bool, eni_g
         inject_resource(patch, pod, PRIVATE_IPV4)
         return Mutation(kind, patch, f"injected {PRIVATE_IPV4}")
     message = "Pod didn't match any SGP"
-    if groups:
+    if groups and requests_pod_eni_elsewhere(pod):
+        message = f"matched security groups {','.join(groups)}: {POD_ENI} already requested, not added"
+    elif groups:
         inject_resource(patch, pod, POD_ENI)
         message = f"matched security groups {','.join(groups)}: injected {POD_ENI}"
     if eni_guard and (groups or pod_has_eni_request(pod)):
