@@ -121,11 +121,18 @@ def release_window(cooldown: float = DEFAULT_COOLDOWN) -> float:
 
 @dataclass(frozen=True, slots=True)
 class Held:
-    """Branch ENIs a gone or finished pod still holds; `until` None: until the pod is deleted."""
+    """Branch ENIs a gone or finished pod still holds since `released` (None: until the pod is
+    deleted). They are free `window` seconds after it, with the window in force at the time: the
+    VPC resource controller compares each queued ENI against the cooldown it holds when it processes
+    its delete queue (pkg/provider/branch/trunk/trunk.go DeleteCooledDownENIs), so a changed
+    cooldown moves ENIs already waiting as well."""
 
     pod: str
     count: int
-    until: float | None
+    released: float | None
+
+    def until(self, window: float) -> float | None:
+        return None if self.released is None else self.released + window
 
 
 @dataclass(frozen=True, slots=True)
@@ -293,9 +300,9 @@ class BranchEniBooks:
                 finished = previous.finished if previous and previous.finished is not None else now
             self._pods[pod.uid] = _Entry(pod.node, pod.name, 0, pod.eni_count, finished)
             if pod.eni_count and pod.uid not in ledger.held:
-                until = finished + self.window if self.release == COOLDOWN else None
-                if until is None or until > now:
-                    ledger.held[pod.uid] = Held(pod.name, pod.eni_count, until)
+                released = finished if self.release == COOLDOWN else None
+                if released is None or released + self.window > now:
+                    ledger.held[pod.uid] = Held(pod.name, pod.eni_count, released)
             return pod.node
         self._pods[pod.uid] = _Entry(pod.node, pod.name, pod.pod_eni, pod.eni_count, None)
         ledger.in_use += pod.pod_eni
@@ -317,10 +324,10 @@ class BranchEniBooks:
             return ""
         ledger = self._ledger(entry.node)
         held = ledger.held.pop(uid, None)
-        if held is not None and held.until is not None:
+        if held is not None and held.released is not None:
             ledger.held[uid] = held
         elif entry.eni_count and (entry.finished is None or held is not None):
-            ledger.held[uid] = Held(entry.name, entry.eni_count, now + self.window)
+            ledger.held[uid] = Held(entry.name, entry.eni_count, now)
         self._drop_if_idle(entry.node)
         return entry.node
 
@@ -328,7 +335,11 @@ class BranchEniBooks:
         """Drops held ENIs whose window ended; returns the nodes whose held count fell."""
         changed: set[str] = set()
         for name, ledger in list(self._ledgers.items()):
-            gone = [uid for uid, h in ledger.held.items() if h.until is not None and h.until <= now]
+            gone = [
+                uid
+                for uid, h in ledger.held.items()
+                if h.released is not None and h.released + self.window <= now
+            ]
             for uid in gone:
                 del ledger.held[uid]
             if gone:
@@ -360,8 +371,8 @@ class BranchEniBooks:
             return None
         ledger = self._ledgers.get(name) or _Ledger()
         live = sorted(
-            (h for h in ledger.held.values() if h.until is None or h.until > now),
-            key=lambda h: (h.until is None, h.until or 0.0, h.pod),
+            (h for h in ledger.held.values() if h.released is None or h.released + self.window > now),
+            key=lambda h: (h.released is None, h.released or 0.0, h.pod),
         )
         waiting = tuple(
             sorted(
@@ -369,7 +380,7 @@ class BranchEniBooks:
                 key=lambda w: (w.since, w.namespace, w.pod),
             )
         )
-        timed = [h.until for h in live if h.until is not None]
+        timed = [h.released + self.window for h in live if h.released is not None]
         return NodeSummary(
             name=node.name,
             node_group=node.node_group,
