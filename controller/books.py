@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,6 +51,51 @@ class Decision:
     action: str  # label-set, label-removed, label-deferred, label-failed
     node: str
     reason: str
+
+
+def vpc_cni_data(objects: Iterable[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    """The data of ConfigMap kube-system/amazon-vpc-cni among `objects` (None when absent)."""
+    for obj in objects:
+        meta = obj.get("metadata") or {}
+        if (
+            obj.get("kind") == "ConfigMap"
+            and meta.get("namespace") == CONFIGMAP_NAMESPACE
+            and meta.get("name") == CONFIGMAP_NAME
+        ):
+            data = obj.get("data")
+            return data if isinstance(data, Mapping) else {}
+    return None
+
+
+def books_from_objects(
+    objects: Iterable[Mapping[str, Any]],
+    now: float,
+    *,
+    release: str = COOLDOWN,
+    waiting_grace: float = DEFAULT_WAITING_GRACE,
+    window: float | None = None,
+) -> tuple[BranchEniBooks, int]:
+    """The books of one list of Pods, Nodes and the VPC CNI ConfigMap at `now` (`fitguard report`,
+    `fitguard controller --once`), and how many objects were too malformed to count. The window is
+    read from the ConfigMap as the live books read it at start, unless given."""
+    objects = list(objects)
+    if window is None:
+        window = release_window_from_configmap(vpc_cni_data(objects)).seconds
+    pods: list[PodRecord] = []
+    nodes: list[NodeRecord] = []
+    skipped = 0
+    for obj in objects:
+        kind = obj.get("kind")
+        try:
+            if kind == "Pod":
+                pods.append(project_pod(obj))
+            elif kind == "Node":
+                nodes.append(project_node(obj))
+        except (TypeError, ValueError, KeyError, AttributeError):
+            skipped += 1  # one malformed object must not hide every other node's books
+    books = BranchEniBooks(release=release, window=window, waiting_grace=waiting_grace)
+    books.rebuild(pods, nodes, now)
+    return books, skipped
 
 
 class LiveBooks:

@@ -1,5 +1,6 @@
 """The branch ENI books (capacity/branch_eni.py): held, tombstones, release models, waiting pods,
-capacity as the node advertises it, the cooldown as the VPC resource controller reads it, and incremental updates that always equal a from-scratch computation."""
+capacity as the node advertises it, the cooldown as the VPC resource controller reads it, and
+incremental updates that always equal a from-scratch computation."""
 
 from __future__ import annotations
 
@@ -25,7 +26,11 @@ WINDOW = 90.0
 
 
 def books(release: str = "cooldown", window: float = WINDOW, grace: float = 20.0) -> BranchEniBooks:
-    b = BranchEniBooks(release=release, window=window, waiting_grace=grace, )
+    b = BranchEniBooks(
+        release=release,
+        window=window,
+        waiting_grace=grace,
+    )
     b.set_node(NodeRecord("n1", "ng-batch", "m5.large", pod_eni=9))
     return b
 
