@@ -183,7 +183,7 @@ class LiveBooks:
                 return self.books.window
             config_map = {}
         data = config_map.get("data")
-        data = data if isinstance(data, dict) else None
+        data = data if isinstance(data, Mapping) else None
         if configured_cooldown(data) is None:
             log.info(
                 "branch-eni-cooldown absent or unreadable",

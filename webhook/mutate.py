@@ -5,7 +5,9 @@ order, host-network (left alone), Fargate (label eks.amazonaws.com/fargate-profi
 fargate.amazonaws.com/pod-sg), Windows (nodeSelector kubernetes.io/os or beta.kubernetes.io/os =
 windows: PrivateIPv4Address when Windows IPAM is on) or Linux (pod-eni when a policy matches), and
 the patch is the JSON diff of the pod before and after, so it adds whole maps where they are absent
-and touches nothing else. The guard is fitguard's own: see `guard_patch`.
+and touches nothing else; a reinvocation over a pod already injected patches nothing. Departure:
+when a container other than the first already requests pod-eni, nothing is added (see
+`requests_pod_eni_elsewhere`). The guard is fitguard's own: see `guard_patch`.
 """
 
 from __future__ import annotations
