@@ -129,7 +129,14 @@ def report(capsys: pytest.CaptureFixture[str], state: str) -> dict[str, Any]:
     return json.loads(out)
 
 
-def books_row(name: str, capacity: int, *, in_use: int = 0, held_by: tuple[str, ...] = ()) -> dict[str, Any]:
+def books_row(
+    name: str,
+    capacity: int,
+    *,
+    in_use: int = 0,
+    held_by: tuple[str, ...] = (),
+    next_release: float | None = None,
+) -> dict[str, Any]:
     return {
         "name": name,
         "nodeGroup": "ng",
@@ -142,7 +149,7 @@ def books_row(name: str, capacity: int, *, in_use: int = 0, held_by: tuple[str, 
         "waiting": 0,
         "heldBy": list(held_by),
         "waitingPods": [],
-        "nextReleaseSeconds": None,
+        "nextReleaseSeconds": next_release,
     }
 
 
@@ -203,12 +210,23 @@ def test_the_planner_and_the_report_wait_the_configured_cooldown(
     finished_at = time.time() - 100  # `--once` reads the books at the current time
     items = [node("n1", "1"), finished_job("job-a", "n1", finished_at), pending("web")]
 
-    long_state = write(tmp_path, [*items, vpc_cni("120")], rfc3339(finished_at + 100))
-    held = report(capsys, long_state)
-    assert (held["releaseWindowSeconds"], held["nodes"][0]["heldBy"]) == (150.0, ["job-a"])
+    captured = rfc3339(finished_at + 100)  # whole seconds, as finishedAt is written
+    long_state = write(tmp_path, [*items, vpc_cni("120")], captured)
+    assert report(capsys, long_state) == {
+        "nodes": [books_row("n1", 1, held_by=("job-a",), next_release=50.0)],
+        "releaseModel": "cooldown",
+        "releaseWindowSeconds": 150.0,
+        "now": captured,
+        "skipped": 0,
+    }
     assert once(capsys, long_state)["scaling"] == plan({}, ["shop/web"])
 
-    default_state = write(tmp_path, [*items, vpc_cni("not a number")], rfc3339(finished_at + 100))
-    free = report(capsys, default_state)
-    assert (free["releaseWindowSeconds"], free["nodes"]) == (90.0, [books_row("n1", 1)])
+    default_state = write(tmp_path, [*items, vpc_cni("not a number")], captured)
+    assert report(capsys, default_state) == {
+        "nodes": [books_row("n1", 1)],
+        "releaseModel": "cooldown",
+        "releaseWindowSeconds": 90.0,
+        "now": captured,
+        "skipped": 0,
+    }
     assert once(capsys, default_state)["scaling"] == plan({"n1": ["shop/web"]}, [])
