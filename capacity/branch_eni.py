@@ -1,14 +1,22 @@
 """The branch ENI books: what each node's branch ENIs are really doing (DESIGN.md failure 2).
 
-Per node: capacity (allocatable `vpc.amazonaws.com/pod-eni`, else the instance facts; unknown when
-neither says), in use (pod-eni requested by its non-terminated pods, as the scheduler counts),
-held (finished or deleted pods whose branch ENI the VPC resource controller has not yet released),
-scheduler-free = capacity - in use, true free = capacity - in use - held, and waiting pods (bound,
-requesting pod-eni, still without the annotation after a grace period).
+Per node: capacity (allocatable `vpc.amazonaws.com/pod-eni`, what the scheduler counts; 0 when the
+node advertises none, whatever its instance type could offer), in use (pod-eni requested by its
+non-terminated pods, as the scheduler counts), held (finished or deleted pods whose branch ENI the
+VPC resource controller has not yet released), scheduler-free = capacity - in use, true free =
+capacity - in use - held, and waiting pods (bound, requesting pod-eni, still without the annotation
+after a grace period).
 
 Facts from aws/amazon-vpc-resource-controller-k8s:
-- pkg/provider/branch/cooldown/cooldown.go: the cooldown is `branch-eni-cooldown` (whole seconds)
-  in ConfigMap kube-system/amazon-vpc-cni, 60 s when absent or unparsable, never below 30 s;
+- pkg/node/node.go (UpdateResources) and pkg/provider/branch/provider.go (UpdateResourceCapacity:
+  AdvertiseCapacityIfNotSet): pod-eni appears in a node's capacity only once the controller has
+  initialised the node's trunk ENI (the branch provider's IsInstanceSupported excludes Windows);
+  until then the node advertises none and the scheduler places no pod-eni pod on it;
+- pkg/provider/branch/cooldown/cooldown.go: the cooldown is `branch-eni-cooldown` in ConfigMap
+  kube-system/amazon-vpc-cni, read with strconv.Atoi as whole seconds
+  (GetVpcCniConfigMapCoolDownPeriodOrDefault), 60 s when absent or unparsable at start
+  (InitCoolDownPeriod), never below 30 s (GetCoolDownPeriod); controllers/core/configmap_controller.go
+  (Reconcile) keeps the current value when the key is later removed or unparsable;
 - pkg/provider/branch/provider.go: the cooled-down delete queue is processed every 30 s
   (deleteQueueRequeueRequest), so a branch ENI is free at the latest cooldown + 30 s after release;
 - PR #48 (issue #33, v1.1.0): Succeeded/Failed pods push their branch ENIs to the cooldown queue
@@ -19,11 +27,10 @@ Pure and incremental: every pod event costs O(1); the clock is the caller's `now
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
-
-from capacity import instances
 
 COOLDOWN = "cooldown"
 ON_DELETE = "on-delete"
@@ -61,14 +68,50 @@ class NodeFacts(Protocol):
     pod_eni: int | None
 
 
-def cooldown_from_configmap(data: Mapping[str, Any] | None) -> float:
-    """The cooldown the VPC resource controller uses, from the ConfigMap's `data`."""
+_ATOI = re.compile(r"[+-]?[0-9]+")
+_INT64 = 1 << 63
+_NANOS = 1_000_000_000
+
+
+def configured_cooldown(data: Mapping[str, Any] | None) -> float | None:
+    """The seconds `branch-eni-cooldown` in the ConfigMap's `data` sets, None when the key is absent
+    or not an integer as Go's strconv.Atoi reads one (optional sign, ASCII digits, no spaces or
+    underscores, within int64). Upstream multiplies by time.Second in int64, which wraps silently:
+    so does this."""
     raw = (data or {}).get(COOLDOWN_KEY)
-    try:
-        seconds = float(int(str(raw).strip()))
-    except ValueError:
-        return DEFAULT_COOLDOWN
-    return max(seconds, MINIMUM_COOLDOWN)
+    if not isinstance(raw, str) or not _ATOI.fullmatch(raw):
+        return None
+    number = int(raw)
+    if not -_INT64 <= number < _INT64:
+        return None  # strconv.Atoi: value out of range
+    nanos = (number * _NANOS + _INT64) % (1 << 64) - _INT64
+    return nanos / _NANOS
+
+
+@dataclass(frozen=True, slots=True)
+class ReleaseWindow:
+    """The cooldown the VPC resource controller holds (unclamped, as it stores it) and the seconds
+    from release to a surely free branch ENI."""
+
+    cooldown: float
+    seconds: float
+
+
+def release_window_from_configmap(
+    data: Mapping[str, Any] | None, current: float | None = None
+) -> ReleaseWindow:
+    """The one place the window is read from the amazon-vpc-cni ConfigMap (`data`: its data, None
+    when it does not exist), for the books and the report alike. `current`: the cooldown held so
+    far, None at start. At start an absent or unparsable value means the 60 s default; later it
+    leaves the current value in place, as upstream logs and retains it."""
+    configured = configured_cooldown(data)
+    if configured is not None:
+        cooldown = configured
+    elif current is not None:
+        cooldown = current
+    else:
+        cooldown = DEFAULT_COOLDOWN
+    return ReleaseWindow(cooldown, release_window(cooldown))
 
 
 def release_window(cooldown: float = DEFAULT_COOLDOWN) -> float:
@@ -76,18 +119,20 @@ def release_window(cooldown: float = DEFAULT_COOLDOWN) -> float:
     return max(cooldown, MINIMUM_COOLDOWN) + PROCESSING_PERIOD
 
 
-def instance_branch_interfaces(instance_type: str) -> int | None:
-    facts = instances.lookup(instance_type) if instance_type else None
-    return None if facts is None else facts.branch_interfaces
-
-
 @dataclass(frozen=True, slots=True)
 class Held:
-    """Branch ENIs a gone or finished pod still holds; `until` None: until the pod is deleted."""
+    """Branch ENIs a gone or finished pod still holds since `released` (None: until the pod is
+    deleted). They are free `window` seconds after it, with the window in force at the time: the
+    VPC resource controller compares each queued ENI against the cooldown it holds when it processes
+    its delete queue (pkg/provider/branch/trunk/trunk.go DeleteCooledDownENIs), so a changed
+    cooldown moves ENIs already waiting as well."""
 
     pod: str
     count: int
-    until: float | None
+    released: float | None
+
+    def until(self, window: float) -> float | None:
+        return None if self.released is None else self.released + window
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,12 +144,12 @@ class Waiting:
 
 @dataclass(frozen=True, slots=True)
 class NodeSummary:
-    """One node's books at a moment; counts are branch ENIs, None where capacity is unknown."""
+    """One node's books at a moment; counts are branch ENIs."""
 
     name: str
     node_group: str
     instance_type: str
-    capacity: int | None
+    capacity: int
     in_use: int
     held: int
     waiting: int
@@ -113,12 +158,12 @@ class NodeSummary:
     next_release: float | None = None  # seconds until the earliest held ENI is surely free
 
     @property
-    def scheduler_free(self) -> int | None:
-        return None if self.capacity is None else self.capacity - self.in_use
+    def scheduler_free(self) -> int:
+        return self.capacity - self.in_use
 
     @property
-    def true_free(self) -> int | None:
-        return None if self.capacity is None else self.capacity - self.in_use - self.held
+    def true_free(self) -> int:
+        return self.capacity - self.in_use - self.held
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -195,14 +240,12 @@ class BranchEniBooks:
         release: str = COOLDOWN,
         window: float = release_window(),
         waiting_grace: float = DEFAULT_WAITING_GRACE,
-        branch_interfaces: Callable[[str], int | None] = instance_branch_interfaces,
     ) -> None:
         if release not in RELEASE_MODELS:
             raise ValueError(f"release model must be one of {', '.join(RELEASE_MODELS)}, not {release!r}")
         self.release = release
         self.window = window
         self.waiting_grace = waiting_grace
-        self._branch_interfaces = branch_interfaces
         self._nodes: dict[str, NodeFacts] = {}
         self._ledgers: dict[str, _Ledger] = {}
         self._pods: dict[str, _Entry] = {}  # only pods that request or got branch ENIs
@@ -216,10 +259,12 @@ class BranchEniBooks:
         self._nodes.pop(name, None)
         self._drop_if_idle(name)
 
-    def capacity(self, node: NodeFacts) -> int | None:
-        if node.pod_eni is not None:
-            return node.pod_eni
-        return self._branch_interfaces(node.instance_type)
+    @staticmethod
+    def capacity(node: NodeFacts) -> int:
+        """What the node advertises to the scheduler: its allocatable pod-eni, else none. The
+        instance type's branch interfaces are not counted: a node without a trunk ENI (Windows, or
+        one the VPC resource controller has not initialised yet) offers the scheduler nothing."""
+        return node.pod_eni or 0
 
     # pods
 
@@ -255,9 +300,9 @@ class BranchEniBooks:
                 finished = previous.finished if previous and previous.finished is not None else now
             self._pods[pod.uid] = _Entry(pod.node, pod.name, 0, pod.eni_count, finished)
             if pod.eni_count and pod.uid not in ledger.held:
-                until = finished + self.window if self.release == COOLDOWN else None
-                if until is None or until > now:
-                    ledger.held[pod.uid] = Held(pod.name, pod.eni_count, until)
+                released = finished if self.release == COOLDOWN else None
+                if released is None or released + self.window > now:
+                    ledger.held[pod.uid] = Held(pod.name, pod.eni_count, released)
             return pod.node
         self._pods[pod.uid] = _Entry(pod.node, pod.name, pod.pod_eni, pod.eni_count, None)
         ledger.in_use += pod.pod_eni
@@ -279,10 +324,10 @@ class BranchEniBooks:
             return ""
         ledger = self._ledger(entry.node)
         held = ledger.held.pop(uid, None)
-        if held is not None and held.until is not None:
+        if held is not None and held.released is not None:
             ledger.held[uid] = held
         elif entry.eni_count and (entry.finished is None or held is not None):
-            ledger.held[uid] = Held(entry.name, entry.eni_count, now + self.window)
+            ledger.held[uid] = Held(entry.name, entry.eni_count, now)
         self._drop_if_idle(entry.node)
         return entry.node
 
@@ -290,7 +335,11 @@ class BranchEniBooks:
         """Drops held ENIs whose window ended; returns the nodes whose held count fell."""
         changed: set[str] = set()
         for name, ledger in list(self._ledgers.items()):
-            gone = [uid for uid, h in ledger.held.items() if h.until is not None and h.until <= now]
+            gone = [
+                uid
+                for uid, h in ledger.held.items()
+                if h.released is not None and h.released + self.window <= now
+            ]
             for uid in gone:
                 del ledger.held[uid]
             if gone:
@@ -322,8 +371,8 @@ class BranchEniBooks:
             return None
         ledger = self._ledgers.get(name) or _Ledger()
         live = sorted(
-            (h for h in ledger.held.values() if h.until is None or h.until > now),
-            key=lambda h: (h.until is None, h.until or 0.0, h.pod),
+            (h for h in ledger.held.values() if h.released is None or h.released + self.window > now),
+            key=lambda h: (h.released is None, h.released or 0.0, h.pod),
         )
         waiting = tuple(
             sorted(
@@ -331,7 +380,7 @@ class BranchEniBooks:
                 key=lambda w: (w.since, w.namespace, w.pod),
             )
         )
-        timed = [h.until for h in live if h.until is not None]
+        timed = [h.released + self.window for h in live if h.released is not None]
         return NodeSummary(
             name=node.name,
             node_group=node.node_group,

@@ -3,6 +3,10 @@ predicates over a label map.
 
 Semantics from k8s.io/apimachinery/pkg/labels and k8s.io/component-helpers/scheduling/corev1:
 - a LabelSelector ANDs matchLabels and matchExpressions; an empty selector matches everything;
+- a LabelSelector compiles only when every requirement is one `metav1.LabelSelectorAsSelector`
+  (pkg/apis/meta/v1/helpers.go) accepts: labels.NewRequirement (pkg/labels/selector.go) wants a
+  valid label key, at least one value for In/NotIn, none for Exists/DoesNotExist, and every value a
+  valid label value (pkg/util/validation/validation.go IsQualifiedName, IsValidLabelValue);
 - NodeSelectorTerms are ORed, the expressions of a term ANDed; an empty term matches nothing;
 - NotIn and DoesNotExist match when the key is absent; Gt/Lt compare the label as an integer and
   fail when it is not one; matchFields (metadata.name) cannot match a node that does not exist yet.
@@ -10,6 +14,7 @@ Semantics from k8s.io/apimachinery/pkg/labels and k8s.io/component-helpers/sched
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -19,6 +24,73 @@ Predicate = Callable[[Labels], bool]
 
 class SelectorError(ValueError):
     """A selector the API would reject (unknown operator, wrong number of values)."""
+
+
+# k8s.io/apimachinery pkg/util/validation/validation.go: qualifiedNameFmt, dns1123SubdomainFmt. Go's
+# regexp `$` is the end of the text; Python's fullmatch is used for the same reason.
+_QUALIFIED_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+_DNS1123_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_DNS1123_SUBDOMAIN = re.compile(rf"{_DNS1123_LABEL}(\.{_DNS1123_LABEL})*")
+QUALIFIED_NAME_MAX = 63
+DNS1123_SUBDOMAIN_MAX = 253
+LABEL_VALUE_MAX = 63
+
+
+def label_key_errors(key: str) -> list[str]:
+    """Why `key` is not a label key (upstream validation.IsQualifiedName); empty when it is one:
+    an optional DNS-1123 subdomain prefix and `/`, then a name of at most 63 characters."""
+    parts = key.split("/")
+    if len(parts) > 2:
+        return [f"label key {key!r}: at most one '/'"]
+    errors = []
+    name = parts[-1]
+    if len(parts) == 2:
+        prefix = parts[0]
+        if not prefix:
+            errors.append(f"label key {key!r}: the prefix must not be empty")
+        else:
+            if len(prefix.encode()) > DNS1123_SUBDOMAIN_MAX:
+                errors.append(f"label key {key!r}: the prefix is longer than {DNS1123_SUBDOMAIN_MAX}")
+            if not _DNS1123_SUBDOMAIN.fullmatch(prefix):
+                errors.append(f"label key {key!r}: the prefix is not a DNS-1123 subdomain")
+    if not name:
+        errors.append(f"label key {key!r}: the name must not be empty")
+    elif len(name.encode()) > QUALIFIED_NAME_MAX:
+        errors.append(f"label key {key!r}: the name is longer than {QUALIFIED_NAME_MAX}")
+    if not _QUALIFIED_NAME.fullmatch(name):
+        errors.append(
+            f"label key {key!r}: the name must be alphanumerics, '-', '_' or '.', "
+            "starting and ending with an alphanumeric"
+        )
+    return errors
+
+
+def label_value_errors(value: str) -> list[str]:
+    """Why `value` is not a label value (upstream validation.IsValidLabelValue): empty, or at most
+    63 characters of alphanumerics, '-', '_', '.', starting and ending with an alphanumeric."""
+    errors = []
+    if len(value.encode()) > LABEL_VALUE_MAX:
+        errors.append(f"label value {value!r}: longer than {LABEL_VALUE_MAX}")
+    if value and not _QUALIFIED_NAME.fullmatch(value):
+        errors.append(
+            f"label value {value!r}: must be empty or alphanumerics, '-', '_' or '.', "
+            "starting and ending with an alphanumeric"
+        )
+    return errors
+
+
+def _validate(key: str, operator: str, values: list[str], field: str) -> None:
+    """labels.NewRequirement's checks for the operators a LabelSelector has (Equals stands for a
+    matchLabels entry). Raises SelectorError with every reason, as upstream aggregates them."""
+    errors = label_key_errors(key)
+    if operator in ("In", "NotIn") and not values:
+        errors.append(f"{operator} needs at least one value")
+    elif operator in ("Exists", "DoesNotExist") and values:
+        errors.append(f"{operator} takes no values")
+    for value in values:
+        errors += label_value_errors(value)
+    if errors:
+        raise SelectorError(f"{field}: {'; '.join(errors)}")
 
 
 def _requirement(key: str, operator: str, values: list[str], numeric: bool, field: str) -> Predicate:
@@ -65,7 +137,11 @@ def _expressions(raw: object, numeric: bool, field: str) -> list[Predicate]:
         values = expr.get("values") or []
         if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
             raise SelectorError(f"{where}.values: expected a list of strings")
-        predicates.append(_requirement(expr["key"], str(expr.get("operator")), values, numeric, where))
+        operator = str(expr.get("operator"))
+        predicate = _requirement(expr["key"], operator, values, numeric, where)
+        if not numeric:  # a LabelSelector: metav1.LabelSelectorAsSelector's checks
+            _validate(expr["key"], operator, values, where)
+        predicates.append(predicate)
     return predicates
 
 
@@ -78,14 +154,20 @@ def _all(predicates: list[Predicate]) -> Predicate:
 
 
 def label_selector(raw: Mapping[str, Any] | None, field: str = "selector") -> Predicate:
-    """A metav1.LabelSelector; `{}` matches everything (callers decide what `None` means)."""
+    """A metav1.LabelSelector; `{}` matches everything (callers decide what `None` means). Raises
+    SelectorError where upstream metav1.LabelSelectorAsSelector returns an error."""
     raw = raw or {}
     if not isinstance(raw, Mapping):
         raise SelectorError(f"{field}: expected a map")
     match_labels = raw.get("matchLabels") or {}
     if not isinstance(match_labels, Mapping):
         raise SelectorError(f"{field}.matchLabels: expected a map")
-    predicates = [_requirement(str(k), "In", [str(v)], False, field) for k, v in match_labels.items()]
+    predicates = []
+    for key, value in match_labels.items():
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise SelectorError(f"{field}.matchLabels: expected a map of strings")
+        _validate(key, "Equals", [value], f"{field}.matchLabels")
+        predicates.append(_requirement(key, "In", [value], False, field))
     predicates += _expressions(raw.get("matchExpressions"), False, f"{field}.matchExpressions")
     return _all(predicates)
 

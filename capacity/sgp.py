@@ -3,7 +3,9 @@
 Upstream: aws/amazon-vpc-resource-controller-k8s pkg/utils/helper.go (filterPodSecurityGroups):
 - a policy with neither podSelector nor serviceAccountSelector, or with no group ids, is ignored;
 - every selector that is set must match (pod labels; the labels of the pod's ServiceAccount), an
-  empty selector matches everything, a selector that does not compile matches nothing;
+  empty selector matches everything, a selector that metav1.LabelSelectorAsSelector rejects (an
+  unknown operator, In/NotIn without values, Exists/DoesNotExist with values, an invalid label key
+  or value: capacity/selectors.py) matches nothing, so the policy is skipped for the pod;
 - the group ids of every matching policy are concatenated, duplicates dropped in first-seen order.
 Only policies of the pod's own namespace are considered: callers pass those.
 """

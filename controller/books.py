@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,13 +22,15 @@ from capacity.branch_eni import (
     CONFIGMAP_NAME,
     CONFIGMAP_NAMESPACE,
     COOLDOWN,
+    COOLDOWN_KEY,
     DEFAULT_WAITING_GRACE,
     BranchEniBooks,
     NodeSummary,
     Waiting,
-    cooldown_from_configmap,
+    configured_cooldown,
     held_message,
     release_window,
+    release_window_from_configmap,
     waiting_message,
 )
 from controller.records import EXHAUSTED_LABEL, NodeRecord, PodRecord, project_node, project_pod
@@ -49,6 +51,51 @@ class Decision:
     action: str  # label-set, label-removed, label-deferred, label-failed
     node: str
     reason: str
+
+
+def vpc_cni_data(objects: Iterable[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    """The data of ConfigMap kube-system/amazon-vpc-cni among `objects` (None when absent)."""
+    for obj in objects:
+        meta = obj.get("metadata") or {}
+        if (
+            obj.get("kind") == "ConfigMap"
+            and meta.get("namespace") == CONFIGMAP_NAMESPACE
+            and meta.get("name") == CONFIGMAP_NAME
+        ):
+            data = obj.get("data")
+            return data if isinstance(data, Mapping) else {}
+    return None
+
+
+def books_from_objects(
+    objects: Iterable[Mapping[str, Any]],
+    now: float,
+    *,
+    release: str = COOLDOWN,
+    waiting_grace: float = DEFAULT_WAITING_GRACE,
+    window: float | None = None,
+) -> tuple[BranchEniBooks, int]:
+    """The books of one list of Pods, Nodes and the VPC CNI ConfigMap at `now` (`fitguard report`,
+    `fitguard controller --once`), and how many objects were too malformed to count. The window is
+    read from the ConfigMap as the live books read it at start, unless given."""
+    objects = list(objects)
+    if window is None:
+        window = release_window_from_configmap(vpc_cni_data(objects)).seconds
+    pods: list[PodRecord] = []
+    nodes: list[NodeRecord] = []
+    skipped = 0
+    for obj in objects:
+        kind = obj.get("kind")
+        try:
+            if kind == "Pod":
+                pods.append(project_pod(obj))
+            elif kind == "Node":
+                nodes.append(project_node(obj))
+        except (TypeError, ValueError, KeyError, AttributeError):
+            skipped += 1  # one malformed object must not hide every other node's books
+    books = BranchEniBooks(release=release, window=window, waiting_grace=waiting_grace)
+    books.rebuild(pods, nodes, now)
+    return books, skipped
 
 
 class LiveBooks:
@@ -76,6 +123,7 @@ class LiveBooks:
         self.dry_run = dry_run
         self.recorder = recorder
         self._fixed_window = window
+        self.cooldown: float | None = None  # as last read from the ConfigMap; None before the first read
         self.books = BranchEniBooks(
             release=release, window=window or release_window(), waiting_grace=waiting_grace
         )
@@ -120,27 +168,37 @@ class LiveBooks:
             self.last_event = self.clock()
 
     def read_window(self) -> float:
-        """The release window from ConfigMap kube-system/amazon-vpc-cni (unless fixed)."""
+        """The release window from ConfigMap kube-system/amazon-vpc-cni (unless fixed), as the VPC
+        resource controller reads it: at the first read a missing ConfigMap or value is the default;
+        after it, the cooldown held is kept (capacity/branch_eni.py release_window_from_configmap)."""
         if self._fixed_window is not None:
             return self._fixed_window
         try:
-            config_map = self.api.get(CONFIG_MAPS.path(CONFIGMAP_NAMESPACE, CONFIGMAP_NAME))
-            cooldown = cooldown_from_configmap((config_map or {}).get("data"))
+            config_map = self.api.get(CONFIG_MAPS.path(CONFIGMAP_NAMESPACE, CONFIGMAP_NAME)) or {}
         except KubeError as err:
             if not err.not_found:
                 log.warning(
                     "reading the VPC CNI ConfigMap failed, keeping the window", extra={"error": str(err)}
                 )
                 return self.books.window
-            cooldown = cooldown_from_configmap(None)
-        window = release_window(cooldown)
-        if window != self.books.window:
+            config_map = {}
+        data = config_map.get("data")
+        data = data if isinstance(data, Mapping) else None
+        if configured_cooldown(data) is None:
             log.info(
-                "branch ENI release window", extra={"window_seconds": window, "cooldown_seconds": cooldown}
+                "branch-eni-cooldown absent or unreadable",
+                extra={"value": (data or {}).get(COOLDOWN_KEY), "keeping": self.cooldown},
             )
+        read = release_window_from_configmap(data, self.cooldown)
+        if read.seconds != self.books.window or self.cooldown is None:
+            log.info(
+                "branch ENI release window",
+                extra={"window_seconds": read.seconds, "cooldown_seconds": read.cooldown},
+            )
+        self.cooldown = read.cooldown
         with self._lock:
-            self.books.window = window
-        return window
+            self.books.window = read.seconds
+        return read.seconds
 
     def start(self, page_size: int = 500) -> LiveBooks:
         """Starts the pod and node reflectors (threads); `wait_synced` before trusting the books."""
@@ -290,8 +348,6 @@ class BooksCollector(Collector):
         waiting = 0
         for row in rows:
             waiting += row.waiting
-            if row.capacity is None:
-                continue  # unknown capacity: no figure rather than a wrong one
             values = {
                 "capacity": row.capacity,
                 "in_use": row.in_use,

@@ -143,6 +143,7 @@ def main(args: argparse.Namespace) -> int:
         node_group_label=args.node_group_label,
         region=args.region,
         kubeconfig=args.kubeconfig,
+        branch_eni_release=args.branch_eni_release,
     )
     try:
         options.selection()

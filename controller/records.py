@@ -261,7 +261,7 @@ def project_pod(obj: Mapping[str, Any]) -> PodRecord:
 
 class NodeRecord:
     """One node as the books see it: `pod_eni` is its allocatable branch ENIs, None when the node
-    does not advertise the resource (then the instance facts decide)."""
+    does not advertise the resource (the books then count no branch ENI there)."""
 
     __slots__ = (
         "exhausted",

@@ -38,6 +38,7 @@ class ControllerOptions:
     region: str = ""
     kubeconfig: str | None = None
     page_size: int = 100
+    branch_eni_release: str = "cooldown"  # the books' release model (--branch-eni-release)
 
     def selection(self) -> DiscoverySelection:
         """Explicit ASGs and tag filters; none given means CA's documented default tags."""
@@ -150,7 +151,9 @@ def run_once(
             objects.nodes,
             scaling.records if scaling.records is not None else _records(options, objects, api),
             now=time.time(),
-            true_free_pod_eni=scaling.true_free,
+            true_free_pod_eni=(
+                scaling.true_free if scaling.true_free is not None else _true_free(options, objects, api)
+            ),
             asg_names={g.name: g.asg_name for g in groups},
         )
         report["scaleUps"] = scaling.driver.act(cycle, now=time.time(), leader=scaling.leader())
@@ -239,6 +242,29 @@ def _records(options: ControllerOptions, objects: ClusterObjects, api: Any) -> l
         except (TypeError, ValueError) as err:
             log.warning("pod %s unreadable: %s", (pod.get("metadata") or {}).get("name"), err)
     return records
+
+
+def _true_free(options: ControllerOptions, objects: ClusterObjects, api: Any) -> dict[str, int]:
+    """Truly free branch ENIs per node from books built from this one list (no live books: the
+    once path), so that the plan counts held ENIs and advertised capacity as the loop does."""
+    from controller.books import books_from_objects
+
+    config_maps = objects.config_maps
+    if not options.state:
+        from capacity.branch_eni import CONFIGMAP_NAME, CONFIGMAP_NAMESPACE
+        from kube.client import CONFIG_MAPS, KubeError, as_kube_client
+
+        try:
+            found = as_kube_client(api).get(CONFIG_MAPS.path(CONFIGMAP_NAMESPACE, CONFIGMAP_NAME))
+            config_maps = [{**found, "kind": "ConfigMap"}]
+        except KubeError as err:
+            if not err.not_found:
+                log.warning("VPC CNI ConfigMap unreadable, the default cooldown is used: %s", err)
+    pods = [{**pod, "kind": "Pod"} for pod in _all_pods(options, objects, api)]
+    nodes = [{**node, "kind": "Node"} for node in objects.nodes]
+    now = time.time()
+    books, _ = books_from_objects([*pods, *nodes, *config_maps], now, release=options.branch_eni_release)
+    return {row.name: row.true_free for row in books.node_summary(now)}
 
 
 def _sync_tags(

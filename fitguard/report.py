@@ -15,7 +15,7 @@ import argparse
 import json
 import sys
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -24,14 +24,12 @@ from capacity.branch_eni import (
     CONFIGMAP_NAMESPACE,
     DEFAULT_WAITING_GRACE,
     RELEASE_MODELS,
-    BranchEniBooks,
     NodeSummary,
-    cooldown_from_configmap,
     held_message,
-    release_window,
     waiting_message,
 )
-from controller.records import NodeRecord, PodRecord, parse_time, project_node, project_pod
+from controller.books import books_from_objects
+from controller.records import parse_time
 
 CAPTURED_AT = "fitguard.io/captured-at"
 COLUMNS = ("NODE", "GROUP", "INSTANCE TYPE", "CAPACITY", "IN USE", "HELD", "SCHEDULER FREE", "TRUE FREE")
@@ -55,35 +53,6 @@ class Report:
         }
 
 
-def _project_all(objects: Iterable[Mapping[str, Any]]) -> tuple[list[PodRecord], list[NodeRecord], int]:
-    pods: list[PodRecord] = []
-    nodes: list[NodeRecord] = []
-    skipped = 0
-    for obj in objects:
-        kind = obj.get("kind")
-        try:
-            if kind == "Pod":
-                pods.append(project_pod(obj))
-            elif kind == "Node":
-                nodes.append(project_node(obj))
-        except (TypeError, ValueError, KeyError, AttributeError):
-            skipped += 1  # one malformed object must not hide every other node's books
-    return pods, nodes, skipped
-
-
-def vpc_cni_cooldown(objects: Iterable[Mapping[str, Any]]) -> float:
-    """The cooldown from ConfigMap kube-system/amazon-vpc-cni among `objects` (default if absent)."""
-    for obj in objects:
-        meta = obj.get("metadata") or {}
-        if (
-            obj.get("kind") == "ConfigMap"
-            and meta.get("namespace") == CONFIGMAP_NAMESPACE
-            and meta.get("name") == CONFIGMAP_NAME
-        ):
-            return cooldown_from_configmap(obj.get("data"))
-    return cooldown_from_configmap(None)
-
-
 def build_report(
     objects: list[Mapping[str, Any]],
     now: float,
@@ -93,15 +62,10 @@ def build_report(
 ) -> Report:
     """The books of every node in `objects` (Pods, Nodes and the VPC CNI ConfigMap) at `now`;
     the release window comes from the ConfigMap unless given."""
-    window = window if window is not None else release_window(vpc_cni_cooldown(objects))
-    pods, nodes, skipped = _project_all(objects)
-    books = BranchEniBooks(release=release, window=window, waiting_grace=waiting_grace)
-    books.rebuild(pods, nodes, now)
-    return Report(books.node_summary(now), now, window, release, skipped)
-
-
-def _cell(value: int | None) -> str:
-    return "?" if value is None else str(value)
+    books, skipped = books_from_objects(
+        objects, now, release=release, waiting_grace=waiting_grace, window=window
+    )
+    return Report(books.node_summary(now), now, books.window, release, skipped)
 
 
 def render_table(report: Report, out: TextIO) -> None:
@@ -111,11 +75,11 @@ def render_table(report: Report, out: TextIO) -> None:
             row.name,
             row.node_group or "-",
             row.instance_type or "-",
-            _cell(row.capacity),
+            str(row.capacity),
             str(row.in_use),
             str(row.held),
-            _cell(row.scheduler_free),
-            _cell(row.true_free),
+            str(row.scheduler_free),
+            str(row.true_free),
             str(row.waiting),
         )
         for row in report.nodes
@@ -125,7 +89,7 @@ def render_table(report: Report, out: TextIO) -> None:
         out.write("  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip())
         out.write("\n")
     for row in report.nodes:
-        if row.held and row.capacity is not None:
+        if row.held:
             out.write(f"\n{row.name}: {held_message(row)}")
         for waiting in row.waiting_pods:
             out.write(f"\n{waiting.namespace}/{waiting.pod}: {waiting_message(row, waiting, report.now)}")

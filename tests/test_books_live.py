@@ -183,3 +183,54 @@ def test_a_pod_waiting_for_its_branch_eni_gets_an_event(fake_kube, started) -> N
     assert "still without a branch ENI" in found[0]["note"]
     live.reconcile()
     assert len(events(fake_kube, "WaitingForBranchENI")) == 1  # reported on the change only
+
+
+def vpc_cni(data: dict[str, str] | None) -> dict[str, Any]:
+    obj: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "amazon-vpc-cni", "namespace": "kube-system"},
+    }
+    if data is not None:
+        obj["data"] = data
+    return obj
+
+
+def test_the_books_wait_the_cooldown_the_live_configmap_sets_and_keep_it_when_it_goes(fake_kube) -> None:
+    """Books built by the controller (no fixed window) from ConfigMap kube-system/amazon-vpc-cni on
+    the API server: branch-eni-cooldown 120 makes a window of 150 s, so a job that finished 100 s ago
+    still holds its branch ENI (the 60 s default would have freed it at 90 s). Removing the key, an
+    unreadable value or deleting the ConfigMap keeps the 120 s, as the VPC resource controller's
+    configmap_controller keeps its current cooldown; a readable new value takes over, for ENIs already
+    held as well."""
+    clock = Clock()
+    fake_kube.create(vpc_cni({"branch-eni-cooldown": "120", "enable-windows-ipam": "false"}))
+    fake_kube.create(node())
+    fake_kube.create(pod("job-a", phase="Succeeded", finished=BASE - 100))
+    live = LiveBooks(fake_kube.api_client(), waiting_grace=20.0, clock=clock)
+    try:
+        live.start()
+        assert live.wait_synced(10.0)
+        eventually(lambda: live.pods.get("batch", "job-a") is not None, "the job seen")
+        assert (live.cooldown, live.books.window) == (120.0, 150.0)
+        assert (row(live).held, row(live).held_by, row(live).next_release) == (1, ("job-a",), 50.0)
+
+        for data in ({"enable-windows-ipam": "false"}, {"branch-eni-cooldown": "2m"}, None):
+            fake_kube.apply(vpc_cni(data))
+            assert live.read_window() == 150.0
+            assert (live.cooldown, row(live).held) == (120.0, 1)
+        fake_kube.delete("ConfigMap", "amazon-vpc-cni", "kube-system")
+        assert (live.read_window(), live.cooldown, row(live).held) == (150.0, 120.0, 1)
+
+        fake_kube.create(vpc_cni({"branch-eni-cooldown": "45"}))
+        assert (live.read_window(), live.cooldown) == (75.0, 45.0)
+        # upstream compares every queued ENI with the cooldown in force: the job's ENI is free now
+        assert (row(live).held, row(live).true_free) == (0, 3)
+    finally:
+        live.stop()
+
+
+def test_books_started_without_the_configmap_use_the_default_cooldown(fake_kube) -> None:
+    """No ConfigMap at start: the VPC resource controller's 60 s default, a 90 s window."""
+    live = LiveBooks(fake_kube.api_client(), clock=Clock())
+    assert (live.read_window(), live.cooldown) == (90.0, 60.0)

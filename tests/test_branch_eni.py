@@ -1,5 +1,6 @@
 """The branch ENI books (capacity/branch_eni.py): held, tombstones, release models, waiting pods,
-unknown capacity, and incremental updates that always equal a from-scratch computation."""
+capacity as the node advertises it, the cooldown as the VPC resource controller reads it, and
+incremental updates that always equal a from-scratch computation."""
 
 from __future__ import annotations
 
@@ -12,19 +13,24 @@ from hypothesis import strategies as st
 from capacity.branch_eni import (
     BranchEniBooks,
     NodeSummary,
-    cooldown_from_configmap,
+    ReleaseWindow,
+    configured_cooldown,
     held_message,
     release_window,
+    release_window_from_configmap,
 )
 from controller.records import NodeRecord, PodRecord
 
 T0 = 1_714_564_800.0  # 2024-05-01T12:00:00Z
 WINDOW = 90.0
-FACTS = {"m5.large": 9, "t3.large": 0}
 
 
 def books(release: str = "cooldown", window: float = WINDOW, grace: float = 20.0) -> BranchEniBooks:
-    b = BranchEniBooks(release=release, window=window, waiting_grace=grace, branch_interfaces=FACTS.get)
+    b = BranchEniBooks(
+        release=release,
+        window=window,
+        waiting_grace=grace,
+    )
     b.set_node(NodeRecord("n1", "ng-batch", "m5.large", pod_eni=9))
     return b
 
@@ -129,28 +135,87 @@ def test_a_bound_pod_without_its_eni_is_waiting_only_after_the_grace() -> None:
     assert row(b, T0 + 30).waiting == 0
 
 
-def test_unknown_instance_type_has_unknown_capacity_not_zero() -> None:
+def test_capacity_is_what_the_node_advertises_and_none_when_it_advertises_none() -> None:
+    """An m5.large could offer 9 branch ENIs, but a node of it that advertises no pod-eni (Windows,
+    no trunk ENI yet) offers the scheduler none: capacity 0 and a pod bound there in use counts
+    against it; an advertised 5 is 5, whatever the type's table says."""
     b = books()
-    b.set_node(NodeRecord("n2", "ng", "x9.huge", pod_eni=None))
-    b.set_node(NodeRecord("n3", "ng", "t3.large", pod_eni=None))
-    b.update_pod(running("web", node="n2"), T0)
-    unknown, known = row(b, T0, "n2"), row(b, T0, "n3")
-    assert (unknown.capacity, unknown.scheduler_free, unknown.true_free) == (None, None, None)
-    assert unknown.in_use == 1
-    assert (known.capacity, known.true_free) == (0, 0)
+    b.set_node(NodeRecord("windows", "ng", "m5.large", pod_eni=None))
+    b.set_node(NodeRecord("unknown-type", "ng", "x9.huge", pod_eni=None))
+    b.set_node(NodeRecord("advertised", "ng", "m5.large", pod_eni=5))
+    b.update_pod(running("web", node="windows"), T0)
+    assert [r.to_json() for r in b.node_summary(T0)] == [
+        summary_json("advertised", 5),
+        summary_json("unknown-type", 0, instance_type="x9.huge"),
+        summary_json("windows", 0, in_use=1),
+        summary_json("n1", 9, group="ng-batch"),
+    ]
 
 
-def test_allocatable_wins_over_the_instance_facts() -> None:
-    b = books()
-    b.set_node(NodeRecord("n2", "ng", "m5.large", pod_eni=5))
-    assert row(b, T0, "n2").capacity == 5
+def summary_json(
+    name: str, capacity: int, *, in_use: int = 0, group: str = "ng", instance_type: str = "m5.large"
+) -> dict[str, object]:
+    return {
+        "name": name,
+        "nodeGroup": group,
+        "instanceType": instance_type,
+        "capacity": capacity,
+        "inUse": in_use,
+        "held": 0,
+        "schedulerFree": capacity - in_use,
+        "trueFree": capacity - in_use,
+        "waiting": 0,
+        "heldBy": [],
+        "waitingPods": [],
+        "nextReleaseSeconds": None,
+    }
 
 
-def test_cooldown_comes_from_the_configmap_with_its_minimum_and_default() -> None:
-    assert cooldown_from_configmap({"branch-eni-cooldown": "120"}) == 120.0
-    assert cooldown_from_configmap({"branch-eni-cooldown": "10"}) == 30.0
-    assert cooldown_from_configmap({"branch-eni-cooldown": "soon"}) == 60.0
-    assert cooldown_from_configmap(None) == 60.0
+@pytest.mark.parametrize(
+    ("raw", "seconds"),
+    [
+        ("120", 120.0),
+        ("+45", 45.0),
+        ("-5", -5.0),  # Atoi accepts it; GetCoolDownPeriod then holds 30 s
+        ("0", 0.0),
+        ("007", 7.0),
+        ("9223372037", -9223372036.709551616),  # time.Second * n wraps in int64, as in Go
+        ("9223372036854775807", -1.0),
+        ("9223372036854775808", None),  # out of int64: Atoi's range error
+        ("", None),
+        (" 90", None),
+        ("90 ", None),
+        ("90\n", None),
+        ("1_000", None),
+        ("1e3", None),
+        ("90s", None),
+        ("٩٠", None),  # Arabic-Indic digits: Python's int() reads them, Atoi does not
+        ("+", None),
+        ("1.5", None),
+    ],
+)
+def test_the_cooldown_value_is_read_as_strconv_atoi_reads_it(raw: str, seconds: float | None) -> None:
+    """pkg/provider/branch/cooldown/cooldown.go reads branch-eni-cooldown with strconv.Atoi: a sign
+    and ASCII digits only, within int64; anything else is no value."""
+    got = configured_cooldown({"branch-eni-cooldown": raw})
+    if seconds is None:
+        assert got is None
+    else:
+        assert got == pytest.approx(seconds, abs=1e-9)
+
+
+def test_the_window_from_the_configmap_at_start_and_at_runtime() -> None:
+    """At start an absent ConfigMap, key or unreadable value means 60 s; later they keep the
+    cooldown held; a value below 30 s is held as written but waited as 30 s; + 30 s processing."""
+    assert release_window_from_configmap(None) == ReleaseWindow(60.0, 90.0)
+    assert release_window_from_configmap({}) == ReleaseWindow(60.0, 90.0)
+    assert release_window_from_configmap({"branch-eni-cooldown": "soon"}) == ReleaseWindow(60.0, 90.0)
+    assert release_window_from_configmap({"branch-eni-cooldown": "120"}) == ReleaseWindow(120.0, 150.0)
+    assert release_window_from_configmap({"branch-eni-cooldown": "10"}) == ReleaseWindow(10.0, 60.0)
+    assert release_window_from_configmap(None, current=120.0) == ReleaseWindow(120.0, 150.0)
+    assert release_window_from_configmap({}, current=120.0) == ReleaseWindow(120.0, 150.0)
+    assert release_window_from_configmap({"branch-eni-cooldown": "2m"}, 120.0) == ReleaseWindow(120.0, 150.0)
+    assert release_window_from_configmap({"branch-eni-cooldown": "45"}, 120.0) == ReleaseWindow(45.0, 75.0)
     assert release_window(60.0) == 90.0
 
 

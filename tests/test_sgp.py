@@ -118,3 +118,18 @@ def test_policies_of_other_namespaces_are_not_considered() -> None:
         ]
     )  # fmt: skip
     assert view.security_groups("mine", {"metadata": {"labels": {}}, "spec": {}}) == []
+
+
+def test_a_selector_label_selector_as_selector_rejects_keeps_every_reason() -> None:
+    """A rejected selector matches nothing and /snapshotz shows why, every reason at once as
+    upstream's aggregated error does: here a bad key, an In without values, a bad value."""
+    p = policy({"podSelector": {"matchExpressions": [{"key": "a b", "operator": "In"}]},
+                "serviceAccountSelector": {"matchLabels": {"team": "x y"}},
+                "securityGroups": {"groupIds": ["sg-a"]}})  # fmt: skip
+    assert matching_groups([p], {"a b": "c"}, {"team": "x y"}) == []
+    assert p.to_object()["error"] == (
+        "spec.podSelector.matchExpressions[0]: label key 'a b': the name must be alphanumerics, '-', '_' "
+        "or '.', starting and ending with an alphanumeric; In needs at least one value; "
+        "spec.serviceAccountSelector.matchLabels: label value 'x y': must be empty or alphanumerics, "
+        "'-', '_' or '.', starting and ending with an alphanumeric"
+    )

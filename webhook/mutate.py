@@ -5,7 +5,9 @@ order, host-network (left alone), Fargate (label eks.amazonaws.com/fargate-profi
 fargate.amazonaws.com/pod-sg), Windows (nodeSelector kubernetes.io/os or beta.kubernetes.io/os =
 windows: PrivateIPv4Address when Windows IPAM is on) or Linux (pod-eni when a policy matches), and
 the patch is the JSON diff of the pod before and after, so it adds whole maps where they are absent
-and touches nothing else. The guard is fitguard's own: see `guard_patch`.
+and touches nothing else; a reinvocation over a pod already injected patches nothing. Departure:
+when a container other than the first already requests pod-eni, nothing is added (see
+`requests_pod_eni_elsewhere`). The guard is fitguard's own: see `guard_patch`.
 """
 
 from __future__ import annotations
@@ -128,6 +130,21 @@ def inject_resource(patch: Patch, pod: Mapping[str, Any], resource: str) -> None
         set_entry(patch, f"{base}/{key}", resources.get(key), resource, RESOURCE_COUNT)
 
 
+def requests_pod_eni_elsewhere(pod: Mapping[str, Any]) -> bool:
+    """A container other than the first already requests pod-eni: injecting would ask twice.
+
+    Upstream HandleLinuxPod (webhooks/core/pod_webhook.go) always sets pod-eni "1" in the first
+    container and answers the diff (admission.PatchResponseFromRaw), so a reinvocation over a pod it
+    already mutated changes nothing, and a pod-eni of the first container is set to "1". But a
+    webhook that prepends a container (a service mesh) between two invocations moves the request to
+    the second container, and upstream then adds another to the new first one; the VPC resource
+    controller sums pod-eni over all containers (controllers/core/pod_controller.go
+    getAggregateResources) and the pod needs two branch ENIs. fitguard adds nothing then.
+    """
+    containers = pod["spec"]["containers"]
+    return pod_has_eni_request({"spec": {"containers": containers[1:]}})
+
+
 def _has_guard(expressions: list[Any]) -> bool:
     return any(
         isinstance(e, Mapping) and e.get("key") == GUARD_KEY and e.get("operator") == "DoesNotExist"
@@ -203,7 +220,9 @@ def plan(pod: Mapping[str, Any], groups: list[str], *, windows_ipam: bool, eni_g
         inject_resource(patch, pod, PRIVATE_IPV4)
         return Mutation(kind, patch, f"injected {PRIVATE_IPV4}")
     message = "Pod didn't match any SGP"
-    if groups:
+    if groups and requests_pod_eni_elsewhere(pod):
+        message = f"matched security groups {','.join(groups)}: {POD_ENI} already requested, not added"
+    elif groups:
         inject_resource(patch, pod, POD_ENI)
         message = f"matched security groups {','.join(groups)}: injected {POD_ENI}"
     if eni_guard and (groups or pod_has_eni_request(pod)):
