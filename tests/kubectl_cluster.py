@@ -64,7 +64,9 @@ def webhook_args(overlay: str | None = None) -> list[str]:
     """The arguments of the webhook container of the rendered Deployment."""
     directory = MANIFESTS / "overlays" / overlay if overlay else MANIFESTS
     deployment = next(
-        obj for obj in render(directory) if obj["kind"] == "Deployment" and obj["metadata"]["name"] == SERVICE_NAME
+        obj
+        for obj in render(directory)
+        if obj["kind"] == "Deployment" and obj["metadata"]["name"] == SERVICE_NAME
     )
     container = deployment["spec"]["template"]["spec"]["containers"][0]
     return list(container.get("args") or [])
@@ -108,13 +110,20 @@ class Cluster:
     def reviewed(self) -> list[tuple[str, str, str, str, bool]]:
         """(webhook, operation, namespace, name, dryRun) of every review sent since the last clear."""
         return [
-            (call.webhook, call.request["operation"], call.request.get("namespace", ""),
-             call.request.get("name", ""), call.request["dryRun"])
+            (
+                call.webhook,
+                call.request["operation"],
+                call.request.get("namespace", ""),
+                call.request.get("name", ""),
+                call.request["dryRun"],
+            )
             for call in self.fake.admission.calls()
-        ]  # fmt: skip
+        ]
 
 
-def _start_webhook(cluster_kubeconfig: Path, tls: TlsFiles, work: Path) -> tuple[subprocess.Popen[bytes], int]:
+def _start_webhook(
+    cluster_kubeconfig: Path, tls: TlsFiles, work: Path
+) -> tuple[subprocess.Popen[bytes], int]:
     """`fitguard webhook` (the installed console script) with the Deployment's arguments, its paths
     and bind address replaced by local ones; the listening socket is inherited (fd://)."""
     listener = socket.create_server(("127.0.0.1", 0))
@@ -130,8 +139,13 @@ def _start_webhook(cluster_kubeconfig: Path, tls: TlsFiles, work: Path) -> tuple
         flag, sep, _ = arg.partition("=")
         args.append(f"{flag}={local[flag]}" if sep and flag in local else arg)
     (work / "metrics").mkdir(exist_ok=True)
-    command = [str(Path(sys.executable).parent / "fitguard"), *args, "--workers=1", "--log-level=warning",
-               f"--kubeconfig={cluster_kubeconfig}"]  # fmt: skip
+    command = [
+        str(Path(sys.executable).parent / "fitguard"),
+        *args,
+        "--workers=1",
+        "--log-level=warning",
+        f"--kubeconfig={cluster_kubeconfig}",
+    ]
     env = {**os.environ, "POD_NAMESPACE": NAMESPACE, "NO_PROXY": "127.0.0.1,localhost"}
     process = subprocess.Popen(command, cwd=ROOT, pass_fds=(fd,), env=env)
     port = listener.getsockname()[1]
@@ -142,12 +156,22 @@ def _start_webhook(cluster_kubeconfig: Path, tls: TlsFiles, work: Path) -> tuple
 def _denies_probe(tls: TlsFiles, port: int, process: subprocess.Popen[bytes]) -> bool:
     if process.poll() is not None:
         raise RuntimeError(f"fitguard webhook exited with {process.returncode}")
-    review = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-              "request": {"uid": "ready", "kind": {"group": "", "version": "v1", "kind": "Pod"},
-                          "operation": "CREATE", "namespace": "default", "object": PROBE_POD}}  # fmt: skip
+    review = {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": "ready",
+            "kind": {"group": "", "version": "v1", "kind": "Pod"},
+            "operation": "CREATE",
+            "namespace": "default",
+            "object": PROBE_POD,
+        },
+    }
     try:
         connection = http.client.HTTPSConnection("localhost", port, context=client_ssl_context(tls.ca_path))
-        connection.request("POST", "/validate", body=json.dumps(review), headers={"Content-Type": "application/json"})
+        connection.request(
+            "POST", "/validate", body=json.dumps(review), headers={"Content-Type": "application/json"}
+        )
         answer = connection.getresponse()
         body = json.loads(answer.read())
         connection.close()

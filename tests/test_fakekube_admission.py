@@ -37,7 +37,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))["request"]
         response = {"uid": request["uid"], **self.server.answers[self.path.split("?")[0]](request)}
-        data = json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response})
+        data = json.dumps(
+            {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
+        )
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
@@ -72,8 +74,14 @@ def hook(webhooks: _Webhooks, tls: TlsFiles, name: str, path: str, **fields: Any
 
 
 def configure(fake: FakeKubeServer, kind: str, name: str, *hooks: dict[str, Any]) -> None:
-    fake.apply({"apiVersion": "admissionregistration.k8s.io/v1", "kind": kind, "metadata": {"name": name},
-                "webhooks": list(hooks)})  # fmt: skip
+    fake.apply(
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": kind,
+            "metadata": {"name": name},
+            "webhooks": list(hooks),
+        }
+    )
 
 
 def add_label(key: str) -> Answer:
@@ -83,18 +91,29 @@ def add_label(key: str) -> Answer:
         patch = [{"op": "add", "path": f"/metadata/labels/{key}", "value": "yes"}]
         if not request["object"]["metadata"].get("labels"):
             patch = [{"op": "add", "path": "/metadata/labels", "value": {key: "yes"}}]
-        return {"allowed": True, "patchType": "JSONPatch", "patch": base64.b64encode(json.dumps(patch).encode()).decode()}
+        return {
+            "allowed": True,
+            "patchType": "JSONPatch",
+            "patch": base64.b64encode(json.dumps(patch).encode()).decode(),
+        }
 
     return answer
 
 
 def create_pod(fake: FakeKubeServer, name: str = "p", query: str = "") -> tuple[int, dict[str, Any], Any]:
-    body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
-            "spec": {"containers": [{"name": "c", "image": "busybox"}]}}  # fmt: skip
+    body = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+    }
     answer = urllib3.PoolManager().request(
-        "POST", f"{fake.url}/api/v1/namespaces/default/pods{query}", body=json.dumps(body),
-        headers={"Content-Type": "application/json"}, retries=False,
-    )  # fmt: skip
+        "POST",
+        f"{fake.url}/api/v1/namespaces/default/pods{query}",
+        body=json.dumps(body),
+        headers={"Content-Type": "application/json"},
+        retries=False,
+    )
     return answer.status, json.loads(answer.data), answer.headers
 
 
@@ -104,10 +123,18 @@ def test_if_needed_webhook_is_reinvoked_once_after_a_later_webhook_changes_the_o
     """Configurations in name order; the IfNeeded webhook runs again (once) because a later one
     changed the object; the Never one does not; the stored pod carries both patches."""
     webhooks.answers.update({"/a": add_label("a"), "/b": add_label("b")})
-    configure(fake_kube, "MutatingWebhookConfiguration", "2-b", hook(webhooks, tls_files, "b.test", "/b",
-              reinvocationPolicy="Never"))  # fmt: skip
-    configure(fake_kube, "MutatingWebhookConfiguration", "1-a", hook(webhooks, tls_files, "a.test", "/a",
-              reinvocationPolicy="IfNeeded"))  # fmt: skip
+    configure(
+        fake_kube,
+        "MutatingWebhookConfiguration",
+        "2-b",
+        hook(webhooks, tls_files, "b.test", "/b", reinvocationPolicy="Never"),
+    )
+    configure(
+        fake_kube,
+        "MutatingWebhookConfiguration",
+        "1-a",
+        hook(webhooks, tls_files, "a.test", "/a", reinvocationPolicy="IfNeeded"),
+    )
     status, pod, _ = create_pod(fake_kube)
     assert status == 201
     assert pod["metadata"]["labels"] == {"a": "yes", "b": "yes"}
@@ -119,8 +146,12 @@ def test_a_webhook_is_not_reinvoked_when_nothing_after_it_changed_the_object(
 ) -> None:
     """IfNeeded alone, changing the object itself: no second call (only later changes count)."""
     webhooks.answers["/a"] = add_label("a")
-    configure(fake_kube, "MutatingWebhookConfiguration", "a", hook(webhooks, tls_files, "a.test", "/a",
-              reinvocationPolicy="IfNeeded"))  # fmt: skip
+    configure(
+        fake_kube,
+        "MutatingWebhookConfiguration",
+        "a",
+        hook(webhooks, tls_files, "a.test", "/a", reinvocationPolicy="IfNeeded"),
+    )
     assert create_pod(fake_kube)[0] == 201
     assert [call.webhook for call in fake_kube.admission.calls()] == ["a.test"]
 
@@ -130,10 +161,22 @@ def test_a_denial_without_message_and_a_low_code_is_a_400_without_explanation(
 ) -> None:
     """ToStatusErr: codes under 400 become 400; no message or reason says 'without explanation'."""
     webhooks.answers["/deny"] = lambda request: {"allowed": False, "status": {"code": 200}}
-    configure(fake_kube, "ValidatingWebhookConfiguration", "v", hook(webhooks, tls_files, "deny.test", "/deny"))
+    configure(
+        fake_kube, "ValidatingWebhookConfiguration", "v", hook(webhooks, tls_files, "deny.test", "/deny")
+    )
     status, body, _ = create_pod(fake_kube)
-    assert (status, body) == (400, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-        "message": 'admission webhook "deny.test" denied the request without explanation', "reason": "", "code": 400})  # fmt: skip
+    assert (status, body) == (
+        400,
+        {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": 'admission webhook "deny.test" denied the request without explanation',
+            "reason": "",
+            "code": 400,
+        },
+    )
     assert fake_kube.objects("Pod", "default") == []
 
 
@@ -143,9 +186,17 @@ def test_every_validating_webhook_is_asked_and_warnings_are_quoted_headers(
     """The first denial answers, but the later webhook is still called; its warnings (quotes
     escaped) reach the client as Warning headers beside the error."""
     webhooks.answers["/deny"] = lambda request: {"allowed": False, "status": {"code": 403, "message": "no"}}
-    webhooks.answers["/warn"] = lambda request: {"allowed": True, "warnings": ['say "hi"', 'say "hi"', "back\\slash"]}
-    configure(fake_kube, "ValidatingWebhookConfiguration", "v", hook(webhooks, tls_files, "deny.test", "/deny"),
-              hook(webhooks, tls_files, "warn.test", "/warn"))  # fmt: skip
+    webhooks.answers["/warn"] = lambda request: {
+        "allowed": True,
+        "warnings": ['say "hi"', 'say "hi"', "back\\slash"],
+    }
+    configure(
+        fake_kube,
+        "ValidatingWebhookConfiguration",
+        "v",
+        hook(webhooks, tls_files, "deny.test", "/deny"),
+        hook(webhooks, tls_files, "warn.test", "/warn"),
+    )
     status, body, headers = create_pod(fake_kube)
     assert (status, body["message"]) == (403, 'admission webhook "deny.test" denied the request: no')
     assert headers.getlist("Warning") == ['299 - "say \\"hi\\""', '299 - "back\\\\slash"']
@@ -163,8 +214,12 @@ def test_a_webhook_slower_than_its_timeout_follows_the_failure_policy(
         return {"allowed": True}
 
     webhooks.answers["/slow"] = slow
-    configure(fake_kube, "ValidatingWebhookConfiguration", "v", hook(webhooks, tls_files, "slow.test", "/slow",
-              timeoutSeconds=1, failurePolicy=policy))  # fmt: skip
+    configure(
+        fake_kube,
+        "ValidatingWebhookConfiguration",
+        "v",
+        hook(webhooks, tls_files, "slow.test", "/slow", timeoutSeconds=1, failurePolicy=policy),
+    )
     status, body, _ = create_pod(fake_kube)
     assert status == expected
     if expected == 500:
@@ -182,15 +237,23 @@ def test_a_match_condition_that_errors_fails_closed_under_fail(
     skips the webhook."""
     webhooks.answers["/ok"] = lambda request: {"allowed": True}
     broken = [{"name": "broken", "expression": "object.spec.nothing == 1"}]
-    configure(fake_kube, "ValidatingWebhookConfiguration", "v", hook(webhooks, tls_files, "ok.test", "/ok",
-              failurePolicy="Fail", matchConditions=broken))  # fmt: skip
+    configure(
+        fake_kube,
+        "ValidatingWebhookConfiguration",
+        "v",
+        hook(webhooks, tls_files, "ok.test", "/ok", failurePolicy="Fail", matchConditions=broken),
+    )
     status, body, _ = create_pod(fake_kube)
     assert (status, body["reason"]) == (403, "Forbidden")
     assert body["message"].startswith('pods "p" is forbidden: broken: evaluation failed')
     assert fake_kube.admission.calls() == []
     skip = [{"name": "never", "expression": "false"}]
-    configure(fake_kube, "ValidatingWebhookConfiguration", "v", hook(webhooks, tls_files, "ok.test", "/ok",
-              failurePolicy="Fail", matchConditions=skip))  # fmt: skip
+    configure(
+        fake_kube,
+        "ValidatingWebhookConfiguration",
+        "v",
+        hook(webhooks, tls_files, "ok.test", "/ok", failurePolicy="Fail", matchConditions=skip),
+    )
     assert create_pod(fake_kube)[0] == 201
     assert fake_kube.admission.calls() == []
 
@@ -206,8 +269,12 @@ def test_dry_run_reaches_only_webhooks_without_side_effects(
         ("ok.test", True, {"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1", "dryRun": ["All"]})
     ]
     assert fake_kube.objects("Pod", "default") == []
-    configure(fake_kube, "ValidatingWebhookConfiguration", "v", hook(webhooks, tls_files, "some.test", "/ok",
-              sideEffects="Some"))  # fmt: skip
+    configure(
+        fake_kube,
+        "ValidatingWebhookConfiguration",
+        "v",
+        hook(webhooks, tls_files, "some.test", "/ok", sideEffects="Some"),
+    )
     status, body, _ = create_pod(fake_kube, query="?dryRun=All")
     assert (status, body["message"]) == (400, 'admission webhook "some.test" does not support dry run')
 
@@ -220,7 +287,11 @@ def _attrs(kind: str, namespace: str, subresource: str = "", operation: str = "C
     ("rule", "attrs", "matches"),
     [
         ({"scope": "Namespaced"}, _attrs("Pod", "default"), True),
-        ({"scope": "Namespaced", "resources": ["namespaces"]}, _attrs("Namespace", "x"), False),  # a namespace is cluster-scoped
+        (
+            {"scope": "Namespaced", "resources": ["namespaces"]},
+            _attrs("Namespace", "x"),
+            False,
+        ),  # a namespace is cluster-scoped
         ({"scope": "Cluster", "resources": ["namespaces"]}, _attrs("Namespace", "x"), True),
         ({"scope": "Cluster"}, _attrs("Pod", "default"), False),
         ({}, _attrs("Pod", "default", "status"), False),  # pods does not cover pods/status
@@ -243,5 +314,3 @@ def test_no_configuration_no_admission(fake_kube: FakeKubeServer) -> None:
     """Without webhook configurations writes are stored as sent and nothing is reviewed."""
     assert create_pod(fake_kube)[0] == 201
     assert fake_kube.admission.calls() == []
-
-

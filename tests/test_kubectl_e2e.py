@@ -29,11 +29,18 @@ pytestmark = [
 ]
 
 ROOT = Path(__file__).resolve().parents[1]
-WORKLOADS = {obj["metadata"]["name"]: obj for obj in yaml.safe_load((ROOT / "examples/workloads.yaml").read_text())["items"]}  # fmt: skip
+WORKLOADS = {
+    obj["metadata"]["name"]: obj
+    for obj in yaml.safe_load((ROOT / "examples/workloads.yaml").read_text())["items"]
+}
 WARN_NAMESPACE = [
-    {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-warn", "labels": {"fitguard.io/mode": "warn"}}},
+    {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": "team-warn", "labels": {"fitguard.io/mode": "warn"}},
+    },
     {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default", "namespace": "team-warn"}},
-]  # fmt: skip
+]
 APPLY = ("apply", "--validate=false", "-f")
 
 # The three templates of examples/cluster.yaml, as the validating webhook explains a 30Gi pod.
@@ -110,7 +117,8 @@ def test_a_deployment_that_fits_no_node_group_is_denied_naming_the_field_to_edit
         f'Error from server (Forbidden): error when creating "{path}": admission webhook '
         '"validate.fitguard.io" denied the request: Deployment video-transcode does not fit any node group\n'
         + SCRATCH_BUILD_REASONS.replace("30Gi", "40Gi").replace(
-            "note:", "fields to edit: spec.template.spec.containers[0].resources.limits.ephemeral-storage\nnote:"
+            "note:",
+            "fields to edit: spec.template.spec.containers[0].resources.limits.ephemeral-storage\nnote:",
         )
     )
     assert fresh.reviewed() == [("validate.fitguard.io", "CREATE", "default", "video-transcode", False)]
@@ -156,7 +164,11 @@ def test_a_pod_matching_a_security_group_policy_gets_pod_eni_and_the_guard(fresh
             "nodeAffinity": {
                 "requiredDuringSchedulingIgnoredDuringExecution": {
                     "nodeSelectorTerms": [
-                        {"matchExpressions": [{"key": "fitguard.io/branch-eni-exhausted", "operator": "DoesNotExist"}]}
+                        {
+                            "matchExpressions": [
+                                {"key": "fitguard.io/branch-eni-exhausted", "operator": "DoesNotExist"}
+                            ]
+                        }
                     ]
                 }
             }
@@ -175,7 +187,11 @@ def test_server_dry_run_is_judged_by_both_webhooks_and_writes_nothing(fresh: Clu
         '"validate.fitguard.io" denied the request: pod does not fit any node group\n' + SCRATCH_BUILD_REASONS
     )
     admitted = fresh.kubectl(*APPLY, str(fresh.write("dry-web.yaml", workload("web-0"))), "--dry-run=server")
-    assert (admitted.returncode, admitted.stdout, admitted.stderr) == (0, "pod/web-0 created (server dry run)\n", "")
+    assert (admitted.returncode, admitted.stdout, admitted.stderr) == (
+        0,
+        "pod/web-0 created (server dry run)\n",
+        "",
+    )
     assert fresh.reviewed() == [
         ("mutate.fitguard.io", "CREATE", "default", "scratch-build", True),
         ("validate.fitguard.io", "CREATE", "default", "scratch-build", True),
@@ -199,7 +215,9 @@ def test_kube_system_and_fitguards_own_namespace_are_never_reviewed(fresh: Clust
 def test_a_mirror_pod_is_not_reviewed(fresh: Cluster) -> None:
     """A static pod's mirror (annotation kubernetes.io/config.mirror) fails the configurations'
     matchCondition: created as it is, no review sent."""
-    mirror = workload("scratch-build", name="etcd-mirror", annotations={"kubernetes.io/config.mirror": "abc123"})
+    mirror = workload(
+        "scratch-build", name="etcd-mirror", annotations={"kubernetes.io/config.mirror": "abc123"}
+    )
     result = fresh.kubectl(*APPLY, str(fresh.write("mirror.yaml", mirror)))
     assert (result.returncode, result.stdout, result.stderr) == (0, "pod/etcd-mirror created\n", "")
     assert fresh.reviewed() == []
@@ -257,8 +275,14 @@ def test_kubectl_get_ngt_shows_the_printer_columns(cluster: Cluster) -> None:
     assert (result.returncode, result.stderr) == (0, "")
     lines = result.stdout.splitlines()
     assert re.split(r"\s{2,}", lines[0]) == [
-        "NAME", "SOURCE", "INSTANCE TYPES", "EPHEMERAL STORAGE", "POD ENI", "NODES", "AGE"
-    ]  # fmt: skip
+        "NAME",
+        "SOURCE",
+        "INSTANCE TYPES",
+        "EPHEMERAL STORAGE",
+        "POD ENI",
+        "NODES",
+        "AGE",
+    ]
     rows = [re.split(r"\s{2,}", line) for line in lines[1:]]
     ages = [row.pop() for row in rows]
     assert all(re.fullmatch(r"\d+(s|m\d*s?|h\d*m?)", age) for age in ages), ages

@@ -28,7 +28,7 @@ import jsonpatch
 from . import errors
 from .registry import ResourceType, by_kind
 from .store import Store
-from .webhook_client import CallError, ServiceResolver, admission_request, call
+from .webhook_client import CallError, admission_request, call
 from .webhooks import Attributes, should_call
 
 _MUTATING = by_kind("MutatingWebhookConfiguration")
@@ -256,16 +256,22 @@ class AdmittingStore:
     def __getattr__(self, name: str) -> Any:  # reads (get, list, exists, ...) go straight through
         return getattr(self._store, name)
 
-    def _attrs(self, operation: str, rt: ResourceType, obj: Any, old: Any, name: str, ns: str) -> Attributes:
+    def _attrs(
+        self, operation: str, rt: ResourceType, obj: Any, old: Any, key: tuple[str, str]
+    ) -> Attributes:
         # The options object of the verb (an update's for a patch, as the apiserver converts it).
         kind = {"CREATE": "CreateOptions", "UPDATE": "UpdateOptions", "DELETE": "DeleteOptions"}[operation]
         context = self._context
         options = {"kind": kind, "apiVersion": "meta.k8s.io/v1", **context.options}
-        return Attributes(operation, rt, context.subresource, ns, name, obj, old, context.dry_run, options)
+        namespace, name = key
+        return Attributes(
+            operation, rt, context.subresource, namespace, name, obj, old, context.dry_run, options
+        )
 
     def create(self, rt: ResourceType, obj: dict[str, Any], *, dry_run: bool = False) -> dict[str, Any]:
         meta = obj.get("metadata") or {}
-        attrs = self._attrs("CREATE", rt, copy.deepcopy(obj), None, meta.get("name", ""), meta.get("namespace", ""))
+        key = (meta.get("namespace", ""), meta.get("name", ""))
+        attrs = self._attrs("CREATE", rt, copy.deepcopy(obj), None, key)
         admitted = self._chain.admit(attrs, self._context)
         return self._store.create(rt, admitted or obj, dry_run=dry_run)
 
@@ -281,31 +287,44 @@ class AdmittingStore:
         """The change is computed without writing, admitted outside the store's lock, then written
         if nobody wrote in between (else computed again, as GuaranteedUpdate retries)."""
         for _ in range(_UPDATE_ATTEMPTS):
-            seen: dict[str, Any] = {}
-
-            def proposed_change(current: dict[str, Any]) -> dict[str, Any]:
-                seen["old"] = copy.deepcopy(current)
-                return change(current)
-
-            proposed = self._store.update(rt, namespace, name, proposed_change, dry_run=True)
-            old = seen["old"]
-            if proposed == old:
-                return proposed  # a no-op write reaches no admission upstream either
-            attrs = self._attrs("UPDATE", rt, proposed, old, name, namespace or "")
-            admitted = self._chain.admit(attrs, self._context) or proposed
-
-            def admitted_change(current: dict[str, Any]) -> dict[str, Any]:
-                if current["metadata"]["resourceVersion"] != old["metadata"]["resourceVersion"]:
-                    raise _Raced
-                return copy.deepcopy(admitted)
-
             try:
-                return self._store.update(rt, namespace, name, admitted_change, dry_run=dry_run)
+                return self._update_once(rt, namespace, name, change, dry_run=dry_run)
             except _Raced:
                 continue
         raise errors.conflict(
-            rt, name, "the object has been modified; please apply your changes to the latest version and try again"
+            rt,
+            name,
+            "the object has been modified; please apply your changes to the latest version and try again",
         )
+
+    def _update_once(
+        self,
+        rt: ResourceType,
+        namespace: str | None,
+        name: str,
+        change: Callable[[dict[str, Any]], dict[str, Any]],
+        *,
+        dry_run: bool,
+    ) -> dict[str, Any]:
+        seen: dict[str, Any] = {}
+
+        def proposed_change(current: dict[str, Any]) -> dict[str, Any]:
+            seen["old"] = copy.deepcopy(current)
+            return change(current)
+
+        proposed = self._store.update(rt, namespace, name, proposed_change, dry_run=True)
+        old = seen["old"]
+        if proposed == old:
+            return proposed  # a no-op write reaches no admission upstream either
+        attrs = self._attrs("UPDATE", rt, proposed, old, (namespace or "", name))
+        admitted = self._chain.admit(attrs, self._context) or proposed
+
+        def admitted_change(current: dict[str, Any]) -> dict[str, Any]:
+            if current["metadata"]["resourceVersion"] != old["metadata"]["resourceVersion"]:
+                raise _Raced
+            return copy.deepcopy(admitted)
+
+        return self._store.update(rt, namespace, name, admitted_change, dry_run=dry_run)
 
     def delete(
         self,
@@ -319,7 +338,7 @@ class AdmittingStore:
         current = self._store.get(rt, namespace, name)
         if check is not None:
             check(copy.deepcopy(current))
-        attrs = self._attrs("DELETE", rt, None, current, name, namespace or "")
+        attrs = self._attrs("DELETE", rt, None, current, (namespace or "", name))
         self._chain.admit(attrs, self._context)
         return self._store.delete(rt, namespace, name, check=check, dry_run=dry_run)
 

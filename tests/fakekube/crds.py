@@ -53,7 +53,8 @@ def check_registry(crds: dict[tuple[str, str], dict[str, Any]] = _CRDS) -> None:
             if not version.get("served"):
                 continue
             rt = next(
-                (r for r in REGISTRY if (r.group, r.version, r.plural) == (group, version["name"], plural)), None
+                (r for r in REGISTRY if (r.group, r.version, r.plural) == (group, version["name"], plural)),
+                None,
             )
             expected = (spec["names"]["kind"], spec["scope"] == "Namespaced", False)
             actual = (rt.kind, rt.namespaced, rt.builtin) if rt else None
@@ -112,8 +113,13 @@ def to_table(obj: dict[str, Any], columns: list[dict[str, Any]], include_object:
     if is_list and obj["metadata"].get("continue"):
         metadata["continue"] = obj["metadata"]["continue"]
     rows = [_row(item, columns, include_object) for item in items]
-    return {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": metadata,
-            "columnDefinitions": definitions, "rows": rows}  # fmt: skip
+    return {
+        "kind": "Table",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": metadata,
+        "columnDefinitions": definitions,
+        "rows": rows,
+    }
 
 
 def _row(obj: dict[str, Any], columns: list[dict[str, Any]], include_object: str) -> dict[str, Any]:
@@ -125,7 +131,11 @@ def _row(obj: dict[str, Any], columns: list[dict[str, Any]], include_object: str
     if include_object == "Object":
         row["object"] = obj
     elif include_object != "None":
-        partial = {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj["metadata"]}
+        partial = {
+            "kind": "PartialObjectMetadata",
+            "apiVersion": "meta.k8s.io/v1",
+            "metadata": obj["metadata"],
+        }
         row["object"] = partial
     return row
 

@@ -119,9 +119,9 @@ def call(
     url, host, address = _target(client_config, resolve)
     full_url = f"{url}?timeout={timeout}s"  # client-go adds the request timeout to the URL
     parts = urlsplit(full_url)
-    connection = _PinnedHTTPSConnection(host, parts.port or 443, address, timeout, _ssl_context(
-        client_config.get("caBundle")
-    ))
+    connection = _PinnedHTTPSConnection(
+        host, parts.port or 443, address, timeout, _ssl_context(client_config.get("caBundle"))
+    )
     body = json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request})
     try:
         connection.request(
@@ -167,4 +167,3 @@ def _verified(review: Any, uid: str, *, mutating: bool) -> dict[str, Any]:
     elif patch or patch_type is not None:
         raise CallError(invalid + "validating webhook may not return response.patch")
     return response
-

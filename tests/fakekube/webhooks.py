@@ -22,7 +22,10 @@ from .registry import ResourceType
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 # What the fake's one user looks like (there is no authentication): a cluster admin, as kubectl
 # with an admin kubeconfig would be.
-ADMIN_USER: dict[str, Any] = {"username": "kubernetes-admin", "groups": ["system:masters", "system:authenticated"]}
+ADMIN_USER: dict[str, Any] = {
+    "username": "kubernetes-admin",
+    "groups": ["system:masters", "system:authenticated"],
+}
 
 
 @dataclass
@@ -61,7 +64,9 @@ def selector_matches(selector: Mapping[str, Any] | None, labels: Mapping[str, st
         if operator == "DoesNotExist" and present:
             return False
         if operator not in ("In", "NotIn", "Exists", "DoesNotExist"):
-            raise errors.ApiError(500, "InternalError", f"Internal error occurred: invalid operator {operator!r}")
+            raise errors.ApiError(
+                500, "InternalError", f"Internal error occurred: invalid operator {operator!r}"
+            )
     return True
 
 
