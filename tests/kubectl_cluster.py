@@ -1,6 +1,7 @@
-"""A cluster as `kubectl` meets it: the fake API server running the admission chain, the webhook
-configurations rendered from manifests/ and registered there, and `fitguard webhook` started with
-the arguments its Deployment in manifests/ gives it, reached through the configurations' Service.
+"""A cluster as `kubectl` meets it: the fake API server running the admission chain with the webhook
+configurations rendered from manifests/, `fitguard controller` and `fitguard webhook` started with
+the arguments their Deployments in manifests/ give them (the controller makes the certificates and
+sets the caBundle; the webhook serves the Secret's certificate), the Service routed to the webhook.
 
     with running_cluster(work, tls) as cluster:
         result = cluster.kubectl("apply", "-f", path)
@@ -9,7 +10,6 @@ the arguments its Deployment in manifests/ gives it, reached through the configu
 from __future__ import annotations
 
 import base64
-import http.client
 import json
 import os
 import shutil
@@ -23,21 +23,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import urllib3
 import yaml
 
+from tests.fakekube import ApiError
 from tests.fakekube.server import FakeKubeServer
 from tests.kustomize import render
-from tests.tlsfixtures import TlsFiles, client_ssl_context, make_tls_files
 from tests.waiting import eventually
 
 ROOT = Path(__file__).resolve().parents[1]
 MANIFESTS = ROOT / "manifests"
 NAMESPACE = "fitguard-system"
 SERVICE_NAME = "fitguard-webhook"
-SERVICE_DNS = f"{SERVICE_NAME}.{NAMESPACE}.svc"
+SERVING_SECRET = "fitguard-webhook-tls"  # what the controller writes and the webhook mounts
 CONFIGURATION_KINDS = ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
-# A pod no node group can take (30Gi of ephemeral storage): the webhook answers it with a denial
-# only once its caches hold the templates, so a denial is the readiness signal.
+# A pod no node group can take (30Gi of ephemeral storage): the webhook denies it only once its
+# caches hold the templates, so its denial through the API server is the readiness signal (not
+# /readyz, whose port is moving to --metrics-bind).
 PROBE_POD = {
     "apiVersion": "v1",
     "kind": "Pod",
@@ -60,13 +62,13 @@ def webhook_configurations(overlay: str | None = None) -> list[dict[str, Any]]:
     return [obj for obj in render(directory) if obj["kind"] in CONFIGURATION_KINDS]
 
 
-def webhook_args(overlay: str | None = None) -> list[str]:
-    """The arguments of the webhook container of the rendered Deployment."""
+def container_args(deployment_name: str, overlay: str | None = None) -> list[str]:
+    """The arguments of the first container of a rendered Deployment."""
     directory = MANIFESTS / "overlays" / overlay if overlay else MANIFESTS
     deployment = next(
         obj
         for obj in render(directory)
-        if obj["kind"] == "Deployment" and obj["metadata"]["name"] == SERVICE_NAME
+        if obj["kind"] == "Deployment" and obj["metadata"]["name"] == deployment_name
     )
     container = deployment["spec"]["template"]["spec"]["containers"][0]
     return list(container.get("args") or [])
@@ -75,7 +77,6 @@ def webhook_args(overlay: str | None = None) -> list[str]:
 @dataclass
 class Cluster:
     fake: FakeKubeServer
-    tls: TlsFiles
     work: Path
     webhook_port: int
     env: dict[str, str]
@@ -91,12 +92,16 @@ class Cluster:
         return path
 
     def register(self, overlay: str | None = None) -> None:
-        """Register (or replace) the rendered webhook configurations, with the CA as caBundle
-        (the controller's job in a cluster)."""
-        ca_bundle = base64.b64encode(self.tls.ca_path.read_bytes()).decode()
+        """Apply the rendered configurations (of an overlay) as `kubectl apply` does to objects the
+        controller has since given a caBundle: the caBundle, never in the manifests, is kept."""
         for configuration in webhook_configurations(overlay):
+            stored = _stored(self.fake, configuration)
+            bundles = {
+                hook["name"]: hook["clientConfig"].get("caBundle") for hook in stored.get("webhooks", [])
+            }
             for hook in configuration["webhooks"]:
-                hook["clientConfig"]["caBundle"] = ca_bundle
+                if bundles.get(hook["name"]):
+                    hook["clientConfig"]["caBundle"] = bundles[hook["name"]]
             self.fake.apply(configuration)
 
     def route_service(self, port: int) -> None:
@@ -121,31 +126,86 @@ class Cluster:
         ]
 
 
+def _stored(fake: FakeKubeServer, obj: dict[str, Any]) -> dict[str, Any]:
+    try:
+        return fake.get(obj["kind"], obj["metadata"]["name"])
+    except ApiError as error:
+        if error.code != 404:
+            raise
+        return {}
+
+
+def _fitguard(*args: str) -> list[str]:
+    return [str(Path(sys.executable).parent / "fitguard"), *args]  # the installed console script
+
+
+def _localised(args: list[str], local: dict[str, str]) -> list[str]:
+    """The container's `--flag=value` arguments with the values of `local`'s flags replaced."""
+    out = []
+    for arg in args:
+        flag, sep, _ = arg.partition("=")
+        out.append(f"{flag}={local[flag]}" if sep and flag in local else arg)
+    return out
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _start_controller(kubeconfig: Path, work: Path) -> subprocess.Popen[bytes]:
+    """`fitguard controller` with its Deployment's arguments (leader election, certificates); AWS
+    is unreachable, so discovery fails and keeps every template as it is (examples/cluster.yaml's)."""
+    args = _localised(container_args("fitguard-controller"), {"--metrics-bind": f"127.0.0.1:{_free_port()}"})
+    env = {
+        **os.environ,
+        "POD_NAMESPACE": NAMESPACE,
+        "POD_NAME": "fitguard-controller-0",
+        "NO_PROXY": "127.0.0.1,localhost",
+        "AWS_ENDPOINT_URL": f"http://127.0.0.1:{_free_port()}",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ACCESS_KEY_ID": "test",
+        "AWS_SECRET_ACCESS_KEY": "test",
+    }
+    log = (work / "controller.log").open("wb")
+    command = _fitguard(*args, f"--kubeconfig={kubeconfig}", "--log-level=WARNING")
+    return subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+
+
+def _certificates_served(fake: FakeKubeServer) -> dict[str, Any] | None:
+    """The serving Secret once the controller wrote it and put the caBundle on every webhook."""
+    secrets = {s["metadata"]["name"]: s for s in fake.objects("Secret", NAMESPACE)}
+    hooks = [hook for kind in CONFIGURATION_KINDS for c in fake.objects(kind) for hook in c["webhooks"]]
+    if SERVING_SECRET in secrets and hooks and all(hook["clientConfig"].get("caBundle") for hook in hooks):
+        return secrets[SERVING_SECRET]
+    return None
+
+
+def _mount(secret: dict[str, Any], directory: Path) -> tuple[Path, Path]:
+    """The Secret's tls.crt and tls.key as files, as the kubelet mounts the webhook's volume."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for key in ("tls.crt", "tls.key"):
+        (directory / key).write_bytes(base64.b64decode(secret["data"][key]))
+    return directory / "tls.crt", directory / "tls.key"
+
+
 def _start_webhook(
-    cluster_kubeconfig: Path, tls: TlsFiles, work: Path
+    kubeconfig: Path, cert: Path, key: Path, work: Path
 ) -> tuple[subprocess.Popen[bytes], int]:
-    """`fitguard webhook` (the installed console script) with the Deployment's arguments, its paths
-    and bind address replaced by local ones; the listening socket is inherited (fd://)."""
+    """`fitguard webhook` with its Deployment's arguments, paths and bind address made local; the
+    listening socket is inherited (fd://), so the port is known before the server runs."""
     listener = socket.create_server(("127.0.0.1", 0))
     fd = listener.fileno()
+    (work / "metrics").mkdir(exist_ok=True)
     local = {
         "--bind": f"fd://{fd}",
-        "--tls-cert": str(tls.cert_path),
-        "--tls-key": str(tls.key_path),
+        "--tls-cert": str(cert),
+        "--tls-key": str(key),
         "--metrics-dir": str(work / "metrics"),
     }
-    args = []
-    for arg in webhook_args():
-        flag, sep, _ = arg.partition("=")
-        args.append(f"{flag}={local[flag]}" if sep and flag in local else arg)
-    (work / "metrics").mkdir(exist_ok=True)
-    command = [
-        str(Path(sys.executable).parent / "fitguard"),
-        *args,
-        "--workers=1",
-        "--log-level=warning",
-        f"--kubeconfig={cluster_kubeconfig}",
-    ]
+    args = _localised(container_args(SERVICE_NAME), local)
+    command = _fitguard(*args, "--workers=1", "--log-level=warning", f"--kubeconfig={kubeconfig}")
     env = {**os.environ, "POD_NAMESPACE": NAMESPACE, "NO_PROXY": "127.0.0.1,localhost"}
     process = subprocess.Popen(command, cwd=ROOT, pass_fds=(fd,), env=env)
     port = listener.getsockname()[1]
@@ -153,31 +213,20 @@ def _start_webhook(
     return process, port
 
 
-def _denies_probe(tls: TlsFiles, port: int, process: subprocess.Popen[bytes]) -> bool:
-    if process.poll() is not None:
-        raise RuntimeError(f"fitguard webhook exited with {process.returncode}")
-    review = {
-        "apiVersion": "admission.k8s.io/v1",
-        "kind": "AdmissionReview",
-        "request": {
-            "uid": "ready",
-            "kind": {"group": "", "version": "v1", "kind": "Pod"},
-            "operation": "CREATE",
-            "namespace": "default",
-            "object": PROBE_POD,
-        },
-    }
-    try:
-        connection = http.client.HTTPSConnection("localhost", port, context=client_ssl_context(tls.ca_path))
-        connection.request(
-            "POST", "/validate", body=json.dumps(review), headers={"Content-Type": "application/json"}
-        )
-        answer = connection.getresponse()
-        body = json.loads(answer.read())
-        connection.close()
-    except (OSError, ValueError):
-        return False
-    return answer.status == 200 and body["response"]["allowed"] is False
+def _probe_denied(fake: FakeKubeServer, processes: list[subprocess.Popen[bytes]]) -> bool:
+    """Whether the API server, asked to create the probe pod (dry run), answers the webhook's denial:
+    the whole path works (Service, TLS with the caBundle, the webhook's caches synced)."""
+    for process in processes:
+        if process.poll() is not None:
+            raise RuntimeError(f"{process.args[1]} exited with {process.returncode}")
+    answer = urllib3.PoolManager().request(
+        "POST",
+        f"{fake.url}/api/v1/namespaces/default/pods?dryRun=All",
+        body=json.dumps(PROBE_POD),
+        headers={"Content-Type": "application/json"},
+        retries=False,
+    )
+    return answer.status == 403
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:
@@ -191,27 +240,33 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 
 @contextmanager
 def running_cluster(work: Path, objects: list[dict[str, Any]]) -> Iterator[Cluster]:
-    """The fake API server holding `objects` and fitguard's namespace, the webhook ready behind the
-    configurations' Service, the base configurations registered."""
-    tls = make_tls_files(work / "tls", dns=(SERVICE_DNS, "localhost"), ips=("127.0.0.1",))
+    """The fake API server holding `objects`, fitguard's namespace and the rendered configurations;
+    the controller and the webhook running as their Deployments run them, the Service routed to
+    the webhook; yields once the API server gets the webhook's denial of a pod that cannot fit."""
     fake = FakeKubeServer().start()
+    processes: list[subprocess.Popen[bytes]] = []
     try:
-        namespace = yaml.safe_load((MANIFESTS / "base" / "namespace.yaml").read_text())
-        fake.apply(namespace)
+        fake.apply(yaml.safe_load((MANIFESTS / "base" / "namespace.yaml").read_text()))
         for obj in objects:
             fake.apply(obj)
         kubeconfig = fake.write_kubeconfig(work / "kubeconfig.json")
-        process, port = _start_webhook(kubeconfig, tls, work)
-        try:
-            eventually(lambda: _denies_probe(tls, port, process), "the webhook judges pods", timeout=60)
-            env = {**os.environ, "KUBECONFIG": str(kubeconfig), "NO_PROXY": "127.0.0.1,localhost"}
-            cluster = Cluster(fake, tls, work, port, env)
-            cluster.route_service(port)
-            cluster.register()
-            yield cluster
-        finally:
-            _stop(process)
+        env = {**os.environ, "KUBECONFIG": str(kubeconfig), "NO_PROXY": "127.0.0.1,localhost"}
+        cluster = Cluster(fake, work, 0, env)
+        cluster.register()
+        processes.append(_start_controller(kubeconfig, work))
+        secret = eventually(lambda: _certificates_served(fake), "the controller's certificates", timeout=90)
+        cert, key = _mount(secret, work / "webhook-tls")
+        webhook, cluster.webhook_port = _start_webhook(kubeconfig, cert, key, work)
+        processes.append(webhook)
+        cluster.route_service(cluster.webhook_port)
+        eventually(
+            lambda: _probe_denied(fake, processes), "the API server gets the webhook's denial", timeout=90
+        )
+        fake.admission.clear_calls()
+        yield cluster
     finally:
+        for process in reversed(processes):
+            _stop(process)
         fake.stop()
     if fake.internal_errors:
         raise AssertionError("the fake apiserver hit its own bugs:\n" + "\n".join(fake.internal_errors))
