@@ -57,6 +57,16 @@ SCRATCH_BUILD_REASONS = (
 )
 
 
+# The same for the Deployment of examples/workloads.yaml (40Gi), naming the field to edit.
+VIDEO_TRANSCODE_DENIAL = (
+    'admission webhook "validate.fitguard.io" denied the request: Deployment video-transcode does not fit '
+    "any node group\n"
+    + SCRATCH_BUILD_REASONS.replace("30Gi", "40Gi").replace(
+        "note:", "fields to edit: spec.template.spec.containers[0].resources.limits.ephemeral-storage\nnote:"
+    )
+)
+
+
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     objects = yaml.safe_load((ROOT / "examples/cluster.yaml").read_text())["items"]
@@ -66,16 +76,20 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 
 @pytest.fixture
 def fresh(cluster: Cluster) -> Iterator[Cluster]:
-    """The cluster with an empty review log; pods a test created are deleted after it."""
+    """The cluster with an empty review log; pods and Deployments a test created are deleted after
+    it, and the base configurations routed to the webhook are back."""
     cluster.fake.admission.clear_calls()
-    before = {(p["metadata"]["namespace"], p["metadata"]["name"]) for p in cluster.fake.objects("Pod")}
+    before = {kind: names(cluster, kind) for kind in ("Pod", "Deployment")}
     yield cluster
-    for pod in cluster.fake.objects("Pod"):
-        key = (pod["metadata"]["namespace"], pod["metadata"]["name"])
-        if key not in before:
-            cluster.fake.delete("Pod", key[1], key[0])
-    cluster.register()  # the base configurations again, whatever a test put there
+    for kind, existed in before.items():
+        for namespace, name in names(cluster, kind) - existed:
+            cluster.fake.delete(kind, name, namespace)
+    cluster.register()
     cluster.route_service(cluster.webhook_port)
+
+
+def names(cluster: Cluster, kind: str) -> set[tuple[str, str]]:
+    return {(obj["metadata"]["namespace"], obj["metadata"]["name"]) for obj in cluster.fake.objects(kind)}
 
 
 def workload(example: str, namespace: str | None = None, **metadata: Any) -> dict[str, Any]:
@@ -88,7 +102,7 @@ def workload(example: str, namespace: str | None = None, **metadata: Any) -> dic
 
 
 def pods(cluster: Cluster) -> set[tuple[str, str]]:
-    return {(p["metadata"]["namespace"], p["metadata"]["name"]) for p in cluster.fake.objects("Pod")}
+    return names(cluster, "Pod")
 
 
 def test_a_pod_that_fits_no_node_group_is_denied_with_the_webhooks_reasons(fresh: Cluster) -> None:
@@ -114,15 +128,46 @@ def test_a_deployment_that_fits_no_node_group_is_denied_naming_the_field_to_edit
     result = fresh.kubectl(*APPLY, str(path))
     assert (result.returncode, result.stdout) == (1, "")
     assert result.stderr == (
-        f'Error from server (Forbidden): error when creating "{path}": admission webhook '
-        '"validate.fitguard.io" denied the request: Deployment video-transcode does not fit any node group\n'
-        + SCRATCH_BUILD_REASONS.replace("30Gi", "40Gi").replace(
-            "note:",
-            "fields to edit: spec.template.spec.containers[0].resources.limits.ephemeral-storage\nnote:",
-        )
+        f'Error from server (Forbidden): error when creating "{path}": {VIDEO_TRANSCODE_DENIAL}'
     )
     assert fresh.reviewed() == [("validate.fitguard.io", "CREATE", "default", "video-transcode", False)]
     assert fresh.fake.objects("Deployment", "default") == []
+
+
+def test_an_update_that_no_longer_fits_is_denied_and_the_deployment_keeps_its_template(
+    fresh: Cluster,
+) -> None:
+    """A second `kubectl apply` (a PATCH, reviewed as UPDATE with the old object) that makes the
+    template unfit is denied; the stored Deployment is the one applied first."""
+    fitting = workload("video-transcode")
+    fitting["spec"]["template"]["spec"]["containers"][0]["resources"] = {
+        "requests": {"cpu": "500m", "memory": "1Gi"}
+    }
+    path = fresh.write("video-transcode.yaml", fitting)
+    created = fresh.kubectl(*APPLY, str(path))
+    assert (created.returncode, created.stdout, created.stderr) == (
+        0,
+        "deployment.apps/video-transcode created\n",
+        "",
+    )
+    stored = fresh.fake.get("Deployment", "video-transcode", "default")
+    unfit = copy.deepcopy(fitting)
+    unfit["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"] = {"ephemeral-storage": "40Gi"}
+    fresh.write("video-transcode.yaml", unfit)
+    result = fresh.kubectl(*APPLY, str(path))
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr.startswith("Error from server (Forbidden): error when applying patch:\n")
+    assert (
+        result.stderr.split("\nfor: ", 1)[1]
+        == f'"{path}": error when patching "{path}": {VIDEO_TRANSCODE_DENIAL}'
+    )
+    assert fresh.reviewed() == [
+        ("validate.fitguard.io", "CREATE", "default", "video-transcode", False),
+        ("validate.fitguard.io", "UPDATE", "default", "video-transcode", False),
+    ]
+    update = fresh.fake.admission.calls()[1].request
+    assert update["oldObject"]["spec"] == stored["spec"]
+    assert fresh.fake.get("Deployment", "video-transcode", "default") == stored
 
 
 def test_in_a_warn_namespace_the_pod_is_created_and_kubectl_prints_warnings(fresh: Cluster) -> None:
