@@ -314,3 +314,37 @@ def test_no_configuration_no_admission(fake_kube: FakeKubeServer) -> None:
     """Without webhook configurations writes are stored as sent and nothing is reviewed."""
     assert create_pod(fake_kube)[0] == 201
     assert fake_kube.admission.calls() == []
+
+
+def test_a_namespace_is_judged_by_its_own_new_labels_and_named_as_the_requests_namespace(
+    fake_kube: FakeKubeServer, webhooks: _Webhooks, tls_files: TlsFiles
+) -> None:
+    """Creating a Namespace: the namespaceSelector sees the new labels (and the
+    kubernetes.io/metadata.name label every namespace carries); the review names it as namespace."""
+    webhooks.answers["/ok"] = lambda request: {"allowed": True}
+    rule = {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["namespaces"]}
+    selector = {
+        "matchExpressions": [
+            {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["quiet"]},
+            {"key": "team", "operator": "In", "values": ["a"]},
+        ]
+    }
+    configure(
+        fake_kube,
+        "ValidatingWebhookConfiguration",
+        "v",
+        hook(webhooks, tls_files, "ns.test", "/ok", rules=[rule], namespaceSelector=selector),
+    )
+    pool = urllib3.PoolManager()
+    for name, labels in (("loud", {"team": "a"}), ("quiet", {"team": "a"}), ("other", {"team": "b"})):
+        body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
+        answer = pool.request(
+            "POST",
+            f"{fake_kube.url}/api/v1/namespaces",
+            body=json.dumps(body),
+            headers={"Content-Type": "application/json"},
+        )
+        assert answer.status == 201
+    assert [(c.webhook, c.request["name"], c.request["namespace"]) for c in fake_kube.admission.calls()] == [
+        ("ns.test", "loud", "loud")
+    ]

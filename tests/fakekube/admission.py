@@ -264,6 +264,8 @@ class AdmittingStore:
         context = self._context
         options = {"kind": kind, "apiVersion": "meta.k8s.io/v1", **context.options}
         namespace, name = key
+        if rt.group == "" and rt.plural == "namespaces":
+            namespace = name  # a Namespace's own requests carry its name as their namespace, upstream too
         return Attributes(
             operation, rt, context.subresource, namespace, name, obj, old, context.dry_run, options
         )
