@@ -203,6 +203,7 @@ def _start_webhook(
         "--tls-cert": str(cert),
         "--tls-key": str(key),
         "--metrics-dir": str(work / "metrics"),
+        "--metrics-bind": f"127.0.0.1:{_free_port()}",  # once the Deployment passes one
     }
     args = _localised(container_args(SERVICE_NAME), local)
     command = _fitguard(*args, "--workers=1", "--log-level=warning", f"--kubeconfig={kubeconfig}")
