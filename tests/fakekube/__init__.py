@@ -3,7 +3,9 @@
 Modules: registry (served resource types), store (objects, one global resourceVersion, bounded
 per-type watch history), verbs (what list/create/update/patch/delete mean), patch, selectors, watch
 (which events one watch sees), routing (URLs and discovery), handler (HTTP), faults (fault
-injection and the request log), server (FakeKubeServer), fixtures (the `fake_kube` fixture).
+injection and the request log), server (FakeKubeServer), fixtures (the `fake_kube` fixture);
+admission, webhooks, webhook_client and cel (the webhook admission chain), crds (CRD short names and
+Table output from manifests/crds/).
 
 Semantics kept from the real apiserver, and where the fake simplifies:
 - list: metadata.resourceVersion is the current global RV; limit/continue pages are a consistent
@@ -14,7 +16,9 @@ Semantics kept from the real apiserver, and where the fake simplifies:
   history after it, or sends one ERROR event with a 410 Expired Status if it is older. Changes that
   move an object into or out of a selector are ADDED/DELETED for that watcher. sendInitialEvents is
   not supported.
-- writes: no admission, no validation of spec fields (pod spec immutability included); DELETE
+- writes: the mutating and validating webhooks of the stored configurations run first (admission.py;
+  `admission.services` maps a Service to a local address), no other admission plugin; no validation
+  of spec fields (pod spec immutability included); DELETE
   ignores grace periods (immediate unless finalizers remain, then deletionTimestamp and 202); core
   v1 and events.k8s.io/v1 Events are separate stores; managedFields are not kept.
 """

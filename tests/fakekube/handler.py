@@ -13,7 +13,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
-from . import errors, verbs
+from . import crds, errors, verbs
+from .admission import AdmittingStore, RequestContext, request_options, warning_headers
 from .faults import Fault, RequestRecord
 from .routing import Route, resolve
 from .watch import WatchSession, expired_event
@@ -91,6 +92,7 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
 
     def _handle(self, method: str) -> None:
         fake = self.server.fake
+        self._warnings: list[str] = []  # admission warnings of this request, sent as Warning headers
         url = urlsplit(self.path)
         query = {key: values[-1] for key, values in parse_qs(url.query, keep_blank_values=True).items()}
         raw = self._read_body()
@@ -156,25 +158,33 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
             resource_version_match=query.get("resourceVersionMatch") or None,
         )
         collection = name is None
+        store = fake.store
+        if method != "GET" and fake.admission.active():  # writes pass the admission chain first
+            context = RequestContext(route.subresource or "", dry_run, request_options(query))
+            self._warnings = context.warnings
+            store = AdmittingStore(fake.admission, context)  # type: ignore[assignment]
+        table = crds.table_request(rt, self.headers.get("Accept"))
         if method == "GET" and (request.watch or route.legacy_watch):
             self._serve_watch(route, query, options, answer)
         elif method == "GET" and collection:
-            self._send_json(200, verbs.list_objects(fake.store, rt, namespace, options))
+            listed = verbs.list_objects(fake.store, rt, namespace, options)
+            self._send_json(200, table(listed, query) if table else listed)
         elif method == "GET":
-            self._send_json(200, fake.store.get(rt, namespace, name or ""))
+            got = fake.store.get(rt, namespace, name or "")
+            self._send_json(200, table(got, query) if table else got)
         elif method == "POST" and collection and (namespace is not None or not rt.namespaced):
             created = verbs.create_object(
-                fake.store, rt, namespace, body, dry_run=dry_run, require_namespace=fake.require_namespaces
+                store, rt, namespace, body, dry_run=dry_run, require_namespace=fake.require_namespaces
             )
             self._send_json(201, created)
         elif method == "PUT" and not collection:
             replaced = verbs.replace_object(
-                fake.store, rt, namespace, name or "", body, subresource=route.subresource, dry_run=dry_run
+                store, rt, namespace, name or "", body, subresource=route.subresource, dry_run=dry_run
             )
             self._send_json(200, replaced)
         elif method == "PATCH" and not collection:
             patched = verbs.patch_object(
-                fake.store,
+                store,
                 rt,
                 namespace,
                 name or "",
@@ -187,11 +197,11 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
         elif method == "DELETE" and not collection and route.subresource is None:
             delete_options = body if isinstance(body, dict) else {}
             code, answer_body = verbs.delete_object(
-                fake.store, rt, namespace, name or "", delete_options, dry_run=dry_run
+                store, rt, namespace, name or "", delete_options, dry_run=dry_run
             )
             self._send_json(code, answer_body)
         elif method == "DELETE" and collection:
-            self._send_json(200, verbs.delete_collection(fake.store, rt, namespace, options, dry_run=dry_run))
+            self._send_json(200, verbs.delete_collection(store, rt, namespace, options, dry_run=dry_run))
         else:
             raise errors.method_not_allowed(method)
 
@@ -204,6 +214,8 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         for header, value in (headers or {}).items():
             self.send_header(header, value)
+        for value in warning_headers(getattr(self, "_warnings", [])):
+            self.send_header("Warning", value)
         self.end_headers()
         self.wfile.write(data)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .crds import discovery_fields
 from .registry import ResourceType, by_path, group_versions, in_group_version
 
 VERSION_INFO = {
@@ -39,7 +40,7 @@ def _api_resources(group: str, version: str) -> dict[str, Any] | None:
     resources: list[dict[str, Any]] = []
     for rt in served:
         common = {"singularName": rt.singular, "namespaced": rt.namespaced, "kind": rt.kind}
-        resources.append({"name": rt.plural, **common, "verbs": verbs})
+        resources.append({"name": rt.plural, **common, "verbs": verbs, **discovery_fields(rt)})
         if rt.has_status:
             resources.append({"name": f"{rt.plural}/status", **common, "verbs": ["get", "patch", "update"]})
     group_version = f"{group}/{version}" if group else version

@@ -9,6 +9,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
+from .admission import AdmissionChain
 from .faults import Faults, RequestLog
 from .handler import KubeHTTPServer
 from .patch import merge_patch
@@ -40,6 +41,7 @@ class FakeKubeServer:
         self.store = Store(history_size)
         self.faults = Faults()
         self.requests = RequestLog()
+        self.admission = AdmissionChain(self.store)  # webhooks; `admission.services` resolves Services
         self.bookmark_interval = bookmark_interval  # seconds between BOOKMARKs on watches that allow them
         self.require_namespaces = require_namespaces  # creating in a missing namespace is 404, as upstream
         self.internal_errors: list[str] = []  # tracebacks of bugs in the fake itself
