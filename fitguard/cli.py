@@ -13,15 +13,23 @@ from collections.abc import Sequence
 
 from fitguard import __version__
 
-# (module, attribute) of each subcommand's `register(subparsers)`; order is the order of --help.
-SUBCOMMANDS: tuple[str, ...] = (
-    "webhook.cli",
-    "controller.cli",
-    "fitguard.report",
-    "certs.cli",
-    "fitguard.instance_types",
-    "fitguard.demo",
-)
+# Each subcommand's name and the module whose `register(subparsers)` adds it; order is --help's.
+COMMANDS: dict[str, str] = {
+    "webhook": "webhook.cli",
+    "controller": "controller.cli",
+    "report": "fitguard.report",
+    "certs": "certs.cli",
+    "instance-types": "fitguard.instance_types",
+    "demo": "fitguard.demo",
+}
+SUBCOMMANDS: tuple[str, ...] = tuple(COMMANDS.values())
+
+
+def command_module(argv: Sequence[str]) -> str | None:
+    """The module of the subcommand `argv` runs, when its first word names one. Only that module is
+    imported then: another's imports must not run first (the webhook has to set up multiprocess
+    metrics before anything imports prometheus_client, which the controller's modules do)."""
+    return COMMANDS.get(argv[0]) if argv else None
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -39,7 +47,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None, only: str | None = None) -> int:
-    parser = build_parser(only)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(only or command_module(argv))
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)

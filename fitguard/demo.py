@@ -143,7 +143,9 @@ def show_scaling(out: TextIO, report: dict[str, Any]) -> None:
     for up in report["scaleUps"]:
         info = f"{{{up['nodeGroup']} {up['from']}->{up['to']} (max: {up['maxSize']})}}"
         pods = ", ".join(up["pods"])
-        out.write(f"  TriggeredScaleUp ({up['outcome']}): pod triggered scale-up: [{info}] for {pods}\n")
+        # the event reason the controller records (controller/scaling.py): a plan is not a scale-up
+        reason = "ScaleUpPlanned" if up["outcome"] == "planned" else "TriggeredScaleUp"
+        out.write(f"  {reason} ({up['outcome']}): [{info}] for {pods}\n")
     for item in plan["notDemand"]:
         out.write(f"  left to cluster-autoscaler: {', '.join(item['pods'])}: {item['why']}\n")
     if not report["scaleUps"] and not plan["notDemand"]:
