@@ -76,7 +76,10 @@ class ControllerLoop:
             dry_run=dry_run,
         )
         self.last_cycle: dict[str, Any] = {}
-        self.scaling = build_driver(options.scaling, self.recorder) if options.scaling else None
+        region = options.controller.region or None
+        self.scaling = (
+            build_driver(options.scaling, self.recorder, region=region) if options.scaling else None
+        )
         self.verifier = self._verifier() if options.verify_with_ec2 else None
         self.http = ControllerHttp(
             options.metrics_bind,

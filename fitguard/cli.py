@@ -10,6 +10,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from fitguard import __version__
 
@@ -32,8 +33,21 @@ def command_module(argv: Sequence[str]) -> str | None:
     return COMMANDS.get(argv[0]) if argv else None
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse, with a usage error told in one line (exit status 2) instead of the whole usage
+    block first: `--help` has the usage for whoever wants it."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {one_line(message)} (see {self.prog} --help)\n")
+
+
+def one_line(text: str) -> str:
+    """`text` with every run of whitespace, line breaks included, made one space."""
+    return " ".join(str(text).split())
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="fitguard",
         description="Keep pods on EKS from being admitted into a future they cannot have.",
     )
