@@ -99,7 +99,9 @@ class ControllerLoop:
         return self.elector is None or self.elector.is_leader()
 
     def _waiting(self) -> str | None:
-        return None if self.books.wait_synced(0) else "pod and node caches"
+        """Ready once every cache the controller needs completed its first list."""
+        waiting = self.books.waiting_for()
+        return f"first list of {', '.join(waiting)}" if waiting else None
 
     def snapshot(self) -> dict[str, Any]:
         """What `fitguard report -o json` prints, plus the last discovery cycle."""
