@@ -192,16 +192,18 @@ def test_the_crd_is_structural_and_prints_the_columns_people_look_for(rendered: 
 # --- namespace and image ----------------------------------------------------------------------
 
 
-def test_everything_lives_in_fitguard_system_except_the_vpc_cni_config_reader(
+def test_everything_lives_in_fitguard_system_except_the_kube_system_config_readers(
     rendered: dict[str, list[Obj]],
 ) -> None:
+    """Only the readers of the two ConfigMaps kept in kube-system (the VPC CNI's, and
+    cluster-autoscaler's priority expander's) live there."""
     one(rendered["base"], "Namespace", NAMESPACE)
     for obj in rendered["reclaim"] + rendered["base"]:
         namespace = obj["metadata"].get("namespace")
         if namespace == "kube-system":
-            assert (
-                obj["kind"] in ("Role", "RoleBinding")
-                and obj["metadata"]["name"] == "fitguard-vpc-cni-config-reader"
+            assert obj["kind"] in ("Role", "RoleBinding") and obj["metadata"]["name"] in (
+                "fitguard-vpc-cni-config-reader",
+                "fitguard-controller-priority-expander-reader",
             )
         else:
             assert namespace in (None, NAMESPACE), object_id(obj)
@@ -261,20 +263,30 @@ def test_rbac_has_no_wildcard(rendered: dict[str, list[Obj]], variant: str) -> N
                     )
 
 
-def test_the_webhook_only_reads_policies_service_accounts_templates_and_namespaces(
+def test_the_webhook_reads_what_a_review_needs_and_writes_only_events(
     rendered: dict[str, list[Obj]],
 ) -> None:
+    """The webhook reads namespaces, ServiceAccounts, the VPC CNI ConfigMap, policies and templates;
+    its one write is events.k8s.io Events (its warn and audit findings): create, and patch for a
+    series. tests/test_rbac_walk.py checks these rules against every call a run makes."""
     rules = _rules_of(rendered["base"], "fitguard-webhook")
-    assert {verb for rule in rules for verb in rule["verbs"]} == {"get", "list", "watch"}
     granted = {
-        (group, resource) for rule in rules for group in rule["apiGroups"] for resource in rule["resources"]
+        (group, resource, verb)
+        for rule in rules
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
     }
-    assert granted == {
+    reads = {
         ("", "namespaces"),
         ("", "serviceaccounts"),
         ("", "configmaps"),  # amazon-vpc-cni only, by name
         ("vpcresources.k8s.aws", "securitygrouppolicies"),
         ("fitguard.io", "nodegrouptemplates"),
+    }
+    assert granted == {(g, r, v) for g, r in reads for v in ("get", "list", "watch")} | {
+        ("events.k8s.io", "events", "create"),
+        ("events.k8s.io", "events", "patch"),
     }
     assert all(
         rule.get("resourceNames") == ["amazon-vpc-cni"] for rule in rules if "configmaps" in rule["resources"]
