@@ -349,8 +349,8 @@ class ScalingDriver:
         for s in cycle.plan.scale_ups:
             outcome = cycle.outcomes.get(s.node_group, "")
             # cluster-autoscaler's own reason only for a desired capacity really raised (as its
-            # scale_up orchestrator records it after the increase); a plan gets a reason of ours,
-            # so nothing counting TriggeredScaleUp is misled by scale-ups that did not happen
+            # processors/status/eventing_scale_up_processor.go records it for a successful scale-up
+            # only); a plan gets a reason of ours, so nothing counting TriggeredScaleUp is misled
             if outcome.startswith(SCALED):
                 reason, note = TRIGGERED, f"pod triggered scale-up: [{s.info()}]"
             elif outcome == "planned":
