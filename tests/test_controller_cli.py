@@ -1,7 +1,8 @@
-"""`fitguard controller` as an operator meets it: every bad input ends with one line on stderr and
-exit status 2 (the command line or its files are wrong) or 1 (a failure while running), never a
-traceback; and the AWS region comes from --region, AWS_REGION, AWS_DEFAULT_REGION, the AWS config
-file or the instance metadata service, in that order, and is logged at start."""
+"""`fitguard controller` (and `fitguard webhook`) as an operator meets it: every bad input ends
+with one line on stderr and exit status 2 (the command line or its files are wrong) or 1 (a failure
+while running), never a traceback; and the AWS region comes from --region, AWS_REGION,
+AWS_DEFAULT_REGION, the AWS config file or the instance metadata service, in that order, and is
+logged at start."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ import pytest
 
 from controller.aws.region import NO_REGION, NoRegion, Region, resolve_region
 from tests.awsfixtures import AwsEnvironment
+from tests.tlsfixtures import TlsFiles
 
 ROOT = Path(__file__).resolve().parents[1]
 FITGUARD = str(Path(sys.executable).with_name("fitguard"))  # the installed console script
@@ -167,3 +169,21 @@ def test_the_region_in_use_is_logged_at_start(aws: AwsEnvironment, tmp_path: Pat
     done = run(["--once", "--dry-run", "--state", EXAMPLE_STATE, "-o", "json"], env)
     assert done.returncode == 0, done.stderr
     assert "controller.cli: AWS region us-east-1 (from AWS_REGION) region=us-east-1" in done.stderr
+
+
+def test_the_webhook_refuses_an_unloadable_kubeconfig_in_one_line(
+    tls_files: TlsFiles, tmp_path: Path
+) -> None:
+    """`fitguard webhook` without --state and with no loadable kubeconfig stops before any worker
+    boots: one line, exit status 1, no worker traceback."""
+    env = bare_environment(tmp_path)
+    done = subprocess.run(
+        [FITGUARD, "webhook", "--bind", "127.0.0.1:0", "--metrics-bind", "127.0.0.1:0",
+         "--tls-cert", str(tls_files.cert_path), "--tls-key", str(tls_files.key_path)],
+        env=env, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert (done.returncode, done.stderr) == (
+        1,
+        "fitguard webhook: cannot load the Kubernetes configuration: Invalid kube-config file. "
+        "No configuration found.\n",
+    )

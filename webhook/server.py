@@ -207,6 +207,17 @@ def serve(options: ServeOptions) -> int:
     check_certificate(options.tls_cert, options.tls_key, options.client_ca)
     if options.state is not None and not options.state.is_file():
         raise SystemExit(f"fitguard webhook: state file {options.state} not found")
+    if options.state is None:
+        # a kubeconfig that cannot be loaded would fail every worker's boot with a traceback:
+        # say so once, here, before any worker starts
+        from kube.client import KubeError, load_api_client
+
+        try:
+            load_api_client(options.kubeconfig, options.context)
+        except KubeError as err:
+            raise SystemExit(
+                f"fitguard webhook: cannot load the Kubernetes configuration: {err.message}"
+            ) from None
     metrics_dir = prepare_metrics_dir(options.metrics_dir)
     log.info("metrics of all workers collected in %s", metrics_dir)
     from webhook.status import bind_listener
