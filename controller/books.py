@@ -209,8 +209,20 @@ class LiveBooks:
         ]
         return self
 
+    def waiting_for(self) -> list[str]:
+        """The caches the books need whose first list has not completed: both of them until then,
+        however far start-up has come (before `start`, while it reads the VPC CNI ConfigMap)."""
+        return [store.kind for store in (self.nodes, self.pods) if not store.synced]
+
     def wait_synced(self, timeout: float | None = None) -> bool:
-        return all(reflector.wait_synced(timeout) for reflector in self._reflectors)
+        """Whether every cache the books need completed its first list, waiting up to `timeout`
+        seconds (None: for as long as it takes)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.waiting_for():
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
+            time.sleep(0.05)
+        return True
 
     def stop(self) -> None:
         for reflector in self._reflectors:

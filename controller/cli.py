@@ -12,6 +12,7 @@ from typing import Any
 
 from capacity.quantity import format_quantity, parse_quantity
 from controller.scaling_cli import add_arguments as add_scaling_arguments
+from fitguard.cli import one_line
 from fitguard.logs import add_arguments as add_logging_arguments
 from fitguard.logs import setup_logging
 
@@ -91,7 +92,12 @@ def register(subparsers: Any) -> None:
         "--nodes", action="append", default=[], metavar="MIN:MAX:ASG", help="an explicit ASG, as CA's flag"
     )
     parser.add_argument("--node-group-label", default="", help="node label naming the node group, if any")
-    parser.add_argument("--region", default="", help="AWS region (default: the boto3 environment)")
+    parser.add_argument(
+        "--region",
+        default="",
+        help="AWS region (default: $AWS_REGION, $AWS_DEFAULT_REGION, the AWS config file, then the "
+        "instance metadata service); the one in use is logged at start",
+    )
     parser.add_argument(
         "--kubeconfig", default=None, help="kubeconfig (default: in-cluster, then $KUBECONFIG)"
     )
@@ -127,11 +133,49 @@ def register(subparsers: Any) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    """Bad input ends with one line on stderr: exit status 2 for what the command line or its files
+    get wrong, 1 for a failure while running (the Kubernetes API unreachable, a failed cycle)."""
+    from kube.client import KubeError
+
+    try:
+        return _main(args)
+    except KubeError as err:
+        print(f"fitguard controller: {one_line(kube_problem(err))}", file=sys.stderr)
+        return 1
+
+
+def kube_problem(err: Any) -> str:
+    """A KubeError as one line a person can act on."""
+    if err.status == 0 and err.reason == "ConfigError":
+        return f"cannot load the Kubernetes configuration: {err.message}"
+    if err.status == 0:
+        return f"cannot reach the Kubernetes API server ({err.reason}): {err.message}"
+    return f"the Kubernetes API server refused a request: {err}"
+
+
+def _main(args: argparse.Namespace) -> int:
     from capacity.autoscaler_specs import SpecError
+    from controller.aws.region import NoRegion, resolve_region
     from controller.run import ControllerOptions, ScalingInputs, run_once
     from controller.scaling_cli import build_driver, scaling_config
+    from kube.statefile import StateFileError, load_state
 
     setup_logging(args.log_format, args.log_level)
+    if args.state and not args.once:
+        print("fitguard controller: --state needs --once (a file cannot be watched)", file=sys.stderr)
+        return 2
+    if args.state:
+        try:
+            load_state(args.state)
+        except StateFileError as err:
+            print(f"fitguard controller: --state {one_line(str(err))}", file=sys.stderr)
+            return 2
+    try:
+        region = resolve_region(args.region)
+    except NoRegion as err:
+        print(f"fitguard controller: {err}", file=sys.stderr)
+        return 2
+    log.info("AWS region %s (from %s)", region.name, region.source, extra={"region": region.name})
     options = ControllerOptions(
         state=args.state or "",
         dry_run=args.dry_run,
@@ -141,7 +185,7 @@ def main(args: argparse.Namespace) -> int:
         auto_discovery=tuple(args.node_group_auto_discovery),
         nodes=tuple(args.nodes),
         node_group_label=args.node_group_label,
-        region=args.region,
+        region=region.name,
         kubeconfig=args.kubeconfig,
         branch_eni_release=args.branch_eni_release,
     )
@@ -152,13 +196,10 @@ def main(args: argparse.Namespace) -> int:
         print(f"fitguard controller: {err}", file=sys.stderr)
         return 2
     if args.once:
-        driver = build_driver(scaling)
+        driver = build_driver(scaling, region=options.region)
         report = run_once(options, scaling=ScalingInputs(driver) if driver is not None else None)
         print(json.dumps(report, indent=2) if args.output == "json" else render_table(report))
         return 1 if report["errors"].get("") else 0
-    if options.state:
-        print("fitguard controller: --state needs --once (a file cannot be watched)", file=sys.stderr)
-        return 2
     return run_forever(args, options, scaling)
 
 

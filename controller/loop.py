@@ -76,7 +76,10 @@ class ControllerLoop:
             dry_run=dry_run,
         )
         self.last_cycle: dict[str, Any] = {}
-        self.scaling = build_driver(options.scaling, self.recorder) if options.scaling else None
+        region = options.controller.region or None
+        self.scaling = (
+            build_driver(options.scaling, self.recorder, region=region) if options.scaling else None
+        )
         self.verifier = self._verifier() if options.verify_with_ec2 else None
         self.http = ControllerHttp(
             options.metrics_bind,
@@ -96,7 +99,9 @@ class ControllerLoop:
         return self.elector is None or self.elector.is_leader()
 
     def _waiting(self) -> str | None:
-        return None if self.books.wait_synced(0) else "pod and node caches"
+        """Ready once every cache the controller needs completed its first list."""
+        waiting = self.books.waiting_for()
+        return f"first list of {', '.join(waiting)}" if waiting else None
 
     def snapshot(self) -> dict[str, Any]:
         """What `fitguard report -o json` prints, plus the last discovery cycle."""

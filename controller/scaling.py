@@ -36,6 +36,10 @@ log = logging.getLogger(__name__)
 OFF, PLAN, ON = "off", "plan", "on"
 MODES = (OFF, PLAN, ON)
 LAST_SCALE_UP_TAG = "fitguard.io/last-scale-up"
+# Event reasons on the pods of a scale-up: cluster-autoscaler's for one made, fitguard's for a plan.
+TRIGGERED = "TriggeredScaleUp"
+PLANNED = "ScaleUpPlanned"
+SCALED = "scaled"  # how an outcome that raised the desired capacity begins
 DESCRIBE_BATCH = 50  # DescribeAutoScalingGroups takes at most 50 names per call (Auto Scaling API reference)
 
 
@@ -337,19 +341,24 @@ class ScalingDriver:
             log.warning(
                 "tagging %s with its scale-up failed: %s", asg, describe_error("CreateOrUpdateTags", err)
             )
-        return f"scaled {state.desired}->{target}"
+        return f"{SCALED} {state.desired}->{target}"
 
     def _events(self, cycle: Cycle) -> None:
         if self.recorder is None:
             return
-        planned_only = " (planned only: --scaling=plan)" if self.config.mode == PLAN else ""
         for s in cycle.plan.scale_ups:
             outcome = cycle.outcomes.get(s.node_group, "")
-            if outcome.startswith(("failed", "skipped")):
+            # cluster-autoscaler's own reason only for a desired capacity really raised (as its
+            # processors/status/eventing_scale_up_processor.go records it for a successful scale-up
+            # only); a plan gets a reason of ours, so nothing counting TriggeredScaleUp is misled
+            if outcome.startswith(SCALED):
+                reason, note = TRIGGERED, f"pod triggered scale-up: [{s.info()}]"
+            elif outcome == "planned":
+                reason, note = PLANNED, f"scale-up planned, not made (--scaling=plan): [{s.info()}]"
+            else:
                 continue
-            note = f"pod triggered scale-up: [{s.info()}]{planned_only}"
             for ref in s.pods:
-                self._record(cycle, ref.key, "TriggeredScaleUp", note)
+                self._record(cycle, ref.key, reason, note)
         for n in cycle.plan.not_helped:
             note = n.message()
             for ref in n.pods:

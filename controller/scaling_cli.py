@@ -80,9 +80,11 @@ def scaling_config(args: argparse.Namespace) -> ScalingConfig:
     return ScalingConfig(mode=mode, scope=args.scaling_scope, planner=planner)
 
 
-def build_driver(config: ScalingConfig, recorder: Any = None, registry: Any = None) -> ScalingDriver | None:
+def build_driver(
+    config: ScalingConfig, recorder: Any = None, registry: Any = None, region: str | None = None
+) -> ScalingDriver | None:
     if config.mode == "off":
         return None
     from controller.aws.clients import AwsClients
 
-    return ScalingDriver(config, AwsClients.from_environment().autoscaling, recorder, registry)
+    return ScalingDriver(config, AwsClients.from_environment(region).autoscaling, recorder, registry)

@@ -10,22 +10,44 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from fitguard import __version__
 
-# (module, attribute) of each subcommand's `register(subparsers)`; order is the order of --help.
-SUBCOMMANDS: tuple[str, ...] = (
-    "webhook.cli",
-    "controller.cli",
-    "fitguard.report",
-    "certs.cli",
-    "fitguard.instance_types",
-    "fitguard.demo",
-)
+# Each subcommand's name and the module whose `register(subparsers)` adds it; order is --help's.
+COMMANDS: dict[str, str] = {
+    "webhook": "webhook.cli",
+    "controller": "controller.cli",
+    "report": "fitguard.report",
+    "certs": "certs.cli",
+    "instance-types": "fitguard.instance_types",
+    "demo": "fitguard.demo",
+}
+SUBCOMMANDS: tuple[str, ...] = tuple(COMMANDS.values())
+
+
+def command_module(argv: Sequence[str]) -> str | None:
+    """The module of the subcommand `argv` runs, when its first word names one. Only that module is
+    imported then: another's imports must not run first (the webhook has to set up multiprocess
+    metrics before anything imports prometheus_client, which the controller's modules do)."""
+    return COMMANDS.get(argv[0]) if argv else None
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with a usage error told in one line (exit status 2) instead of the whole usage
+    block first: `--help` has the usage for whoever wants it."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {one_line(message)} (see {self.prog} --help)\n")
+
+
+def one_line(text: str) -> str:
+    """`text` with every run of whitespace, line breaks included, made one space."""
+    return " ".join(str(text).split())
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="fitguard",
         description="Keep pods on EKS from being admitted into a future they cannot have.",
     )
@@ -39,7 +61,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None, only: str | None = None) -> int:
-    parser = build_parser(only)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(only or command_module(argv))
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)

@@ -67,10 +67,7 @@ def run(args: argparse.Namespace) -> int:
         show_scaling(out, report)
         section(out, "5. fitguard syncs the autoscaler tags, so cluster-autoscaler can scale ng-batch from 0")
         out.write("$ fitguard controller --once --sync-autoscaler-tags=apply\n")
-        for change in discover(examples, tags="apply")["tagSync"]:
-            tag = f"{change['nodeGroup']}: {change['key']}={change['value']}"
-            written = "wrote" if change["applied"] else f"not written ({change.get('error')}):"
-            out.write(f"  {written} {tag}\n")
+        apply_tags(out, report)
         report = discover(examples, tags="plan")
         batch = first(report["nodeGroups"], "ng-batch")["spec"]["autoscaler"]["allocatable"]
         out.write(f"  ng-batch, as cluster-autoscaler now sees it: {batch}\n")
@@ -143,11 +140,39 @@ def show_scaling(out: TextIO, report: dict[str, Any]) -> None:
     for up in report["scaleUps"]:
         info = f"{{{up['nodeGroup']} {up['from']}->{up['to']} (max: {up['maxSize']})}}"
         pods = ", ".join(up["pods"])
-        out.write(f"  TriggeredScaleUp ({up['outcome']}): pod triggered scale-up: [{info}] for {pods}\n")
+        # the event reason the controller records (controller/scaling.py): a plan is not a scale-up
+        reason = "ScaleUpPlanned" if up["outcome"] == "planned" else "TriggeredScaleUp"
+        out.write(f"  {reason} ({up['outcome']}): [{info}] for {pods}\n")
     for item in plan["notDemand"]:
         out.write(f"  left to cluster-autoscaler: {', '.join(item['pods'])}: {item['why']}\n")
     if not report["scaleUps"] and not plan["notDemand"]:
         out.write("  nothing to scale\n")
+
+
+# moto, the demo's stand-in for AWS, tags EKS clusters only (its eks tag_resource): a managed node
+# group's tags are shown as the plan a real cluster gets, never as an error the demo made itself.
+MANAGED_NOT_WRITTEN = (
+    "not written here: moto, the demo's local AWS, cannot tag EKS managed node groups; "
+    "on EKS this is eks:TagResource on the node group"
+)
+
+
+def apply_tags(out: TextIO, report: dict[str, Any]) -> None:
+    """The planned tags of `report` written as `--sync-autoscaler-tags=apply` writes them: an ASG's
+    with CreateOrUpdateTags (the controller's own call); a managed node group's shown as the plan."""
+    from controller.aws.clients import AwsClients
+    from controller.aws.tags import put_asg_tag
+
+    providers = {g["metadata"]["name"]: g["spec"]["provider"] for g in report["nodeGroups"]}
+    clients = AwsClients.from_environment()
+    for change in report["tagSync"]:
+        group = change["nodeGroup"]
+        tag = f"{group}: {change['key']}={change['value']}"
+        if providers[group] == "eks-managed":
+            out.write(f"  plan {tag} ({MANAGED_NOT_WRITTEN})\n")
+            continue
+        put_asg_tag(clients, group, change["key"], change["value"])  # the demo's ASGs bear the group's name
+        out.write(f"  wrote {tag}\n")
 
 
 def section(out: TextIO, title: str) -> None:

@@ -14,6 +14,7 @@ import time
 from typing import Any, TextIO
 
 FORMATS = ("text", "json")
+LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 # attributes every LogRecord has; anything else on a record came from `extra`
 _STANDARD = frozenset(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime"}
 
@@ -67,4 +68,11 @@ def setup_logging(log_format: str = "text", level: str | int = "INFO", stream: T
 def add_arguments(parser: Any) -> None:
     """`--log-format` and `--log-level` for a subcommand's parser."""
     parser.add_argument("--log-format", choices=FORMATS, default="text", help="log lines as text or JSON")
-    parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR")
+    parser.add_argument(
+        "--log-level",
+        type=str.upper,
+        choices=LEVELS,
+        default="INFO",
+        metavar="LEVEL",
+        help=f"{', '.join(LEVELS[:-1])} or {LEVELS[-1]} (default: %(default)s)",
+    )

@@ -40,7 +40,9 @@ class KubeError(Exception):
         retry_after: float | None = None,
         body: Mapping[str, Any] | None = None,
     ) -> None:
-        super().__init__(f"{status} {reason}: {message}" if message else f"{status} {reason}")
+        # status 0: the server was not reached; a bare 0 in front would only puzzle the reader
+        head = f"{status} {reason}" if status else reason
+        super().__init__(f"{head}: {message}" if message else head)
         self.status = status
         self.reason = reason
         self.message = message

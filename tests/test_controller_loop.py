@@ -109,3 +109,33 @@ def test_followers_keep_warm_books_and_serve_the_endpoints(replicas: list[Any]) 
         in metrics
     )
     assert get(f"{base}/nope")[0] == 404
+
+
+@pytest.mark.slow
+def test_readyz_waits_until_every_cache_completed_its_first_list(cluster: Any) -> None:
+    """/readyz is 503 from the moment the endpoints listen: while start-up still reads the VPC CNI
+    ConfigMap (held 3 s by the fake API server) no cache exists yet, and that is not ready; while the
+    first pod list is held, only the pods are missing; it turns 200 once both lists completed."""
+    cluster.faults.delay(3.0, method="GET", path="/configmaps/amazon-vpc-cni")
+    cluster.faults.delay(3.0, method="GET", path="/api/v1/pods", watch=False)
+    options = LoopOptions(
+        controller=ControllerOptions(cluster_name="demo"),
+        interval=60.0,
+        metrics_bind="127.0.0.1:0",
+        namespace=NAMESPACE,
+    )
+    loop = ControllerLoop(options, as_kube_client(cluster.api_client()))
+    stop = threading.Event()
+    threading.Thread(target=loop.run, args=(stop,), daemon=True).start()
+    readyz = f"http://127.0.0.1:{loop.http.port}/readyz"
+    try:
+        wait_for(
+            lambda: cluster.requests.find("GET", "/configmaps/amazon-vpc-cni"), "start-up reads the ConfigMap"
+        )
+        assert get(readyz) == (503, "waiting for: first list of nodes, pods\n")
+        wait_for(lambda: get(readyz) == (503, "waiting for: first list of pods\n"), "nodes listed, pods held")
+        wait_for(lambda: get(readyz)[0] == 200, "ready once both lists completed")
+        assert loop.books.waiting_for() == []
+        assert [r.fault for r in cluster.requests.find("GET", "/api/v1/pods", watch=False)][:1] == ["delay"]
+    finally:
+        stop.set()

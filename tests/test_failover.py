@@ -1,4 +1,4 @@
-"""Leader failover with real processes: two `python -m controller --leader-elect --scaling=on`
+"""Leader failover with real processes: two `fitguard controller --leader-elect --scaling=on`
 against the fake API server and moto (behind a recording proxy on loopback). The leader is
 SIGKILLed while its SetDesiredCapacity is in flight (AWS has done it, the leader never hears back
 and never tags the group); the other replica takes the Lease within the lease duration, and the
@@ -119,7 +119,8 @@ def proxy(aws: AwsEnvironment) -> Iterator[RecordingProxy]:
 
 def start_controller(name: str, kubeconfig: Path, proxy_port: int) -> subprocess.Popen[bytes]:
     command = [
-        sys.executable, "-m", "controller", "--leader-elect", "--scaling=on", "--interval", "1",
+        str(Path(sys.executable).with_name("fitguard")), "controller",  # the installed console script
+        "--leader-elect", "--scaling=on", "--interval", "1",
         "--metrics-bind", "127.0.0.1:0", "--kubeconfig", str(kubeconfig), "--log-level", "warning",
         "--node-group-auto-discovery", "asg:tag=k8s.io/cluster-autoscaler/enabled",
         "--leader-elect-lease-duration", str(LEASE["duration"]),

@@ -192,16 +192,18 @@ def test_the_crd_is_structural_and_prints_the_columns_people_look_for(rendered: 
 # --- namespace and image ----------------------------------------------------------------------
 
 
-def test_everything_lives_in_fitguard_system_except_the_vpc_cni_config_reader(
+def test_everything_lives_in_fitguard_system_except_the_kube_system_config_readers(
     rendered: dict[str, list[Obj]],
 ) -> None:
+    """Only the readers of the two ConfigMaps kept in kube-system (the VPC CNI's, and
+    cluster-autoscaler's priority expander's) live there."""
     one(rendered["base"], "Namespace", NAMESPACE)
     for obj in rendered["reclaim"] + rendered["base"]:
         namespace = obj["metadata"].get("namespace")
         if namespace == "kube-system":
-            assert (
-                obj["kind"] in ("Role", "RoleBinding")
-                and obj["metadata"]["name"] == "fitguard-vpc-cni-config-reader"
+            assert obj["kind"] in ("Role", "RoleBinding") and obj["metadata"]["name"] in (
+                "fitguard-vpc-cni-config-reader",
+                "fitguard-controller-priority-expander-reader",
             )
         else:
             assert namespace in (None, NAMESPACE), object_id(obj)
@@ -261,20 +263,30 @@ def test_rbac_has_no_wildcard(rendered: dict[str, list[Obj]], variant: str) -> N
                     )
 
 
-def test_the_webhook_only_reads_policies_service_accounts_templates_and_namespaces(
+def test_the_webhook_reads_what_a_review_needs_and_writes_only_events(
     rendered: dict[str, list[Obj]],
 ) -> None:
+    """The webhook reads namespaces, ServiceAccounts, the VPC CNI ConfigMap, policies and templates;
+    its one write is events.k8s.io Events (its warn and audit findings): create, and patch for a
+    series. tests/test_rbac_walk.py checks these rules against every call a run makes."""
     rules = _rules_of(rendered["base"], "fitguard-webhook")
-    assert {verb for rule in rules for verb in rule["verbs"]} == {"get", "list", "watch"}
     granted = {
-        (group, resource) for rule in rules for group in rule["apiGroups"] for resource in rule["resources"]
+        (group, resource, verb)
+        for rule in rules
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
     }
-    assert granted == {
+    reads = {
         ("", "namespaces"),
         ("", "serviceaccounts"),
         ("", "configmaps"),  # amazon-vpc-cni only, by name
         ("vpcresources.k8s.aws", "securitygrouppolicies"),
         ("fitguard.io", "nodegrouptemplates"),
+    }
+    assert granted == {(g, r, v) for g, r in reads for v in ("get", "list", "watch")} | {
+        ("events.k8s.io", "events", "create"),
+        ("events.k8s.io", "events", "patch"),
     }
     assert all(
         rule.get("resourceNames") == ["amazon-vpc-cni"] for rule in rules if "configmaps" in rule["resources"]
@@ -371,9 +383,14 @@ def test_both_configurations_are_safe_by_default_and_fail_closed_only_in_that_ov
         assert "caBundle" not in webhook["clientConfig"]  # injected by the controller
 
 
-def test_system_namespaces_and_opted_out_objects_are_never_reviewed(rendered: dict[str, list[Obj]]) -> None:
+def test_system_and_opted_out_namespaces_are_never_reviewed_but_labelled_objects_are(
+    rendered: dict[str, list[Obj]],
+) -> None:
+    """System namespaces and namespaces labelled fitguard.io/ignore=true are left out by the
+    namespaceSelector; an object's own fitguard.io/ignore label is not an opt-out (no objectSelector
+    leaves it out: opting out is the cluster administrator's decision, as Gatekeeper has it)."""
     for _, webhook in _webhooks(rendered["base"]):
-        namespaces, objects = webhook["namespaceSelector"], webhook["objectSelector"]
+        namespaces, objects = webhook["namespaceSelector"], webhook.get("objectSelector", {})
         for name in EXCLUDED_NAMESPACES:
             assert not _selects(namespaces, {"kubernetes.io/metadata.name": name})
         assert not _selects(
@@ -381,7 +398,7 @@ def test_system_namespaces_and_opted_out_objects_are_never_reviewed(rendered: di
         )
         assert _selects(namespaces, {"kubernetes.io/metadata.name": "team-a"})
         assert _selects(namespaces, {"kubernetes.io/metadata.name": "team-a", "fitguard.io/ignore": "false"})
-        assert not _selects(objects, {"app": "x", "fitguard.io/ignore": "true"})
+        assert _selects(objects, {"app": "x", "fitguard.io/ignore": "true"})
         assert _selects(objects, {"app": "x"})
         expressions = [condition["expression"] for condition in webhook["matchConditions"]]
         assert any(
@@ -460,22 +477,24 @@ def test_pods_run_unprivileged(rendered: dict[str, list[Obj]], deployment: str) 
         assert c["securityContext"]["capabilities"]["drop"] == ["ALL"]
 
 
-def test_webhook_probes_serve_over_https_and_shutdown_outlasts_the_apiserver(
+def test_webhook_probes_use_the_plain_status_port_and_shutdown_outlasts_the_apiserver(
     rendered: dict[str, list[Obj]],
 ) -> None:
+    """The kubelet probes /healthz and /readyz over plain HTTP on the port --metrics-bind opens (the
+    admission port may demand a client certificate, which a probe does not carry); the Service
+    exposes only the admission port."""
     from webhook.server import GRACEFUL_TIMEOUT_SECONDS
 
     deployment = one(rendered["base"], "Deployment", "fitguard-webhook")
     pod = deployment["spec"]["template"]["spec"]
     c = pod["containers"][0]
-    assert (c["livenessProbe"]["httpGet"]["path"], c["livenessProbe"]["httpGet"]["scheme"]) == (
-        "/healthz",
-        "HTTPS",
-    )
-    assert (c["readinessProbe"]["httpGet"]["path"], c["readinessProbe"]["httpGet"]["scheme"]) == (
-        "/readyz",
-        "HTTPS",
-    )
+    ports = {p["name"]: p["containerPort"] for p in c["ports"]}
+    assert ports == {"https": 8443, "metrics": 8080}
+    assert last_flag(c["args"], "--metrics-bind") == "0.0.0.0:8080"
+    assert c["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "metrics"}
+    assert c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "metrics"}
+    service = one(rendered["base"], "Service", "fitguard-webhook")
+    assert [p["targetPort"] for p in service["spec"]["ports"]] == ["https"]
     command = c["lifecycle"]["preStop"]["exec"]["command"]
     assert command[0] == "sleep"
     delay = int(command[1])

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
+from webhook import status
 from webhook.app import create_app
 from webhook.cluster import ClusterView, from_objects
 from webhook.mutate import GUARD_KEY, apply_patch
@@ -249,26 +250,30 @@ def test_guard_is_not_added_to_pods_without_pod_eni() -> None:
 
 
 @pytest.mark.parametrize(
-    ("namespace", "pod_labels", "namespace_labels"),
+    ("namespace", "pod_labels", "namespace_labels", "config"),
     [
-        ("kube-system", None, {}),
-        ("fitguard-system", None, {}),
-        ("shop", {"app": "web", "fitguard.io/ignore": "true"}, {}),
-        ("shop", None, {"fitguard.io/ignore": "true"}),
+        ("kube-system", None, {}, {}),
+        ("fitguard-system", None, {}, {}),
+        ("shop", {"app": "web", "fitguard.io/ignore": "true"}, {}, {"allow_object_ignore": True}),
+        ("shop", None, {"fitguard.io/ignore": "true"}, {}),
     ],
-    ids=["kube-system", "own-namespace", "pod-label", "namespace-label"],
+    ids=["kube-system", "own-namespace", "pod-label-when-allowed", "namespace-label"],
 )
 def test_exempt_pods_are_allowed_untouched(
-    namespace: str, pod_labels: dict[str, str] | None, namespace_labels: dict[str, str]
+    namespace: str,
+    pod_labels: dict[str, str] | None,
+    namespace_labels: dict[str, str],
+    config: dict[str, Any],
 ) -> None:
     """Exempt pods are admitted without a patch, even though a policy matches them and (in the
-    exempt namespaces) no ServiceAccount exists that would otherwise deny them."""
+    exempt namespaces) no ServiceAccount exists that would otherwise deny them. A pod's own ignore
+    label counts only when the webhook runs with --allow-object-ignore."""
     objects = [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop", "labels": namespace_labels}},
         service_account("shop"),
         sg_policy(namespace, ["sg-1"]),
     ]
-    response = mutate(client_for(objects), admission_review(linux_pod(namespace, pod_labels)))
+    response = mutate(client_for(objects, **config), admission_review(linux_pod(namespace, pod_labels)))
     assert response["allowed"] is True
     assert "patch" not in response
     assert "exempt" in response["status"]["message"] or "ignore" in response["status"]["message"]
@@ -393,17 +398,28 @@ def test_validate_echoes_uid_and_version() -> None:
 
 
 def test_health_readiness_snapshot_and_metrics() -> None:
-    """/healthz always; /readyz only once every store synced; /snapshotz shows the policies held;
-    /metrics counts answered reviews by webhook, operation, verdict and dry run."""
+    """On the status port: /healthz always; /readyz only once every store synced and a certificate
+    is loaded; /snapshotz shows the policies held; /metrics counts answered reviews by webhook,
+    operation, verdict and dry run. The admission app itself answers none of these paths."""
     client = guarded_client()
-    assert client.get("/healthz").status_code == 200
-    assert client.get("/readyz").status_code == 200
-    unsynced = create_app(ClusterView(), WebhookConfig()).test_client().get("/readyz")
-    assert unsynced.status_code == 503 and b"SecurityGroupPolicy" in unsynced.data
-    snapshot = client.get("/snapshotz").get_json()
-    assert [p["groupIds"] for p in snapshot["securityGroupPolicies"]] == [["sg-1"]]
+    view = from_objects([service_account("shop"), sg_policy("shop", ["sg-1"], {"podSelector": {}})])
+
+    def get(path: str, cluster: ClusterView = view, tls: bool = True) -> tuple[int, bytes]:
+        code, body, _ = status.answer("GET", path, cluster, WebhookConfig(), lambda: tls)
+        return code, body
+
+    assert get("/healthz") == (200, b"ok\n")
+    assert get("/readyz") == (200, b"ok\n")
+    assert get("/readyz", ClusterView()) == (
+        503,
+        b"waiting for: Namespace, ServiceAccount, SecurityGroupPolicy, ConfigMap, NodeGroupTemplate\n",
+    )
+    assert get("/readyz", tls=False) == (503, b"waiting for: certificate\n")
+    assert [p["groupIds"] for p in json.loads(get("/snapshotz")[1])["securityGroupPolicies"]] == [["sg-1"]]
+    for path in ("/healthz", "/readyz", "/metrics", "/snapshotz"):
+        assert client.get(path).status_code == 404, path
     mutate(client, admission_review(linux_pod(), dryRun=True))
-    text = client.get("/metrics").data.decode()
+    text = get("/metrics")[1].decode()
     line = (
         'fitguard_admission_requests_total{allowed="true",dry_run="true",operation="CREATE",webhook="mutate"}'
     )

@@ -13,7 +13,7 @@ from capacity.template import NodeGroupTemplate
 from kube.statefile import load_state
 from webhook.cluster import ClusterView, from_objects
 from webhook.review import WebhookConfig
-from webhook.validate import COLD_START, MAX_WARNING, review
+from webhook.validate import COLD_START, MAX_WARNING, WARNING_LIMIT, review, whole_warning
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 CLUSTER = load_state(EXAMPLES / "cluster.yaml")
@@ -152,6 +152,51 @@ def test_a_deployment_is_refused_with_the_field_path_in_warn_mode() -> None:
     assert "fields to edit: spec.template.spec.containers[0].resources.limits.ephemeral-storage" in (
         enforced.message.splitlines()
     )
+
+
+def test_warn_mode_gives_one_whole_warning_per_group_when_a_field_line_would_be_cut() -> None:
+    """Three groups refuse the same field and do not fit one 120-character line: one warning per
+    group, none cut, each naming its reason; the whole denial message is the finding to record."""
+    verdict = review(request(WORKLOADS["video-transcode"]), cluster(), WebhookConfig(mode="warn"))
+    field = "spec.template.spec.containers[0].resources.limits.ephemeral-storage"
+    assert verdict.allowed and verdict.message == ""
+    assert verdict.warnings == [
+        f"{field}: fits no node group: ng-batch (tags)",
+        f"{field}: fits no node group: ng-burst (ephemeral-storage)",
+        f"{field}: fits no node group: ng-general (ephemeral-storage)",
+    ]
+    assert (verdict.finding, verdict.finding_mode) == (
+        review(request(WORKLOADS["video-transcode"]), cluster(), ENFORCE).message,
+        "warn",
+    )
+
+
+def test_warn_mode_names_twelve_groups_per_field_and_counts_the_rest() -> None:
+    """Fifteen groups refusing one field: twelve warnings of one group each, then one counting the
+    other three, every one under the apiserver's 256-character cut."""
+    general = ngt("ng-general").to_object()
+    groups = [
+        {**general, "metadata": {**general["metadata"], "name": f"ng-small-{i:02d}"}} for i in range(15)
+    ]
+    view = cluster(
+        *groups, drop=tuple(o["metadata"]["name"] for o in CLUSTER if o["kind"] == "NodeGroupTemplate")
+    )
+    verdict = review(request(pod("x", {"cpu": "300"})), view, WebhookConfig(mode="warn"))
+    field = "spec.containers[0].resources.requests.cpu"
+    assert verdict.warnings == [f"{field}: fits no node group: ng-small-{i:02d} (cpu)" for i in range(12)] + [
+        f"{field}: and 3 more node groups do not fit"
+    ]
+
+
+def test_a_warning_is_cut_only_past_256_characters_and_then_at_a_word() -> None:
+    """Up to 256 characters a warning is kept whole; a longer one ends at the last whole word that
+    fits, marked with an ellipsis, so no word is ever cut in half."""
+    exact = "x" * WARNING_LIMIT
+    assert whole_warning(exact) == exact
+    words = " ".join(f"word{i:03d}" for i in range(60))  # 479 characters
+    cut = whole_warning(words)
+    assert len(cut) <= WARNING_LIMIT and cut.endswith("\u2026")
+    assert cut == " ".join(f"word{i:03d}" for i in range(31)) + "\u2026"
 
 
 def test_job_and_cronjob_templates_are_found() -> None:

@@ -20,10 +20,11 @@ import pytest
 from kube.statefile import load_state
 from tests.fakekube.server import FakeKubeServer
 from tests.tlsfixtures import TlsFiles
+from tests.waiting import eventually
 from tests.webhook_server import Server, admission_review, metric_sum, post, running
 from webhook.audit import REASON
 from webhook.cluster import WATCHES
-from webhook.review import MODE_LABEL
+from webhook.review import IGNORE_LABEL, MODE_LABEL
 from webhook.validate import COLD_START, MAX_WARNING
 
 pytestmark = pytest.mark.slow
@@ -367,6 +368,52 @@ def test_audit_mode_from_the_namespace_label_allows_and_records_an_event_and_a_m
     )
     assert events_about(fake_kube, "audited", "scratch-dry") == []
     assert metric_sum(server, FINDINGS) == findings + 1
+    assert metric_sum(server, FINDINGS, 'verdict="audit"') == findings + 1
+
+
+def test_warn_findings_are_counted_by_verdict_and_recorded_as_events_like_audit(
+    fake_kube: FakeKubeServer, start: Start
+) -> None:
+    """In warn mode the pod is allowed with its warnings, and the finding is treated as an audit
+    finding: counted with verdict="warn" and recorded as a NoNodeGroupFits Event carrying the whole
+    denial message (the warnings alone would lose the fixes)."""
+    seed(fake_kube, *namespace("warned", "warn"))
+    server = start()
+    scratch = workload(WORKLOADS["scratch-build"], "warned")
+    answer = validate(server, scratch)
+    assert answer["allowed"] is True and answer["warnings"] and "status" not in answer
+    assert metric_sum(server, FINDINGS, 'verdict="warn"') == 1
+    assert metric_sum(server, FINDINGS, 'verdict="audit"') == 0
+    (event,) = eventually(lambda: events_about(fake_kube, "warned", "scratch-build"), "the warn event")
+    assert (event["reason"], event["type"], event["regarding"]["kind"]) == (REASON, "Warning", "Pod")
+    assert event["note"] == message(validate(server, workload(scratch, "default")))
+
+
+def test_an_object_ignore_label_is_honoured_only_with_allow_object_ignore(
+    fake_kube: FakeKubeServer, start: Start
+) -> None:
+    """A pod author's own fitguard.io/ignore=true label is no opt-out: the pod is still judged and
+    denied in an ordinary namespace. The namespace label is (the administrator's decision), and the
+    object label is too once the webhook runs with --allow-object-ignore."""
+    seed(
+        fake_kube,
+        {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": "opted", "labels": {IGNORE_LABEL: "true"}},
+        },
+    )
+    scratch = copy.deepcopy(WORKLOADS["scratch-build"])
+    scratch["metadata"].setdefault("labels", {})[IGNORE_LABEL] = "true"
+    strict = start()
+    denied = validate(strict, scratch)
+    assert denied["allowed"] is False
+    assert message(denied).startswith("pod does not fit any node group")
+    opted = validate(strict, workload(scratch, "opted"))
+    assert (opted["allowed"], message(opted)) == (True, f"namespace opted has {IGNORE_LABEL}=true")
+    lenient = start("--allow-object-ignore")
+    allowed = validate(lenient, scratch)
+    assert (allowed["allowed"], message(allowed)) == (True, f"object has {IGNORE_LABEL}=true")
 
 
 def test_cold_start_allows_with_a_warning_until_templates_arrive(

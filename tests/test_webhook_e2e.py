@@ -1,5 +1,6 @@
-"""`python -m webhook` for real: gunicorn with two gthread workers over TLS, called by a client that
-verifies the CA and the host name, as the apiserver does."""
+"""`fitguard webhook` for real, as the image and the manifests run it: gunicorn with two gthread
+workers over TLS, called by a client that verifies the CA and the host name, as the apiserver does;
+probes and scrapes on the plain-HTTP status port."""
 
 from __future__ import annotations
 
@@ -17,7 +18,16 @@ import yaml
 
 from tests.fakekube.server import FakeKubeServer
 from tests.tlsfixtures import TlsFiles
-from tests.webhook_server import Server, admission_review, metric_sum, post, running, wait_ready
+from tests.webhook_server import (
+    FITGUARD,
+    Server,
+    admission_review,
+    get_status,
+    metric_sum,
+    post,
+    running,
+    wait_ready,
+)
 from webhook.mutate import GUARD_KEY, apply_patch
 
 pytestmark = pytest.mark.slow
@@ -124,6 +134,33 @@ def _worker_pids(master: int) -> list[int]:
 
 def _requests_total(server: Server) -> float:
     return metric_sum(server, "fitguard_admission_requests_total", 'webhook="mutate"')
+
+
+def test_the_console_script_serves_review_metrics_on_the_status_port(server: Server) -> None:
+    """Started by the installed `fitguard webhook` with the manifests' args, the webhook counts a
+    review in /metrics on the status port: the console script must not import prometheus_client
+    (through another subcommand's modules) before the webhook sets up multiprocess metrics, or every
+    worker's counts stay in the worker and /metrics is empty."""
+    assert server.command[:2] == (FITGUARD, "webhook")
+    key = (
+        'fitguard_admission_requests_total{allowed="true",dry_run="true",operation="CREATE",webhook="mutate"}'
+    )
+    before = _samples(server).get(key, 0.0)
+    conn = server.connect()
+    assert post(conn, review(web_pod(), uid="metrics-1", dryRun=True))[0] == 200
+    conn.close()
+    assert _samples(server).get(key) == before + 1
+
+
+def _samples(server: Server) -> dict[str, float]:
+    """Every sample of /metrics on the status port, by name and labels."""
+    status, body = get_status(server, "/metrics")
+    assert status == 200
+    return {
+        line.rpartition(" ")[0]: float(line.rpartition(" ")[2])
+        for line in body.decode().splitlines()
+        if line and not line.startswith("#")
+    }
 
 
 def test_metrics_are_summed_over_workers_and_survive_a_worker_death(server: Server) -> None:

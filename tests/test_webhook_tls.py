@@ -2,8 +2,9 @@
 port beyond the contract, refusing to start on a bad pair, and certificate renewal under load with no
 failed request.
 
-The server tests run `python -m webhook` for real (gunicorn, gthread workers) on a socket bound here
-and inherited through gunicorn's fd:// bind; the TLS files sit in a directory laid out the way the
+The server tests run `fitguard webhook` for real (the installed console script: gunicorn, gthread
+workers) on sockets bound here and inherited through fd:// (the TLS admission port and the plain-HTTP
+status port); the TLS files sit in a directory laid out the way the
 kubelet lays out a Secret volume, and are renewed the way it renews them.
 """
 
@@ -38,6 +39,7 @@ from tests.waiting import eventually
 from webhook.tls import CertificateError, ReloadingCertificate, policy_context
 
 ROOT = Path(__file__).resolve().parents[1]
+FITGUARD = str(Path(sys.executable).with_name("fitguard"))  # the installed console script
 STATE = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}}]
 RELOAD_INTERVAL = "0.2"
 
@@ -199,19 +201,22 @@ def peer_serial(sock: ssl.SSLSocket) -> int:
 class Webhook:
     port: int
     process: subprocess.Popen[bytes]
+    status_port: int = 0  # plain HTTP: /healthz, /readyz, /metrics, /snapshotz
 
 
 def start_webhook(work: Path, cert: Path, key: Path, *extra: str) -> Webhook:
     state = work / "state.yaml"
     state.write_text(yaml.safe_dump_all(STATE))
-    listener = socket.create_server(("127.0.0.1", 0))
-    fd = listener.fileno()
-    command = [sys.executable, "-m", "webhook", "--bind", f"fd://{fd}", "--state", str(state),
-               "--tls-cert", str(cert), "--tls-key", str(key), "--tls-reload-interval", RELOAD_INTERVAL,
-               "--workers", "2", "--threads", "4", "--log-level", "error", *extra]  # fmt: skip
-    process = subprocess.Popen(command, cwd=ROOT, pass_fds=(fd,))
-    webhook = Webhook(listener.getsockname()[1], process)
-    listener.close()  # only the server holds it now
+    listener, status = socket.create_server(("127.0.0.1", 0)), socket.create_server(("127.0.0.1", 0))
+    fd, status_fd = listener.fileno(), status.fileno()
+    command = [FITGUARD, "webhook", "--bind", f"fd://{fd}", "--metrics-bind", f"fd://{status_fd}",
+               "--state", str(state), "--tls-cert", str(cert), "--tls-key", str(key),
+               "--tls-reload-interval", RELOAD_INTERVAL, "--workers", "2", "--threads", "4",
+               "--log-level", "error", *extra]  # fmt: skip
+    process = subprocess.Popen(command, cwd=ROOT, pass_fds=(fd, status_fd))
+    webhook = Webhook(listener.getsockname()[1], process, status.getsockname()[1])
+    listener.close()  # only the server holds them now
+    status.close()
     return webhook
 
 
@@ -224,15 +229,26 @@ def stop_webhook(webhook: Webhook) -> None:
         webhook.process.wait()
 
 
-def wait_for_readyz(webhook: Webhook, context: ssl.SSLContext, status: int, timeout: float = 20) -> bytes:
-    """Polls /readyz until it answers `status`; its body."""
+def status_get(webhook: Webhook, path: str) -> tuple[int, bytes]:
+    """GET `path` on the plain-HTTP status port, as the kubelet probes it: (status, body)."""
+    conn = http.client.HTTPConnection("127.0.0.1", webhook.status_port, timeout=10)
+    try:
+        conn.request("GET", path)
+        answer = conn.getresponse()
+        return answer.status, answer.read()
+    finally:
+        conn.close()
+
+
+def wait_for_readyz(webhook: Webhook, status: int, timeout: float = 20) -> bytes:
+    """Polls /readyz on the status port until it answers `status`; its body."""
     deadline = time.monotonic() + timeout
     last: object = None
     while time.monotonic() < deadline:
         if webhook.process.poll() is not None:
             raise RuntimeError(f"webhook exited with {webhook.process.returncode}")
         try:
-            answer, body, _ = request(webhook.port, context, "GET", "/readyz")
+            answer, body = status_get(webhook, "/readyz")
             if answer == status:
                 return body
             last = (answer, body)
@@ -240,14 +256,6 @@ def wait_for_readyz(webhook: Webhook, context: ssl.SSLContext, status: int, time
             last = err
         time.sleep(0.05)
     raise TimeoutError(f"/readyz never answered {status}; last: {last!r}")
-
-
-def unverified_context() -> ssl.SSLContext:
-    """How the kubelet probes HTTPS: no certificate verification, so an expired one still answers."""
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    context.check_hostname = False
-    context.verify_mode = ssl.CERT_NONE
-    return context
 
 
 @dataclass
@@ -269,7 +277,7 @@ def policy_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     webhook = start_webhook(work, volume.cert, volume.key)
     try:
         served = Served(webhook, volume)
-        wait_for_readyz(webhook, client_context(served.ca), 200)
+        wait_for_readyz(webhook, 200)
         yield served
     finally:
         stop_webhook(webhook)
@@ -467,17 +475,17 @@ def test_tls13_and_tls12_serve_requests(policy_server: Served) -> None:
 
 @pytest.mark.slow
 def test_only_the_contract_is_served_on_the_port(policy_server: Served) -> None:
-    """The contract's paths answer; any other path is 404 and any other method 405 (OPTIONS
-    included, with Allow), each with a small JSON body, and Flask's static route does not exist."""
+    """The admission port answers /mutate and /validate only: the status paths are 404 there (they
+    live on the status port), any other path is 404 and any other method 405 (OPTIONS included, with
+    Allow), each with a small JSON body, and Flask's static route does not exist."""
     port, context = policy_server.webhook.port, client_context(policy_server.ca)
     for method, path in [("POST", "/mutate"), ("POST", "/validate")]:
         assert request(port, context, method, path, review_body("c"))[0] == 200
-    for path in ("/healthz", "/readyz", "/metrics", "/snapshotz"):
-        assert request(port, context, "GET", path)[0] == 200, path
     outside = [("GET", "/", 404), ("GET", "/static/app.py", 404), ("GET", "/debug/pprof", 404),
                ("POST", "/mutate/x", 404), ("GET", "/mutate", 405), ("PUT", "/validate", 405),
-               ("DELETE", "/healthz", 405), ("OPTIONS", "/mutate", 405),
-               ("TRACE", "/readyz", 405)]  # fmt: skip
+               ("GET", "/healthz", 404), ("GET", "/readyz", 404), ("GET", "/metrics", 404),
+               ("GET", "/snapshotz", 404), ("OPTIONS", "/mutate", 405),
+               ("TRACE", "/validate", 405)]  # fmt: skip
     for method, path, expected in outside:
         status, body, headers = request(port, context, method, path)
         assert status == expected, (method, path)
@@ -490,7 +498,8 @@ def test_only_the_contract_is_served_on_the_port(policy_server: Served) -> None:
 @pytest.mark.slow
 def test_client_certificate_is_required_when_a_client_ca_is_given(tmp_path: Path) -> None:
     """With --client-ca, a client without a certificate and one with a certificate of another CA
-    get no answer, one whose certificate the client CA signed does; over TLS 1.2 and 1.3."""
+    get no answer, one whose certificate the client CA signed does; over TLS 1.2 and 1.3. The
+    status port (plain HTTP) still answers probes and scrapes without any certificate."""
     volume = SecretVolume(tmp_path / "secret")
     volume.publish(issue())
     apiserver_ca, stranger_ca = issue(), issue()
@@ -503,7 +512,7 @@ def test_client_certificate_is_required_when_a_client_ca_is_given(tmp_path: Path
     try:
         with_cert = client_context(ca)
         with_cert.load_cert_chain(*map(str, good))
-        wait_for_readyz(webhook, with_cert, 200)
+        wait_for_readyz(webhook, 200)
         for version in (ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_3):
             anonymous = client_context(ca, minimum=version, maximum=version)
             other = client_context(ca, minimum=version, maximum=version)
@@ -514,6 +523,10 @@ def test_client_certificate_is_required_when_a_client_ca_is_given(tmp_path: Path
                 with pytest.raises(OSError):  # TLS 1.3 fails on the first read, TLS 1.2 in the handshake
                     request(webhook.port, context, "POST", "/validate", review_body("a"))
             assert request(webhook.port, signed, "POST", "/validate", review_body("s"))[0] == 200
+        # probes and scrapes carry no client certificate: the plain status port answers them
+        for path in ("/healthz", "/readyz", "/metrics", "/snapshotz"):
+            assert status_get(webhook, path)[0] == 200, path
+        assert b"fitguard_admission_requests_total" in status_get(webhook, "/metrics")[1]
     finally:
         stop_webhook(webhook)
 
@@ -536,7 +549,7 @@ def test_refuses_to_start_on_a_pair_that_does_not_match_or_a_missing_file(tmp_pa
         (one.cert, one.key, ["--client-ca", str(garbage)], "garbage.pem"),
     ]
     for cert, key, extra, detail in cases:
-        command = [sys.executable, "-m", "webhook", "--bind", "127.0.0.1:0", "--tls-cert", str(cert),
+        command = [FITGUARD, "webhook", "--bind", "127.0.0.1:0", "--tls-cert", str(cert),
                    "--tls-key", str(key), "--state", str(tmp_path / "none.yaml"), *extra]  # fmt: skip
         done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=20, check=False)
         assert done.returncode == 1, done.stderr
@@ -552,10 +565,10 @@ def test_readyz_is_503_with_an_expired_certificate_and_200_once_it_is_renewed(tm
     volume.publish(issue(valid_for=timedelta(hours=1), now=datetime.now(UTC) - timedelta(hours=2)))
     webhook = start_webhook(tmp_path, volume.cert, volume.key)
     try:
-        body = wait_for_readyz(webhook, unverified_context(), 503)
+        body = wait_for_readyz(webhook, 503)
         assert b"certificate" in body
         volume.publish(issue())
-        wait_for_readyz(webhook, client_context(volume.root / files.CA_CERT_FILE), 200)
+        wait_for_readyz(webhook, 200)
         assert webhook.process.poll() is None
     finally:
         stop_webhook(webhook)
@@ -636,7 +649,7 @@ def test_renewal_under_steady_requests_fails_none_and_new_connections_get_the_ne
     load = Load(webhook.port, client_context(bundle))
     threads: list[threading.Thread] = []
     try:
-        wait_for_readyz(webhook, load.context, 200)
+        wait_for_readyz(webhook, 200)
         threads = load.start()
         eventually(lambda: len(load.fresh_serials) >= 20 and load.kept_alive >= 20, "no steady load", 20)
         assert set(load.fresh_serials) == {old.cert.serial_number}

@@ -1,6 +1,8 @@
-"""`python -m webhook` for end-to-end tests: gunicorn over TLS on a loopback socket bound here and
-inherited through gunicorn's fd:// bind (no free-port race), called by a client that verifies the CA
-and the host name as the apiserver does, plus the AdmissionReview and /metrics plumbing.
+"""The webhook for end-to-end tests, started as the image starts it: the installed console script
+`fitguard webhook` with the manifests' flags (TLS admission port, plain-HTTP status port,
+--metrics-dir), each port a loopback socket bound here and inherited through fd:// (no free-port
+race). Called by a client that verifies the CA and the host name as the apiserver does; probes and
+scrapes go to the status port, as the kubelet and Prometheus do. Plus the AdmissionReview plumbing.
 
     with running(tls_files, ["--kubeconfig", str(kubeconfig)], workers=1) as server:
         status, body = post(server.connect(), admission_review(pod), "/validate")
@@ -11,10 +13,12 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -22,9 +26,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tests.kustomize import render
 from tests.tlsfixtures import TlsFiles, client_ssl_context
 
 ROOT = Path(__file__).resolve().parents[1]
+# the console script pip installed beside this interpreter: what the image's entry point runs
+FITGUARD = str(Path(sys.executable).with_name("fitguard"))
 READY_SECONDS = 20.0
 STOP_SECONDS = 25.0  # above the server's 20 s graceful timeout
 
@@ -35,27 +42,61 @@ class Server:
     tls: TlsFiles
     process: subprocess.Popen[bytes]
     metrics_dir: Path | None  # None: the server's own temporary directory
+    status_port: int = 0  # plain HTTP: /healthz, /readyz, /metrics, /snapshotz
+    command: tuple[str, ...] = ()
+    owned_metrics_dir: Path | None = None  # made for this run, removed when it stops
 
     def connect(self) -> http.client.HTTPSConnection:
         return http.client.HTTPSConnection(
             "localhost", self.port, context=client_ssl_context(self.tls.ca_path)
         )
 
+    def status(self) -> http.client.HTTPConnection:
+        return http.client.HTTPConnection("127.0.0.1", self.status_port, timeout=10)
+
+
+def get_status(server: Server, path: str) -> tuple[int, bytes]:
+    """GET `path` on the status port: (status, body)."""
+    conn = server.status()
+    try:
+        conn.request("GET", path)
+        answer = conn.getresponse()
+        return answer.status, answer.read()
+    finally:
+        conn.close()
+
 
 def wait_ready(server: Server, deadline: float) -> None:
-    """Until GET /readyz answers 200 (on whichever worker takes the connection)."""
+    """Until GET /readyz on the status port answers 200 (on whichever worker takes the connection)."""
     while time.monotonic() < deadline:
         if server.process.poll() is not None:
             raise RuntimeError(f"webhook exited with {server.process.returncode}")
         try:
-            conn = server.connect()
-            conn.request("GET", "/readyz")
-            if conn.getresponse().status == 200:
+            if get_status(server, "/readyz")[0] == 200:
                 return
         except OSError:
             pass
         time.sleep(0.1)
     raise TimeoutError("webhook did not become ready")
+
+
+def manifest_args(overlay: str = "base", **replace: str) -> list[str]:
+    """The webhook container's args in the rendered manifests (base or an overlay), each
+    `--flag=value` whose flag is in `replace` (as `tls_cert=...` for --tls-cert) given that value."""
+    directory = ROOT / "manifests" / ("" if overlay == "base" else "overlays") / overlay
+    [deployment] = [
+        o
+        for o in render(directory)
+        if o["kind"] == "Deployment" and o["metadata"]["name"] == "fitguard-webhook"
+    ]
+    [container] = deployment["spec"]["template"]["spec"]["containers"]
+    wanted = {f"--{key.replace('_', '-')}": value for key, value in replace.items()}
+    args = []
+    for arg in container["args"]:
+        flag, sep, _ = str(arg).partition("=")
+        args.append(f"{flag}={wanted.pop(flag)}" if sep and flag in wanted else str(arg))
+    assert not wanted, f"the manifests do not pass {sorted(wanted)}"
+    return args
 
 
 def start(
@@ -66,18 +107,25 @@ def start(
     threads: int = 4,
     metrics_dir: Path | None = None,
 ) -> Server:
-    """Starts the webhook with `options` (e.g. `--state PATH` or `--kubeconfig PATH`); not yet ready."""
+    """Starts the webhook as the base manifests run it (their args, with the ports, TLS files and
+    metrics directory of this test) plus `options` (e.g. `--state PATH` or `--kubeconfig PATH`);
+    not yet ready."""
     listener = socket.create_server(("127.0.0.1", 0))
-    fd = listener.fileno()
-    command = [sys.executable, "-m", "webhook", "--bind", f"fd://{fd}",
-               "--tls-cert", str(tls.cert_path), "--tls-key", str(tls.key_path),
-               "--workers", str(workers), "--threads", str(threads), "--log-level", "warning",
-               *(["--metrics-dir", str(metrics_dir)] if metrics_dir else []), *options]  # fmt: skip
+    status = socket.create_server(("127.0.0.1", 0))
+    fd, status_fd = listener.fileno(), status.fileno()
+    owned = None if metrics_dir else Path(tempfile.mkdtemp(prefix="fitguard-test-metrics-"))
+    args = manifest_args(bind=f"fd://{fd}", metrics_bind=f"fd://{status_fd}", tls_cert=str(tls.cert_path),
+                         tls_key=str(tls.key_path), metrics_dir=str(metrics_dir or owned))  # fmt: skip
+    command = [FITGUARD, *args, "--workers", str(workers), "--threads", str(threads),
+               "--log-level", "warning", *options]  # fmt: skip
     # the fake apiserver is on loopback: a proxy from the environment must not get in between
     env = {**os.environ, "NO_PROXY": "127.0.0.1,localhost"}
-    process = subprocess.Popen(command, cwd=ROOT, pass_fds=(fd,), env=env)
-    server = Server(listener.getsockname()[1], tls, process, metrics_dir)
-    listener.close()  # only the server holds it now: a dead server refuses connections
+    process = subprocess.Popen(command, cwd=ROOT, pass_fds=(fd, status_fd), env=env)
+    server = Server(
+        listener.getsockname()[1], tls, process, metrics_dir, status.getsockname()[1], tuple(command), owned
+    )
+    listener.close()  # only the server holds them now: a dead server refuses connections
+    status.close()
     return server
 
 
@@ -88,6 +136,8 @@ def stop(server: Server) -> None:
     except subprocess.TimeoutExpired:
         server.process.kill()
         server.process.wait()
+    if server.owned_metrics_dir is not None:
+        shutil.rmtree(server.owned_metrics_dir, ignore_errors=True)
 
 
 @contextmanager
@@ -128,11 +178,11 @@ def post(conn: http.client.HTTPSConnection, body: bytes, path: str = "/mutate") 
 
 
 def metric_sum(server: Server, name: str, *label_parts: str) -> float:
-    """The sum over all samples of `name` whose labels contain every one of `label_parts`."""
-    conn = server.connect()
-    conn.request("GET", "/metrics")
-    text = conn.getresponse().read().decode()
-    conn.close()
+    """The sum over all samples of `name` whose labels contain every one of `label_parts`, from
+    /metrics on the status port."""
+    status, body = get_status(server, "/metrics")
+    assert status == 200, status
+    text = body.decode()
     total = 0.0
     for line in text.splitlines():
         sample, _, value = line.rpartition(" ")

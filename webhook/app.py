@@ -1,5 +1,5 @@
-"""The Flask app: admission endpoints and the HTTP contract around them, plus health, readiness,
-metrics and the snapshot of what the webhook holds.
+"""The Flask app of the admission port: POST /mutate and /validate and the HTTP contract around
+them. Health, readiness, metrics and the snapshot are served on the status port (webhook/status.py).
 
 Contract: a valid AdmissionReview is answered 200 with its uid and apiVersion echoed; a body that is
 not JSON or not a review gets 400, one over the limit 413 (judged from Content-Length before the
@@ -102,13 +102,9 @@ def failure_verdict(config: WebhookConfig) -> Verdict:
     return Verdict(allowed=True, warnings=["fitguard could not review this object (internal error)"])
 
 
-def create_app(
-    cluster: ClusterView,
-    config: WebhookConfig,
-    tls_ready: Callable[[], bool] = lambda: True,
-    audit: AuditSink | None = None,
-) -> Flask:
-    """`audit` receives the findings of mode audit (allowed, with a message) off the request path."""
+def create_app(cluster: ClusterView, config: WebhookConfig, audit: AuditSink | None = None) -> Flask:
+    """`audit` receives the findings of modes warn and audit (allowed, but no node group fits), to
+    record off the request path."""
     # no static route (Flask would serve ./static of the working directory) and no automatic
     # OPTIONS: the port answers the contract's paths and methods only, anything else 404/405
     app = Flask("fitguard-webhook", static_folder=None)
@@ -149,8 +145,9 @@ def create_app(
                     log.exception("%s: review %s failed", name, req.get("uid"))
                     metrics.ERRORS.labels(name).inc()
                     verdict = failure_verdict(config)
-                if verdict.allowed and verdict.message and not mutating and req.get("dryRun") is not True:
-                    _audit(req, verdict.message)  # a dry run gets the same answer and causes nothing else
+                if verdict.allowed and verdict.finding and not mutating and req.get("dryRun") is not True:
+                    # a dry run gets the same answer and causes nothing else
+                    _finding(req, verdict.finding, verdict.finding_mode)
             answer = review_response(api_version, req["uid"], verdict, mutating)
             metrics.REQUESTS.labels(
                 name,
@@ -163,9 +160,9 @@ def create_app(
             in_flight.dec()
             metrics.DURATION.labels(name).observe(time.perf_counter() - started)
 
-    def _audit(req: Mapping[str, Any], message: str) -> None:
-        metrics.AUDITED.inc()
-        log.warning("audit: %s %s/%s: %s", _kind(req), req.get("namespace"), _name(req), message)
+    def _finding(req: Mapping[str, Any], message: str, mode: str) -> None:
+        metrics.AUDITED.labels(mode).inc()
+        log.warning("%s: %s %s/%s: %s", mode, _kind(req), req.get("namespace"), _name(req), message)
         if audit is not None:
             audit(req, message)
 
@@ -176,35 +173,6 @@ def create_app(
     @app.post("/validate")
     def validate_endpoint() -> Response:
         return admit("validate", validate.review, mutating=False)
-
-    @app.get("/healthz")
-    def healthz() -> Response:
-        return Response("ok\n", mimetype="text/plain")
-
-    @app.get("/readyz")
-    def readyz() -> Response:
-        waiting = [kind for kind, store in cluster.stores().items() if not store.synced]
-        if not tls_ready():
-            waiting.append("certificate")
-        if waiting:
-            return Response(f"waiting for: {', '.join(waiting)}\n", 503, mimetype="text/plain")
-        return Response("ok\n", mimetype="text/plain")
-
-    @app.get("/metrics")
-    def metrics_endpoint() -> Response:
-        data, content_type = metrics.render()
-        return Response(data, content_type=content_type)
-
-    @app.get("/snapshotz")
-    def snapshotz() -> Response:
-        snapshot = cluster.snapshot()
-        snapshot["config"] = {
-            "mode": config.mode,
-            "failurePolicy": config.failure_policy,
-            "eniGuard": config.eni_guard,
-            "ownNamespace": config.own_namespace,
-        }
-        return _json(snapshot)
 
     @app.errorhandler(HTTPException)
     def http_error(err: HTTPException) -> Response:

@@ -11,6 +11,8 @@ from typing import Any
 from webhook.review import FAILURE_POLICIES, MODES, WebhookConfig
 from webhook.tls import DEFAULT_RELOAD_INTERVAL_SECONDS
 
+DEFAULT_METRICS_BIND = "0.0.0.0:8080"  # as webhook/status.py; not imported, to keep --help light
+
 DEFAULT_BIND = "0.0.0.0:8443"
 DEFAULT_NAMESPACE = "fitguard-system"  # as manifests/ installs it
 
@@ -55,7 +57,7 @@ def register(subparsers: Any) -> None:
             "  POST /mutate     pod-eni injection for pods matching a SecurityGroupPolicy, and the\n"
             "                   exhausted-node guard affinity\n"
             "  POST /validate   pod and pod-template fit against the node group templates\n"
-            "  GET  /healthz, /readyz, /metrics, /snapshotz\n"
+            "and, on the plain-HTTP --metrics-bind port, GET /healthz, /readyz, /metrics, /snapshotz.\n"
             "Policies, ServiceAccounts, namespaces and templates come from list+watch caches (the\n"
             "kubeconfig, or the in-cluster service account), or from --state FILE offline.\n"
             "TLS 1.2 or newer with ECDHE and AES-GCM or ChaCha20 only. Each worker polls the\n"
@@ -63,7 +65,20 @@ def register(subparsers: Any) -> None:
             "pair to new connections without a restart; /readyz is 503 while no valid one is loaded."
         ),
     )
-    parser.add_argument("--bind", default=DEFAULT_BIND, type=_bind, help="HOST:PORT (default: %(default)s)")
+    parser.add_argument(
+        "--bind",
+        default=DEFAULT_BIND,
+        type=_bind,
+        help="the TLS admission port, HOST:PORT (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--metrics-bind",
+        default=DEFAULT_METRICS_BIND,
+        type=_bind,
+        metavar="HOST:PORT",
+        help="plain HTTP for /healthz, /readyz, /metrics and /snapshotz, for probes and Prometheus, "
+        "which need no client certificate there (default: %(default)s)",
+    )
     parser.add_argument("--tls-cert", required=True, type=Path, metavar="PATH", help="serving certificate")
     parser.add_argument("--tls-key", required=True, type=Path, metavar="PATH", help="its private key")
     parser.add_argument(
@@ -105,6 +120,13 @@ def register(subparsers: Any) -> None:
         "that request pod-eni",
     )
     parser.add_argument(
+        "--allow-object-ignore",
+        action="store_true",
+        help="also skip objects that carry the fitguard.io/ignore=true label themselves (default: only "
+        "namespaces labelled so are skipped: opting out is the cluster administrator's decision; "
+        "the webhook configurations' objectSelector must then exclude such objects as well)",
+    )
+    parser.add_argument(
         "--namespace",
         default=os.environ.get("POD_NAMESPACE") or DEFAULT_NAMESPACE,
         help="the webhook's own namespace, never reviewed (default: $POD_NAMESPACE or %(default)s)",
@@ -138,6 +160,7 @@ def run(args: argparse.Namespace) -> int:
         failure_policy=args.failure_policy,
         eni_guard=args.eni_guard,
         own_namespace=args.namespace,
+        allow_object_ignore=args.allow_object_ignore,
     )
     options = ServeOptions(
         bind=args.bind,
@@ -153,5 +176,6 @@ def run(args: argparse.Namespace) -> int:
         log_level=args.log_level,
         client_ca=args.client_ca,
         tls_reload_interval=args.tls_reload_interval,
+        metrics_bind=args.metrics_bind,
     )
     return serve(options)

@@ -54,7 +54,9 @@ ERRORS = Counter(
 
 AUDITED = Counter(
     "fitguard_admission_audit_findings_total",
-    "Objects allowed in audit mode that no node group could serve (each also logged and an event).",
+    "Objects allowed in warn or audit mode that no node group could serve (each also logged and an "
+    "event), by the mode that allowed them.",
+    ["verdict"],
 )
 AUDIT_DROPPED = Counter(
     "fitguard_admission_audit_events_dropped_total",

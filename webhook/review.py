@@ -29,6 +29,10 @@ class WebhookConfig:
     eni_guard: bool = True
     own_namespace: str = "fitguard-system"
     exempt_namespaces: frozenset[str] = frozenset({"kube-system"})
+    # Whether an object's own fitguard.io/ignore=true label exempts it. Off: opting out is the
+    # cluster administrator's decision, taken on namespaces (as Gatekeeper honours its ignore
+    # label on namespaces only), not every pod author's.
+    allow_object_ignore: bool = False
     max_body_bytes: int = MAX_BODY_BYTES
 
     def __post_init__(self) -> None:
@@ -48,6 +52,10 @@ class Verdict:
     warnings: list[str] = field(default_factory=list)
     code: int | None = None
     reason: str = ""
+    # A finding of mode warn or audit: allowed, but no node group could serve the object. The app
+    # logs it, counts it by `finding_mode` and records it as an event (never for a dry run).
+    finding: str = ""
+    finding_mode: str = ""
 
     @classmethod
     def deny(cls, message: str, code: int = 403, reason: str = "Forbidden") -> Verdict:
@@ -71,14 +79,15 @@ def request_namespace(request: Mapping[str, Any]) -> str:
 
 def exemption(request: Mapping[str, Any], cluster: NamespaceLabels, config: WebhookConfig) -> str | None:
     """Why this request is skipped, or None. Checked in code as well as in the webhook
-    configuration's selectors, so a misconfigured selector cannot make the webhook block itself."""
+    configuration's selectors, so a misconfigured selector cannot make the webhook block itself.
+    An object's own ignore label counts only with `allow_object_ignore`."""
     namespace = request_namespace(request)
     if namespace in config.exempt_namespaces or namespace == config.own_namespace:
         return f"namespace {namespace} is exempt"
     obj = request.get("object")
     meta = obj.get("metadata") if isinstance(obj, Mapping) else None
     labels = meta.get("labels") if isinstance(meta, Mapping) else None
-    if isinstance(labels, Mapping) and labels.get(IGNORE_LABEL) == "true":
+    if config.allow_object_ignore and isinstance(labels, Mapping) and labels.get(IGNORE_LABEL) == "true":
         return f"object has {IGNORE_LABEL}=true"
     if namespace and cluster.namespace_labels(namespace).get(IGNORE_LABEL) == "true":
         return f"namespace {namespace} has {IGNORE_LABEL}=true"

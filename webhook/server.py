@@ -12,6 +12,7 @@ import gc
 import logging
 import os
 import shutil
+import socket
 import ssl
 import tempfile
 from collections.abc import Callable
@@ -61,6 +62,7 @@ class ServeOptions:
     log_level: str = "info"
     client_ca: Path | None = None  # None: no client certificate asked for
     tls_reload_interval: float = DEFAULT_RELOAD_INTERVAL_SECONDS
+    metrics_bind: str = "0.0.0.0:8080"  # plain HTTP: /healthz, /readyz, /metrics, /snapshotz
 
 
 def prepare_metrics_dir(path: Path | None) -> Path:
@@ -90,9 +92,9 @@ def check_certificate(cert: Path, key: Path, client_ca: Path | None = None) -> N
         )
 
 
-def build_app(options: ServeOptions, tls_ready: Callable[[], bool]) -> Any:
-    """The Flask app of one worker, with its own view of the cluster; `tls_ready` tells whether the
-    worker holds a valid serving certificate."""
+def build_app(options: ServeOptions) -> tuple[Any, Any]:
+    """The admission app of one worker and the view of the cluster it answers from (which the
+    worker's status port reports on)."""
     from webhook import cluster
     from webhook.app import create_app
 
@@ -118,7 +120,7 @@ def build_app(options: ServeOptions, tls_ready: Callable[[], bool]) -> Any:
     # The caches are long-lived: out of every garbage collection, they do not make a review's
     # collection pauses grow with the cluster.
     gc.freeze()
-    return create_app(view, options.config, tls_ready=tls_ready, audit=audit)
+    return create_app(view, options.config, audit=audit), view
 
 
 def _child_exit(server: Any, worker: Any) -> None:
@@ -135,9 +137,13 @@ class WebhookServer(BaseApplication):  # type: ignore[misc]
     """gunicorn run in-process, configured from ServeOptions rather than a config file."""
 
     def __init__(
-        self, options: ServeOptions, factory: Callable[[ServeOptions, Callable[[], bool]], Any] = build_app
+        self,
+        options: ServeOptions,
+        status_listener: socket.socket | None = None,
+        factory: Callable[[ServeOptions], tuple[Any, Any]] = build_app,
     ) -> None:
         self.options = options
+        self.status_listener = status_listener  # bound in the master; every worker accepts on it
         self.factory = factory
         self.certificate: ReloadingCertificate | None = None  # set in each worker, after the fork
         super().__init__()
@@ -180,7 +186,12 @@ class WebhookServer(BaseApplication):  # type: ignore[misc]
         certificate.reload()  # a failure is logged; the watcher keeps trying and /readyz says so
         certificate.start()
         self.certificate = certificate
-        return self.factory(self.options, certificate.ready)
+        app, view = self.factory(self.options)
+        if self.status_listener is not None:
+            from webhook.status import StatusServer
+
+            StatusServer(self.status_listener, view, self.options.config, certificate.ready).start()
+        return app
 
     def ssl_context(
         self, config: Any, default_ssl_context_factory: Callable[[], ssl.SSLContext]
@@ -196,7 +207,27 @@ def serve(options: ServeOptions) -> int:
     check_certificate(options.tls_cert, options.tls_key, options.client_ca)
     if options.state is not None and not options.state.is_file():
         raise SystemExit(f"fitguard webhook: state file {options.state} not found")
+    if options.state is None:
+        # a kubeconfig that cannot be loaded would fail every worker's boot with a traceback:
+        # say so once, here, before any worker starts
+        from kube.client import KubeError, load_api_client
+
+        try:
+            load_api_client(options.kubeconfig, options.context)
+        except KubeError as err:
+            raise SystemExit(
+                f"fitguard webhook: cannot load the Kubernetes configuration: {err.message}"
+            ) from None
     metrics_dir = prepare_metrics_dir(options.metrics_dir)
     log.info("metrics of all workers collected in %s", metrics_dir)
-    WebhookServer(options).run()
+    from webhook.status import bind_listener
+
+    try:
+        status_listener = bind_listener(options.metrics_bind)
+    except (OSError, ValueError) as err:
+        raise SystemExit(
+            f"fitguard webhook: cannot listen on --metrics-bind {options.metrics_bind}: {err}"
+        ) from None
+    log.info("status port (/healthz, /readyz, /metrics, /snapshotz) on %s", options.metrics_bind)
+    WebhookServer(options, status_listener).run()
     return 0

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from capacity.fit import PodNeeds, Reason
-from capacity.serve import GroupVerdict, denial_message
+from capacity.serve import MAX_GROUP_LINES, GroupVerdict, denial_message
 from webhook import metrics
 from webhook.cluster import ClusterView
 from webhook.mutate import FARGATE_LABEL, PodError, apply_patch, mutate_pod
@@ -33,7 +33,12 @@ TEMPLATE_PATHS: dict[str, tuple[str, ...]] = {
     "Job": ("spec", "template"),
     "CronJob": ("spec", "jobTemplate", "spec", "template"),
 }
+# The AdmissionResponse API asks for warnings of at most 120 characters where possible; the
+# apiserver cuts each one at 256 runes once a response's warnings pass 4096 runes in all
+# (k8s.io/apiserver/pkg/endpoints/filters/warning.go, recorder.AddWarning). So a warning is kept
+# under 120 by splitting it per node group, and cut (at a word, never mid-word) only past 256.
 MAX_WARNING = 120
+WARNING_LIMIT = 256
 COLD_START = "fitguard knows no node group templates yet: not checked"
 
 
@@ -111,7 +116,9 @@ def reason_path(spec: Mapping[str, Any], base: str, reason: Reason) -> str:
 
 
 def warnings_for(verdicts: list[GroupVerdict], spec: Mapping[str, Any], base: str) -> list[str]:
-    """Short `path: message` lines (at most 120 characters each), one per field to edit."""
+    """One warning per field to edit, `path: fits no node group: group (why), ...`; a field whose
+    groups do not fit in 120 characters gets one warning per group instead, each whole. At most
+    MAX_GROUP_LINES groups are named per field; the rest are counted."""
     by_path: dict[str, list[str]] = {}
     for verdict in verdicts:
         if verdict.serves:
@@ -124,8 +131,24 @@ def warnings_for(verdicts: list[GroupVerdict], spec: Mapping[str, Any], base: st
     lines = []
     for path, groups in by_path.items():
         line = f"{path}: fits no node group: {', '.join(groups)}"
-        lines.append(line if len(line) <= MAX_WARNING else line[: MAX_WARNING - 3] + "...")
+        if len(line) <= MAX_WARNING:
+            lines.append(line)
+            continue
+        shown, rest = groups[:MAX_GROUP_LINES], groups[MAX_GROUP_LINES:]
+        lines += [whole_warning(f"{path}: fits no node group: {group}") for group in shown]
+        if rest:
+            lines.append(f"{path}: and {len(rest)} more node groups do not fit")
     return lines
+
+
+def whole_warning(text: str) -> str:
+    """`text` as one warning the apiserver will not cut: as is up to 256 characters, else cut at
+    the last word that fits, marked with an ellipsis."""
+    if len(text) <= WARNING_LIMIT:
+        return text
+    cut = text[: WARNING_LIMIT - 1]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > WARNING_LIMIT // 2 else cut).rstrip(" ,;:") + "\u2026"
 
 
 def field_lines(verdicts: list[GroupVerdict], spec: Mapping[str, Any], base: str) -> list[str]:
@@ -160,7 +183,7 @@ def review(request: Mapping[str, Any], cluster: ClusterView, config: WebhookConf
     except (TypeError, ValueError) as err:
         # The API server's own validation rejects such an object; never deny out of confusion.
         metrics.UNCHECKED.labels("malformed").inc()
-        return Verdict(warnings=[f"fitguard could not check this {template.subject}: {err}"[:MAX_WARNING]])
+        return Verdict(warnings=[whole_warning(f"fitguard could not check this {template.subject}: {err}")])
     verdicts = cluster.verdicts.refusals(needs, templates, generation)
     if verdicts is None:
         return Verdict()
@@ -170,7 +193,8 @@ def review(request: Mapping[str, Any], cluster: ClusterView, config: WebhookConf
     if mode == "enforce":
         return Verdict.deny(message)
     if mode == "warn":
-        return Verdict(warnings=warnings_for(verdicts, spec, template.path))
-    # audit: allowed; an allowed verdict that carries a message is an audit finding for the app to
-    # log, count and record as an event.
-    return Verdict(message=message)
+        # the warnings are for the person applying; the whole message is a finding, as in audit
+        warnings = warnings_for(verdicts, spec, template.path)
+        return Verdict(warnings=warnings, finding=message, finding_mode=mode)
+    # audit: allowed with the message; a finding for the app to log, count and record as an event
+    return Verdict(message=message, finding=message, finding_mode=mode)

@@ -49,9 +49,16 @@ class Server:
         self.port = self.listener.getsockname()[1]
         fd = self.listener.fileno()
         self.command = [sys.executable, "-m", *module_args, "--bind", f"fd://{fd}"]
+        fds = [fd]
+        # fitguard answers /readyz on its plain-HTTP status port (--metrics-bind), not the TLS one
+        self.status: socket.socket | None = None
+        if module_args[0] == "webhook":
+            self.status = socket.create_server(("127.0.0.1", 0))
+            fds.append(self.status.fileno())
+            self.command += ["--metrics-bind", f"fd://{self.status.fileno()}"]
         self._log = log.open("w")
         self.process = subprocess.Popen(
-            self.command, pass_fds=(fd,), stdout=self._log, stderr=subprocess.STDOUT
+            self.command, pass_fds=fds, stdout=self._log, stderr=subprocess.STDOUT
         )
 
     def wait_ready(self, ca_file: str, timeout: float = 60.0) -> None:
@@ -61,7 +68,11 @@ class Server:
             if self.process.poll() is not None:
                 raise RuntimeError(f"{self.name} exited with {self.process.returncode}; see {self._log.name}")
             try:
-                connection = http.client.HTTPSConnection("127.0.0.1", self.port, context=context, timeout=5)
+                connection: http.client.HTTPConnection = (
+                    http.client.HTTPConnection("127.0.0.1", self.status.getsockname()[1], timeout=5)
+                    if self.status is not None
+                    else http.client.HTTPSConnection("127.0.0.1", self.port, context=context, timeout=5)
+                )
                 connection.request("GET", "/readyz")
                 if connection.getresponse().status == 200:
                     connection.close()

@@ -1,0 +1,137 @@
+"""The webhook's plain-HTTP status port (`--metrics-bind`): GET /healthz, /readyz, /metrics and
+/snapshotz, apart from the TLS admission port, so kubelet probes and Prometheus need no client
+certificate when the admission port demands one (`--client-ca`).
+
+The gunicorn master binds the listening socket before it forks; every worker accepts on it from a
+thread of its own (as gunicorn's workers share the admission socket), so /readyz and /snapshotz are
+answered by whichever worker takes the connection, from that worker's own caches, and /metrics sums
+every worker's files.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from webhook.cluster import ClusterView
+from webhook.review import WebhookConfig
+
+log = logging.getLogger(__name__)
+DEFAULT_METRICS_BIND = "0.0.0.0:8080"  # the default of `fitguard webhook --metrics-bind`
+PATHS = ("/healthz", "/readyz", "/metrics", "/snapshotz")
+
+
+def waiting_for(cluster: ClusterView, tls_ready: Callable[[], bool]) -> list[str]:
+    """What keeps this worker from being ready: stores not yet listed, no valid certificate."""
+    waiting = [kind for kind, store in cluster.stores().items() if not store.synced]
+    if not tls_ready():
+        waiting.append("certificate")
+    return waiting
+
+
+def snapshot(cluster: ClusterView, config: WebhookConfig) -> dict[str, Any]:
+    """What /snapshotz shows: the view's snapshot and the configuration it answers with."""
+    shown = cluster.snapshot()
+    shown["config"] = {
+        "mode": config.mode,
+        "failurePolicy": config.failure_policy,
+        "eniGuard": config.eni_guard,
+        "ownNamespace": config.own_namespace,
+        "allowObjectIgnore": config.allow_object_ignore,
+    }
+    return shown
+
+
+def answer(
+    method: str, path: str, cluster: ClusterView, config: WebhookConfig, tls_ready: Callable[[], bool]
+) -> tuple[int, bytes, str]:
+    """(status, body, content type) of one request to the status port."""
+    path = path.split("?", 1)[0]
+    if path not in PATHS:
+        return 404, b"not found\n", "text/plain"
+    if method != "GET":
+        return 405, b"method not allowed\n", "text/plain"
+    if path == "/healthz":
+        return 200, b"ok\n", "text/plain"
+    if path == "/readyz":
+        waiting = waiting_for(cluster, tls_ready)
+        if waiting:
+            return 503, f"waiting for: {', '.join(waiting)}\n".encode(), "text/plain"
+        return 200, b"ok\n", "text/plain"
+    if path == "/metrics":
+        from webhook import metrics
+
+        data, content_type = metrics.render()
+        return 200, data, content_type
+    body = json.dumps(snapshot(cluster, config), separators=(",", ":")).encode()
+    return 200, body, "application/json"
+
+
+def bind_listener(bind: str) -> socket.socket:
+    """The listening socket for HOST:PORT, [IPv6]:PORT, or fd://N (a socket inherited from the
+    caller, already listening)."""
+    if bind.startswith("fd://"):
+        sock = socket.socket(fileno=int(bind.removeprefix("fd://")))
+        sock.set_inheritable(True)
+        return sock
+    host, _, port = bind.rpartition(":")
+    host = host.strip("[]") or "0.0.0.0"
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.create_server((host, int(port)), family=family, backlog=64)
+    sock.set_inheritable(True)
+    return sock
+
+
+class StatusServer:
+    """One worker's thread accepting on the shared status socket."""
+
+    def __init__(
+        self,
+        listener: socket.socket,
+        cluster: ClusterView,
+        config: WebhookConfig,
+        tls_ready: Callable[[], bool],
+    ) -> None:
+        def respond(handler: BaseHTTPRequestHandler) -> None:
+            code, body, content_type = answer(handler.command, handler.path, cluster, config, tls_ready)
+            handler.send_response(code)
+            handler.send_header("Content-Type", content_type)
+            handler.send_header("Content-Length", str(len(body)))
+            if code == 405:
+                handler.send_header("Allow", "GET")
+            handler.end_headers()
+            if handler.command != "HEAD":
+                handler.wfile.write(body)
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def handle_one_request(self) -> None:
+                try:
+                    super().handle_one_request()
+                except Exception:  # a probe's bad request must never take the thread down
+                    log.exception("status port: request failed")
+                    self.close_connection = True
+
+            def __getattr__(self, name: str) -> Any:
+                if name.startswith("do_"):  # every method: unknown ones get 405, not 501
+                    return lambda: respond(self)
+                raise AttributeError(name)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                log.debug("status: " + format, *args)
+
+        self.server = ThreadingHTTPServer(listener.getsockname()[:2], Handler, bind_and_activate=False)
+        self.server.socket.close()
+        self.server.socket = listener  # bound and listening in the master, shared by the workers
+        self.server.daemon_threads = True
+        self._thread = threading.Thread(target=self.server.serve_forever, name="status-http", daemon=True)
+
+    def start(self) -> StatusServer:
+        self._thread.start()
+        return self
