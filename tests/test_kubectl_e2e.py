@@ -178,9 +178,11 @@ def test_in_a_warn_namespace_the_pod_is_created_and_kubectl_prints_warnings(fres
     assert (result.returncode, result.stdout) == (0, "pod/scratch-build created\n")
     warnings = [line for line in result.stderr.splitlines() if line.startswith("Warning: ")]
     assert result.stderr.splitlines() == warnings
+    field = "Warning: spec.containers[0].resources.requests.ephemeral-storage: fits no node group: "
     assert warnings == [
-        "Warning: spec.containers[0].resources.requests.ephemeral-storage: fits no node group: "
-        "ng-batch (tags), ng-burst (ephemeral-sto..."
+        field + "ng-batch (tags)",
+        field + "ng-burst (ephemeral-storage)",
+        field + "ng-general (ephemeral-storage)",
     ]
     assert ("team-warn", "scratch-build") in pods(fresh)
 
