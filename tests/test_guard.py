@@ -7,6 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from capacity.guard import (
     BLIND,
@@ -22,6 +24,7 @@ from capacity.guard import (
 )
 from capacity.resources import POD_ENI, parse_resources
 from capacity.template import View
+from tests import autoscaler_template
 
 NOW = 1_700_000_000.0
 GRACE_S = 30.0
@@ -196,3 +199,64 @@ def test_groups_are_judged_apart_and_an_ungrouped_node_alone() -> None:
         "node/solo": LIFTED,
     }
     assert decision.labels == {"n1": False, "n2": False, "m1": False, "solo": False}
+
+
+def raw_nodes(nodes: list[GuardNode], labelled: dict[str, bool]) -> list[dict[str, Any]]:
+    """The nodes as the API would show them once the decision's labels are written."""
+    result = []
+    for n in nodes:
+        assert n.view is not None
+        labels = {**n.view.labels, **({EXHAUSTED_LABEL: "true"} if labelled[n.name] else {})}
+        ready = "True" if n.candidate else "False"
+        result.append(
+            {
+                "metadata": {"name": n.name, "labels": labels},
+                "spec": {},
+                "status": {
+                    "allocatable": {"cpu": "2", "memory": "8Gi", "pods": "29", POD_ENI: "3"},
+                    "conditions": [{"type": "Ready", "status": ready}],
+                },
+            }
+        )
+    return result
+
+
+GUARDED_SPEC = {
+    "containers": [{"name": "c", "resources": {"requests": {"cpu": "100m", POD_ENI: "1"}}}],
+    "affinity": GUARD,
+}
+
+
+@settings(max_examples=300)
+@given(
+    books=st.lists(
+        st.tuples(st.integers(0, 3), st.integers(0, 3), st.integers(0, 1), st.booleans()),
+        min_size=1,
+        max_size=4,
+    ),
+    scaling=st.booleans(),
+    pending=st.booleans(),
+)
+def test_once_settled_the_guard_never_blinds_cluster_autoscaler(
+    books: list[tuple[int, int, int, bool]], scaling: bool, pending: bool
+) -> None:
+    """Whatever the books of a group, once the grace has passed a pending guarded pod fits some
+    template cluster-autoscaler may build from a ready node of the group (tests/autoscaler_template.py)
+    whenever it would fit one without fitguard, unless fitguard scales the group itself."""
+    nodes = [
+        node(f"n{i}", in_use=in_use, held=held, leaked=leaked, ready=ready)
+        for i, (in_use, held, leaked, ready) in enumerate(books)
+    ]
+    pods = [pending_pod("default", "web-0", "u", AFFINITY_MESSAGE, GUARDED_SPEC)] if pending else []
+    covered = frozenset({"ng-sg"}) if scaling else frozenset()
+    first = decide(nodes, pods, GuardState(), NOW, grace=GRACE_S, scaled_groups=covered)
+    settled = decide(nodes, pods, first.state, NOW + GRACE_S, grace=GRACE_S, scaled_groups=covered)
+    if settled.groups["ng-sg"].state == SCALING:
+        assert scaling and pending
+        return
+    blinded_pods = autoscaler_template.blinded(raw_nodes(nodes, settled.labels), "ng-sg", [GUARDED_SPEC])
+    assert blinded_pods == [] or not pending
+    # held ENIs alone earn the label, whatever else happened
+    for n in nodes:
+        if settled.labels[n.name]:
+            assert n.held + n.leaked > 0 and (n.true_free or 0) <= 0
