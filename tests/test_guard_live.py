@@ -22,6 +22,7 @@ from capacity.resources import POD_ENI
 from controller.loop import ControllerLoop, LoopOptions
 from controller.run import ControllerOptions
 from controller.scaling import ON, PLAN, ScalingConfig
+from fitguard.cli import build_parser
 from kube.client import as_kube_client
 from tests import autoscaler_template
 from tests.awsfixtures import AwsEnvironment
@@ -311,3 +312,12 @@ def test_with_scaling_on_fitguard_scales_the_group_and_keeps_the_labels(
     assert not not_blinded(group)
     assert controller.snapshot()["guard"]["groups"][GROUP]["state"] == "scaling"
     assert [e["regarding"]["name"] for e in events(group, "TriggeredScaleUp")] == ["web-new"]
+
+
+def test_guard_grace_is_a_controller_flag_with_a_duration() -> None:
+    """`fitguard controller --guard-grace`: 30 s by default, Go-style durations, refused otherwise."""
+    parser = build_parser("controller.cli")
+    assert parser.parse_args(["controller"]).guard_grace == 30.0
+    assert parser.parse_args(["controller", "--guard-grace", "1m30s"]).guard_grace == 90.0
+    with pytest.raises(SystemExit):
+        parser.parse_args(["controller", "--guard-grace", "soon"])
