@@ -107,6 +107,7 @@ class LiveBooks:
         self.scaled_groups = scaled_groups
         self.guard_state = GuardState()
         self.guard: GuardDecision | None = None
+        self._pending_pods: dict[tuple[str, str], PodRecord] = {}
         self.leaked: dict[str, int] = {}  # node -> leaked branch ENIs (--verify-with-ec2), set by the loop
         self.registry = registry or CollectorRegistry()
         self.guard_lifts = Counter(
@@ -132,6 +133,14 @@ class LiveBooks:
             elif new is not None:
                 self.books.update_pod(new, now)
             self.last_event = now
+            # the guard's pending pods, kept here so a pass need not walk every pod
+            pod = new or old
+            if pod is not None:
+                key = (pod.namespace, pod.name)
+                if event != "DELETED" and new is not None and new.pending_spec is not None and not new.node:
+                    self._pending_pods[key] = new
+                else:
+                    self._pending_pods.pop(key, None)
 
     def _on_node(self, event: str, old: NodeRecord | None, new: NodeRecord | None) -> None:
         with self._lock:
@@ -245,9 +254,9 @@ class LiveBooks:
     def _pending(self) -> list[PendingPod]:
         """Unschedulable pod-eni pods from the watch (their records keep what placement needs)."""
         pending = []
-        for pod in self.pods.items():
-            if pod.pending_spec is None or pod.node:
-                continue
+        with self._lock:
+            records = list(self._pending_pods.values())
+        for pod in records:
             try:
                 pending.append(
                     pending_pod(pod.namespace, pod.name, pod.uid, pod.unschedulable or "", pod.pending_spec)

@@ -26,9 +26,10 @@ from fitguard.cli import build_parser
 from kube.client import as_kube_client
 from tests import autoscaler_template
 from tests.awsfixtures import AwsEnvironment
-from tests.waiting import eventually
+from tests.waiting import eventually as wait_until
 
 GROUP = "ng-sg"
+DEADLINE = 90.0  # only bounds a hang: discovery against moto on a loaded machine takes seconds a cycle
 NODES = ("ip-10-0-1-10.ec2.internal", "ip-10-0-1-11.ec2.internal")
 GRACE = 0.3
 LIFTED = "BranchENIGuardSteppedAside"
@@ -208,6 +209,13 @@ class Running:
 @pytest.fixture
 def group(fake_kube: Any, aws: AwsEnvironment) -> Any:
     make_asg(aws)
+    # a long cooldown, so that the ENIs of the pods that finish stay held however slow the machine
+    config = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "amazon-vpc-cni", "namespace": "kube-system"},
+    }
+    fake_kube.create({**config, "data": {"branch-eni-cooldown": "900"}})
     for name in NODES:
         fake_kube.create(node(name))
     return fake_kube
@@ -321,3 +329,7 @@ def test_guard_grace_is_a_controller_flag_with_a_duration() -> None:
     assert parser.parse_args(["controller", "--guard-grace", "1m30s"]).guard_grace == 90.0
     with pytest.raises(SystemExit):
         parser.parse_args(["controller", "--guard-grace", "soon"])
+
+
+def eventually(condition: Any, what: str) -> Any:
+    return wait_until(condition, what, timeout=DEADLINE)
