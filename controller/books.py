@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Histogram
+from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
@@ -32,6 +32,15 @@ from capacity.branch_eni import (
     release_window,
     release_window_from_configmap,
     waiting_message,
+)
+from capacity.guard import (
+    DEFAULT_GRACE,
+    GuardDecision,
+    GuardNode,
+    GuardState,
+    PendingPod,
+    decide,
+    pending_pod,
 )
 from controller.records import EXHAUSTED_LABEL, NodeRecord, PodRecord, project_node, project_pod
 from kube.client import CONFIG_MAPS, NODES, PODS, KubeClient, KubeError, as_kube_client
@@ -116,6 +125,8 @@ class LiveBooks:
         rewrite_after: float = 60.0,
         clock: Callable[[], float] = time.time,
         registry: CollectorRegistry | None = None,
+        guard_grace: float = DEFAULT_GRACE,
+        scaled_groups: Callable[[], frozenset[str] | None] = frozenset,
     ) -> None:
         self.api = as_kube_client(api)
         self.clock = clock
@@ -139,7 +150,20 @@ class LiveBooks:
         self._waiting_noted: dict[str, set[tuple[str, str]]] = {}  # node -> pods already reported
         self.last_event = 0.0  # wall time the books last changed (books age in metrics)
         self._reflectors: list[Reflector] = []
+        # the exhausted-node guard (capacity/guard.py): its memory between passes and its last word
+        self.guard_grace = guard_grace
+        self.scaled_groups = scaled_groups
+        self.guard_state = GuardState()
+        self.guard: GuardDecision | None = None
+        self._pending_pods: dict[tuple[str, str], PodRecord] = {}
+        self.leaked: dict[str, int] = {}  # node -> leaked branch ENIs (--verify-with-ec2), set by the loop
         self.registry = registry or CollectorRegistry()
+        self.guard_lifts = Counter(
+            "fitguard_branch_eni_guard_lifts",
+            "Times the exhausted-node guard stepped aside for cluster-autoscaler, per node group",
+            ["node_group"],
+            registry=self.registry,
+        )
         self.reconcile_seconds = Histogram(
             "fitguard_branch_eni_reconcile_duration_seconds",
             "Time one reconcile of the branch ENI books took",
@@ -157,6 +181,14 @@ class LiveBooks:
             elif new is not None:
                 self.books.update_pod(new, now)
             self.last_event = now
+            # the guard's pending pods, kept here so a pass need not walk every pod
+            pod = new or old
+            if pod is not None:
+                key = (pod.namespace, pod.name)
+                if event != "DELETED" and new is not None and new.pending_spec is not None and not new.node:
+                    self._pending_pods[key] = new
+                else:
+                    self._pending_pods.pop(key, None)
 
     def _on_node(self, event: str, old: NodeRecord | None, new: NodeRecord | None) -> None:
         with self._lock:
@@ -245,30 +277,110 @@ class LiveBooks:
         # Before the first complete list of pods and nodes the books show ENIs as free that are not:
         # acting then would remove rightful exhausted labels.
         if self.is_leader() and self.wait_synced(0):
+            guard = self._guard(rows, now)
             for row in rows:
-                decision = self._label(row, now)
+                decision = self._label(
+                    row, now, guard.labels.get(row.name, False), guard.reasons.get(row.name, "")
+                )
                 if decision is not None:
                     decisions.append(decision)
                 self._events(row, now)
+            self._guard_events(guard)
             if self.recorder is not None:
                 self.recorder.flush()
         self.reconcile_seconds.observe(time.monotonic() - start)
         return decisions
 
-    def _label(self, row: NodeSummary, now: float) -> Decision | None:
-        if not row.capacity:
-            return None  # no pod-eni capacity (or unknown): the label would mean nothing
+    def _guard(self, rows: list[NodeSummary], now: float) -> GuardDecision:
+        """The guard's decision for this pass (pure: capacity/guard.py), kept for /snapshotz."""
+        nodes = []
+        for row in rows:
+            record = self.nodes.get("", row.name)
+            if record is None:
+                continue
+            nodes.append(
+                GuardNode(
+                    row.name,
+                    row.node_group,
+                    row.capacity,
+                    row.in_use,
+                    row.held,
+                    self.leaked.get(row.name, 0),
+                    record.ready and not record.unschedulable,
+                    record.view,
+                )
+            )
+        guard = decide(
+            nodes,
+            self._pending(),
+            self.guard_state,
+            now,
+            grace=self.guard_grace,
+            scaled_groups=self.scaled_groups(),
+        )
+        self.guard_state, self.guard = guard.state, guard
+        return guard
+
+    def _pending(self) -> list[PendingPod]:
+        """Unschedulable pod-eni pods from the watch (their records keep what placement needs)."""
+        pending = []
+        with self._lock:
+            records = list(self._pending_pods.values())
+        for pod in records:
+            try:
+                pending.append(
+                    pending_pod(pod.namespace, pod.name, pod.uid, pod.unschedulable or "", pod.pending_spec)
+                )
+            except (TypeError, ValueError) as err:
+                log.warning(
+                    "pending pod unreadable, not guarded for", extra={"pod": pod.name, "error": str(err)}
+                )
+        return pending
+
+    def _guard_events(self, guard: GuardDecision) -> None:
+        """The guard stepping aside is told on the pods and the nodes; its return on the nodes."""
+        for verdict in guard.lifted_now:
+            self.guard_lifts.labels(node_group=verdict.group).inc()
+            log.warning("guard lifted", extra={"node_group": verdict.group, "reason": verdict.reason})
+            for pod in verdict.pods:
+                ref = ObjectRef("Pod", pod.name, pod.namespace, pod.uid)
+                self._emit(ref, "BranchENIGuardSteppedAside", verdict.reason, warning=False)
+            for name in verdict.nodes:
+                self._emit(
+                    ObjectRef("Node", name), "BranchENIGuardSteppedAside", verdict.reason, warning=False
+                )
+        for verdict in guard.restored_now:
+            note = f"the exhausted-node guard applies again to {verdict.group}: {verdict.reason}"
+            for name in verdict.nodes:
+                self._emit(ObjectRef("Node", name), "BranchENIGuardRestored", note, warning=False)
+
+    def guard_json(self) -> dict[str, Any]:
+        """The guard's last decision with its reasons (for /snapshotz)."""
+        guard = self.guard
+        if guard is None:
+            return {"graceSeconds": self.guard_grace, "groups": {}, "nodes": {}}
+        return {
+            "graceSeconds": self.guard_grace,
+            "groups": {name: verdict.to_json() for name, verdict in sorted(guard.groups.items())},
+            "nodes": {
+                name: {"labelled": guard.labels[name], "reason": guard.reasons[name]}
+                for name in sorted(guard.labels)
+            },
+        }
+
+    def _label(self, row: NodeSummary, now: float, want: bool, reason: str) -> Decision | None:
         node = self.nodes.get("", row.name)
         if node is None:
             return None
-        want = row.true_free is not None and row.true_free <= 0
+        if not row.capacity and not node.exhausted:
+            return None  # no pod-eni capacity (or unknown): the label would mean nothing
         written = self._written.get(row.name)
         if node.exhausted == want:
             self._written.pop(row.name, None)  # the watch shows our write: nothing left to remember
             return None
         if written is not None and written[0] == want and now - written[1] < self._rewrite_after:
             return None  # written already; the watch has not shown it yet
-        reason = held_message(row) if want else f"{row.true_free} of {row.capacity} branch ENIs are free"
+        reason = held_message(row) if want and row.held else reason  # names the holding pods
         if not self._labels.take(now):
             log.info("label write deferred", extra={"node": row.name, "exhausted": want, "why": "rate limit"})
             return Decision("label-deferred", row.name, "rate limit")
@@ -378,7 +490,29 @@ class BooksCollector(Collector):
         yield GaugeMetricFamily(
             "fitguard_branch_eni_waiting_pods", "Pods bound without their branch ENI", waiting
         )
+        yield from self._guard()
         age = now - self.live.last_event if self.live.last_event else 0.0
         yield GaugeMetricFamily(
             "fitguard_branch_eni_books_age_seconds", "Seconds since the books last changed", age
         )
+
+    def _guard(self) -> Iterator[GaugeMetricFamily]:
+        labelled = GaugeMetricFamily(
+            "fitguard_branch_eni_guard_labelled_nodes",
+            f"Nodes carrying {EXHAUSTED_LABEL}=true now, per node group",
+            labels=["node_group"],
+        )
+        counts: dict[str, int] = {}
+        for node in self.live.nodes.items():
+            counts[node.node_group] = counts.get(node.node_group, 0) + (1 if node.exhausted else 0)
+        for group, count in sorted(counts.items()):
+            labelled.add_metric([group], float(count))
+        yield labelled
+        lifted = GaugeMetricFamily(
+            "fitguard_branch_eni_guard_lifted_groups",
+            "Node groups the guard has stepped aside from so that cluster-autoscaler can scale them",
+            labels=["node_group"],
+        )
+        for group in sorted(self.live.guard_state.lifted):
+            lifted.add_metric([group], 1.0)
+        yield lifted

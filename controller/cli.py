@@ -11,6 +11,7 @@ import threading
 from typing import Any
 
 from capacity.quantity import format_quantity, parse_quantity
+from controller.rescue import parse_duration
 from controller.scaling_cli import add_arguments as add_scaling_arguments
 from fitguard.cli import one_line
 from fitguard.logs import add_arguments as add_logging_arguments
@@ -127,6 +128,16 @@ def register(subparsers: Any) -> None:
         help="count the branch ENIs EC2 holds per node (DescribeNetworkInterfaces, by the VPC resource "
         "controller's tags) and report those claimed by no pod past the release window as leaked",
     )
+    parser.add_argument(
+        "--guard-grace",
+        type=parse_duration,
+        default=30.0,
+        metavar="DURATION",
+        help="when every ready node of a node group carries fitguard.io/branch-eni-exhausted (branch ENIs "
+        "held) and guarded pods pend on it, cluster-autoscaler (which copies a ready node's labels into "
+        "the group's template) cannot scale it: unless --scaling=on scales the group, the guard lifts "
+        "the label from the group's nodes after this long, with events saying so (default: 30s)",
+    )
     add_scaling_arguments(parser)
     add_logging_arguments(parser)
     parser.set_defaults(func=main)
@@ -221,6 +232,7 @@ def run_forever(args: argparse.Namespace, options: Any, scaling: Any) -> int:
         renew_deadline=args.leader_elect_renew_deadline,
         retry_period=args.leader_elect_retry_period,
         verify_with_ec2=args.verify_with_ec2,
+        guard_grace=args.guard_grace,
     )
     if args.leader_elect and not (
         loop_options.lease_duration > loop_options.renew_deadline > loop_options.retry_period > 0

@@ -15,12 +15,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from capacity.guard import DEFAULT_GRACE
 from controller.books import LiveBooks
 from controller.eni_verify import Ec2Verifier
 from controller.http import ControllerHttp
 from controller.rescue import carry_out, pods_on_node, reclaim_candidates, rescue_candidates
 from controller.run import ControllerOptions, ScalingInputs, run_once
-from controller.scaling import ScalingConfig, list_unschedulable_pods
+from controller.scaling import ON, ScalingConfig, list_unschedulable_pods
 from controller.scaling_cli import RescueOptions, build_driver
 from controller.tagsync import TagChange
 from kube.events import EventRecorder, ObjectRef
@@ -43,6 +44,7 @@ class LoopOptions:
     scaling: ScalingConfig | None = None  # None or mode off: no scaling driver
     rescue: RescueOptions = field(default_factory=RescueOptions)
     verify_with_ec2: bool = False
+    guard_grace: float = DEFAULT_GRACE  # seconds a blind group waits before the guard steps aside
     lease_duration: float = 15.0
     renew_deadline: float = 10.0
     retry_period: float = 2.0
@@ -74,7 +76,11 @@ class ControllerLoop:
             is_leader=self.is_leader,
             recorder=self.recorder,
             dry_run=dry_run,
+            guard_grace=options.guard_grace,
+            scaled_groups=self._scaled_groups,
         )
+        # groups `--scaling=on` grows itself (None: not known before the first cycle)
+        self._covered: frozenset[str] | None = None
         self.last_cycle: dict[str, Any] = {}
         region = options.controller.region or None
         self.scaling = (
@@ -98,6 +104,12 @@ class ControllerLoop:
     def is_leader(self) -> bool:
         return self.elector is None or self.elector.is_leader()
 
+    def _scaled_groups(self) -> frozenset[str] | None:
+        """For the guard: the groups fitguard scales itself, so it keeps their labels."""
+        if self.options.scaling is None or self.options.scaling.mode != ON or self.options.controller.dry_run:
+            return frozenset()
+        return self._covered
+
     def _waiting(self) -> str | None:
         """Ready once every cache the controller needs completed its first list."""
         waiting = self.books.waiting_for()
@@ -109,6 +121,7 @@ class ControllerLoop:
             "nodes": [row.to_json() for row in self.books.snapshot()],
             "leader": self.is_leader(),
             "identity": self.identity,
+            "guard": self.books.guard_json(),
             "lastCycle": self.last_cycle,
         }
 
@@ -161,10 +174,21 @@ class ControllerLoop:
                 leader=self.is_leader,
             )
         report = run_once(self.options.controller, api=self.api, note=self._note_tag_change, scaling=scaling)
+        if not report["errors"].get(""):
+            self._covered = frozenset(
+                o["metadata"]["name"]
+                for o in report["nodeGroups"]
+                if o["spec"].get("scaleFromZero") == "fitguard"
+            )
         report["rescue"] = self._rescue([row.name for row in rows if row.waiting])
         if self.verifier is not None:
             pods, nodes = self.books.pods.items(), self.books.nodes.items()
             report["ec2"] = self.verifier.verify(pods, nodes, now=time.time(), window=self.books.books.window)
+            if "leaked" in report["ec2"]:
+                leaked: dict[str, int] = {}
+                for leak in report["ec2"]["leaked"]:
+                    leaked[leak["node"]] = leaked.get(leak["node"], 0) + 1
+                self.books.leaked = leaked
         return report
 
     def _rescue(self, nodes_with_waiting_pods: list[str]) -> list[dict[str, Any]]:

@@ -17,7 +17,9 @@ from typing import Any
 
 from capacity.quantity import milli_to_units, parse_quantity
 from capacity.requests import pod_requests
-from capacity.resources import CPU, EPHEMERAL_STORAGE, MEMORY, POD_ENI
+from capacity.resources import CPU, EPHEMERAL_STORAGE, MEMORY, POD_ENI, parse_resources
+from capacity.taints import Taint
+from capacity.template import View
 
 # Set by the VPC resource controller once it has attached branch ENIs to the pod: a JSON list of
 # {eniId, ifAddress, privateIp, vlanId, subnetCidr}; never removed afterwards (DESIGN.md failure 2).
@@ -106,6 +108,7 @@ class PodRecord:
         "node",
         "owner_kind",
         "owner_name",
+        "pending_spec",
         "phase",
         "pod_eni",
         "scheduled_at",
@@ -137,6 +140,7 @@ class PodRecord:
         cpu: int = 0,
         memory: int = 0,
         ephemeral_storage: int = 0,
+        pending_spec: Mapping[str, Any] | None = None,
     ) -> None:
         self.uid = uid
         self.namespace = namespace
@@ -158,6 +162,8 @@ class PodRecord:
         self.cpu = cpu
         self.memory = memory
         self.ephemeral_storage = ephemeral_storage
+        # only an unschedulable pod-eni pod keeps what decides where it fits (the guard reads it)
+        self.pending_spec = pending_spec
 
     @property
     def terminal(self) -> bool:
@@ -256,7 +262,24 @@ def project_pod(obj: Mapping[str, Any]) -> PodRecord:
         cpu=requests.get(CPU, 0),
         memory=requests.get(MEMORY, 0),
         ephemeral_storage=requests.get(EPHEMERAL_STORAGE, 0),
+        pending_spec=_placement(spec) if unschedulable is not None and requests.get(POD_ENI) else None,
     )
+
+
+# What decides where a pod fits (capacity.fit.PodNeeds.from_spec reads these and nothing else).
+PLACEMENT_FIELDS = (
+    "containers",
+    "initContainers",
+    "overhead",
+    "resources",
+    "nodeSelector",
+    "affinity",
+    "tolerations",
+)
+
+
+def _placement(spec: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: spec[key] for key in PLACEMENT_FIELDS if spec.get(key) is not None}
 
 
 class NodeRecord:
@@ -272,6 +295,7 @@ class NodeRecord:
         "pod_eni",
         "ready",
         "unschedulable",
+        "view",
     )
 
     def __init__(
@@ -285,6 +309,7 @@ class NodeRecord:
         unschedulable: bool = False,
         exhausted: bool = False,
         instance_id: str = "",
+        view: View | None = None,
     ) -> None:
         self.name = name
         self.instance_id = instance_id
@@ -294,6 +319,7 @@ class NodeRecord:
         self.ready = ready
         self.unschedulable = unschedulable
         self.exhausted = exhausted
+        self.view = view  # what cluster-autoscaler copies into a template built from this node
 
     def __repr__(self) -> str:
         return f"NodeRecord({self.name} {self.instance_type or '?'} pod-eni={self.pod_eni})"
@@ -328,7 +354,20 @@ def project_node(obj: Mapping[str, Any]) -> NodeRecord:
         unschedulable=bool(_map(obj, "spec").get("unschedulable")),
         exhausted=labels.get(EXHAUSTED_LABEL) == "true",
         instance_id=provider_instance_id(_map(obj, "spec").get("providerID")),
+        view=_node_view(allocatable, labels, _map(obj, "spec")),
     )
+
+
+def _node_view(
+    allocatable: Mapping[str, Any], labels: Mapping[str, Any], spec: Mapping[str, Any]
+) -> View | None:
+    """None when the allocatable or taints cannot be read (the node is still booked)."""
+    try:
+        taints = tuple(Taint.from_object(t) for t in _list(spec, "taints") if isinstance(t, Mapping))
+        resources = parse_resources(allocatable, "status.allocatable")
+    except (TypeError, ValueError):
+        return None
+    return View(resources, {str(k): str(v) for k, v in labels.items()}, taints, "live-node")
 
 
 def provider_instance_id(provider_id: object) -> str:

@@ -79,10 +79,12 @@ def _group_of(labels: Mapping[str, str]) -> str:
 
 
 def exhausted_groups(nodes: Iterable[Mapping[str, Any]]) -> set[str]:
-    """Groups whose ready nodes all carry the exhausted label (cluster-autoscaler's template too)."""
+    """Groups whose ready nodes all carry the exhausted label (cluster-autoscaler's template too).
+    Cordoned nodes are not among those cluster-autoscaler templates a group on (upstream
+    mixed_nodeinfos_processor.go isNodeGoodTemplateCandidate), as capacity/guard.py judges them."""
     seen: dict[str, bool] = {}
     for node in nodes:
-        if not _ready(node):
+        if not _ready(node) or (node.get("spec") or {}).get("unschedulable"):
             continue
         labels = (node.get("metadata") or {}).get("labels") or {}
         group = _group_of(labels)

@@ -234,3 +234,26 @@ def test_books_started_without_the_configmap_use_the_default_cooldown(fake_kube)
     """No ConfigMap at start: the VPC resource controller's 60 s default, a 90 s window."""
     live = LiveBooks(fake_kube.api_client(), clock=Clock())
     assert (live.read_window(), live.cooldown) == (90.0, 60.0)
+
+def test_a_leaked_branch_eni_earns_the_label_and_running_pods_alone_do_not(fake_kube, started) -> None:
+    """3 of 3 in use by running pods: no label (the scheduler counts them). 2 running and one ENI
+    that --verify-with-ec2 reported leaked: the label, naming the leak."""
+    live, clock = started
+    for name in ("web-1", "web-2", "web-3"):
+        fake_kube.create(pod(name))
+    live.start()
+    assert live.wait_synced(10.0)
+    eventually(lambda: row(live).in_use == 3, "three pods in use")
+    assert live.reconcile() == []
+    assert EXHAUSTED_LABEL not in labels(fake_kube)
+
+    fake_kube.delete("Pod", "web-3", "batch")
+    eventually(lambda: row(live).in_use == 2, "one pod gone")
+    clock.now += WINDOW  # the deleted pod's tombstone has expired: one ENI is free by the books
+    assert (row(live).held, row(live).true_free) == (0, 1)
+    live.leaked = {NODE: 1}  # as the loop sets it from --verify-with-ec2's audit
+    decisions = live.reconcile()
+    assert [(d.action, d.node, d.reason) for d in decisions] == [
+        ("label-set", NODE, "1 leaked of 3 branch ENIs; the scheduler sees 1 free, 0 are")
+    ]
+    assert labels(fake_kube).get(EXHAUSTED_LABEL) == "true"

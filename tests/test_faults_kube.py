@@ -247,14 +247,15 @@ def node_patches(fake_kube: FakeKubeServer) -> list[Any]:
 
 
 def test_the_leader_never_acts_on_a_partial_pod_list(fake_kube: FakeKubeServer) -> None:
-    """A node rightly labelled exhausted (3 of 3 ENIs in use); the pod list's second page fails
+    """A node rightly labelled exhausted (2 of 3 ENIs in use, the third held by a finished pod:
+    what the scheduler cannot see); the pod list's second page fails
     for a while: the books are not synced, and reconcile passes made meanwhile leave the label
     alone (a partial or empty list would show free ENIs and remove it). Once the list completes the
     books agree with the server and still nothing was written."""
     clock = Clock()
     fake_kube.create(node(NODES[0], exhausted=True))
     for i in range(3):
-        fake_kube.create(eni_pod(f"p{i}", NODES[0]))
+        fake_kube.create(eni_pod(f"p{i}", NODES[0], phase="Succeeded" if i == 2 else "Running"))
     fake_kube.faults.delay(1.0, path=PODS_PATH, watch=False, count=1)
     live = books(fake_kube, clock, page_size=2)
     try:

@@ -10,6 +10,9 @@ from typing import Any
 
 import pytest
 
+from capacity.resources import POD_ENI
+from capacity.taints import Taint
+from capacity.template import View
 from controller.records import (
     NodeRecord,
     PodRecord,
@@ -108,6 +111,24 @@ def test_a_pending_unschedulable_pod_keeps_the_scheduler_message() -> None:
     assert (pod.node, pod.eni_count, pod.started, pod.finished_at) == ("", 0, False, None)
     assert pod.unschedulable == "0/3 nodes are available: 3 Insufficient vpc.amazonaws.com/pod-eni."
     assert pod.deleted_at == parse_time("2024-05-01T12:00:30Z")
+    # a pod-eni pod the scheduler refused keeps what decides where it fits, for the guard
+    assert pod.pending_spec == {
+        "initContainers": raw["spec"]["initContainers"],
+        "containers": raw["spec"]["containers"],
+    }
+    raw["spec"]["affinity"] = {"nodeAffinity": {}}
+    raw["spec"]["schedulerName"] = "default-scheduler"
+    assert project_pod(raw).pending_spec == {
+        "initContainers": raw["spec"]["initContainers"],
+        "containers": raw["spec"]["containers"],
+        "affinity": {"nodeAffinity": {}},
+    }
+    del raw["spec"]["containers"][0]["resources"]["limits"]  # no pod-eni: no guard, nothing kept
+    assert project_pod(raw).pending_spec is None
+
+
+def test_a_bound_pod_keeps_no_pending_spec() -> None:
+    assert project_pod(job_pod()).pending_spec is None
 
 
 def test_a_finished_pod_without_container_times_uses_its_ready_condition() -> None:
@@ -180,7 +201,22 @@ def test_a_node_is_projected_with_group_type_and_pod_eni() -> None:
         ready=True,
         unschedulable=True,
         exhausted=True,
+        view=View(
+            {"cpu": 1930, POD_ENI: 9000},
+            {
+                "node.kubernetes.io/instance-type": "m5.large",
+                "eks.amazonaws.com/nodegroup": "ng-batch",
+                "fitguard.io/branch-eni-exhausted": "true",
+            },
+            (),
+            "live-node",
+        ),
     )
+    raw["spec"]["taints"] = [{"key": "dedicated", "value": "sg", "effect": "NoSchedule"}]
+    assert project_node(raw).view.taints == (Taint("dedicated", "sg", "NoSchedule"),)
+    raw["status"]["allocatable"]["cpu"] = "lots"  # unreadable: still booked, without a view
+    assert (project_node(raw).pod_eni, project_node(raw).view) == (9, None)
+    raw["status"]["allocatable"]["cpu"] = "1930m"
     del raw["status"]["allocatable"]["vpc.amazonaws.com/pod-eni"]
     raw["status"]["conditions"] = []
     assert (project_node(raw).pod_eni, project_node(raw).ready) == (None, False)

@@ -13,7 +13,15 @@ from capacity.resources import POD_ENI
 from capacity.template import NodeGroupTemplate
 from controller.aws.clients import AwsClients
 from controller.records import project_pod
-from controller.scaling import LAST_SCALE_UP_TAG, ON, PLAN, ScalingConfig, ScalingDriver, groups_to_mark
+from controller.scaling import (
+    LAST_SCALE_UP_TAG,
+    ON,
+    PLAN,
+    ScalingConfig,
+    ScalingDriver,
+    exhausted_groups,
+    groups_to_mark,
+)
 from kube.events import EventRecorder
 from tests.awsfixtures import AwsEnvironment, inject_errors
 
@@ -323,3 +331,14 @@ def test_unschedulable_pods_are_listed_unbound_and_pending_in_pages(fake_kube: A
     fake_kube.create(bound)
     found = list_unschedulable_pods(fake_kube.api_client(), page_size=2)
     assert sorted(p["metadata"]["name"] for p in found) == ["p-0", "p-1", "p-2"]
+
+
+def test_a_cordoned_unlabelled_node_does_not_hide_an_exhausted_group() -> None:
+    """cluster-autoscaler never templates a group on a cordoned node: the group whose other ready
+    nodes all carry the label is exhausted, as the guard (capacity/guard.py) judges it too."""
+    cordoned = exhausted_node("n2")
+    del cordoned["metadata"]["labels"][EXHAUSTED_LABEL]
+    cordoned["spec"] = {"unschedulable": True}
+    assert exhausted_groups([exhausted_node("n1"), cordoned]) == {"ng-sg"}
+    cordoned["spec"] = {}
+    assert exhausted_groups([exhausted_node("n1"), cordoned]) == set()

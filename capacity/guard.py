@@ -1,0 +1,277 @@
+"""The exhausted-node guard: which nodes carry `fitguard.io/branch-eni-exhausted=true`, and when the
+guard steps aside so that it never blinds cluster-autoscaler (issue 14).
+
+- The label marks what the scheduler cannot see: a node is labelled while branch ENIs are held on it
+  (finished or deleted pods within the release window, or leaked ones) and its true free count is
+  zero or less. A node full of running pods is not labelled: the scheduler already counts them.
+- cluster-autoscaler builds the template of a group with live nodes from the first good candidate
+  among them (ready, schedulable) in its node lister's order, which promises none, and keeps that
+  node's labels (upstream cluster-autoscaler/processors/nodeinfosprovider/
+  mixed_nodeinfos_processor.go `Process`, `isNodeGoodTemplateCandidate`; cluster-autoscaler/
+  simulator/node_info_utils.go `createSanitizedNode` replaces only the hostname and sanitises
+  taints). So the label blinds it for a group exactly when every candidate node carries it.
+- A blind group with guarded pods pending on it (unschedulable, the scheduler's message naming node
+  affinity, and fitting a node of the group once fitguard's label is set aside): fitguard scales the
+  group itself when `--scaling=on` covers it; otherwise, after a grace period, the label is lifted
+  from the group's nodes until the group has a node with a free branch ENI or the pods have left.
+
+Pure: the books, the nodes, the pending pods, the previous state and `now` in; the labels wanted,
+their reasons, what happened to each group and the next state out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from capacity.fit import AFFINITY_MISMATCH, PodNeeds, check_fit
+from capacity.template import View
+
+EXHAUSTED_LABEL = "fitguard.io/branch-eni-exhausted"
+DEFAULT_GRACE = 30.0
+# The scheduler's nodeaffinity filter names itself so in the PodScheduled message.
+AFFINITY_WORDS = ("node affinity", AFFINITY_MISMATCH)
+
+# What became of a group in one pass.
+CLEAR = "clear"  # not blind: some candidate node is unlabelled (or no candidate at all)
+BLIND = "blind"  # every candidate labelled, no guarded pod pending on it
+GRACE = "grace"  # blind with guarded pods pending: waiting out the grace period
+SCALING = "scaling"  # blind with guarded pods pending: `--scaling=on` covers the group
+LIFTED = "lifted"  # the guard stepped aside for cluster-autoscaler
+
+
+@dataclass(frozen=True, slots=True)
+class GuardNode:
+    """One node as the guard sees it: its books and what cluster-autoscaler would copy from it."""
+
+    name: str
+    group: str  # "" when no label names it: judged alone, as any node may be a group's template
+    capacity: int | None  # branch ENIs; None: unknown
+    in_use: int = 0
+    held: int = 0  # by finished or deleted pods within the release window
+    leaked: int = 0  # claimed by no pod past the window (--verify-with-ec2)
+    candidate: bool = True  # ready and schedulable: cluster-autoscaler may template the group on it
+    view: View | None = None  # allocatable, labels (as they are now), taints
+
+    @property
+    def true_free(self) -> int | None:
+        if self.capacity is None:
+            return None
+        return self.capacity - self.in_use - self.held - self.leaked
+
+    @property
+    def group_key(self) -> str:
+        return self.group or f"node/{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class PendingPod:
+    """An unschedulable pod: whether it carries the guard affinity and what the scheduler said."""
+
+    namespace: str
+    name: str
+    uid: str
+    message: str
+    needs: PodNeeds
+    guarded: bool
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def affinity_named(self) -> bool:
+        """The scheduler counts node affinity among the reasons (our label may be one)."""
+        return any(words in self.message for words in AFFINITY_WORDS)
+
+
+def is_guarded(spec: Mapping[str, Any]) -> bool:
+    """The pod's required node affinity holds `fitguard.io/branch-eni-exhausted DoesNotExist`."""
+    affinity = spec.get("affinity")
+    node_affinity = affinity.get("nodeAffinity") if isinstance(affinity, Mapping) else None
+    required = (
+        node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+        if isinstance(node_affinity, Mapping)
+        else None
+    )
+    terms = required.get("nodeSelectorTerms") if isinstance(required, Mapping) else None
+    for term in terms if isinstance(terms, list) else ():
+        for expression in (term.get("matchExpressions") or ()) if isinstance(term, Mapping) else ():
+            if (
+                isinstance(expression, Mapping)
+                and expression.get("key") == EXHAUSTED_LABEL
+                and expression.get("operator") == "DoesNotExist"
+            ):
+                return True
+    return False
+
+
+def pending_pod(namespace: str, name: str, uid: str, message: str, spec: Mapping[str, Any]) -> PendingPod:
+    """Raises ValueError/TypeError (naming the field) on a spec the scheduler could not have read."""
+    return PendingPod(namespace, name, uid, message, PodNeeds.from_spec(spec), is_guarded(spec))
+
+
+@dataclass(frozen=True, slots=True)
+class GuardState:
+    """What the guard remembers between passes: since when each group has been blind with guarded
+    pods pending (the grace runs from then), and since when it has been lifted."""
+
+    blind_since: Mapping[str, float] = field(default_factory=dict)
+    lifted: Mapping[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class GroupVerdict:
+    group: str
+    state: str  # CLEAR, BLIND, GRACE, SCALING, LIFTED
+    reason: str
+    nodes: tuple[str, ...] = ()
+    pods: tuple[PendingPod, ...] = ()
+    since: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "state": self.state,
+            "reason": self.reason,
+            "nodes": list(self.nodes),
+            "pods": [p.key for p in self.pods],
+            "since": self.since,
+        }
+
+
+@dataclass(frozen=True)
+class GuardDecision:
+    labels: dict[str, bool]  # node -> should carry the label
+    reasons: dict[str, str]  # node -> why it is or is not labelled
+    groups: dict[str, GroupVerdict]
+    lifted_now: tuple[GroupVerdict, ...]  # groups lifted in this pass (events)
+    restored_now: tuple[GroupVerdict, ...]  # groups whose lift ended in this pass (events)
+    state: GuardState
+
+
+def held_reason(node: GuardNode) -> str | None:
+    """Why the node must carry the label, or None when it must not."""
+    free = node.true_free
+    if not node.capacity or free is None:
+        return None  # no branch ENIs (or unknown): the label would mean nothing
+    unseen = node.held + node.leaked
+    if unseen <= 0 or free > 0:
+        return None
+    parts = [f"{node.held} held by finished or deleted pods"] if node.held else []
+    parts += [f"{node.leaked} leaked"] if node.leaked else []
+    return (
+        f"{' and '.join(parts)} of {node.capacity} branch ENIs; the scheduler sees "
+        f"{node.capacity - node.in_use} free, {max(free, 0)} are"
+    )
+
+
+def unlabelled_reason(node: GuardNode) -> str:
+    free = node.true_free
+    if not node.capacity or free is None:
+        return "no branch ENIs"
+    if free <= 0:
+        return f"all {node.capacity} branch ENIs in use by running pods: the scheduler counts them"
+    return f"{free} of {node.capacity} branch ENIs are free"
+
+
+def fits_without_guard(pod: PendingPod, node: GuardNode) -> bool:
+    """The pod fits a fresh node copied from this one with fitguard's label set aside: what
+    cluster-autoscaler would see without fitguard (DaemonSet overhead not counted: when in doubt
+    the guard steps aside)."""
+    if node.view is None:
+        return False
+    labels = {k: v for k, v in node.view.labels.items() if k != EXHAUSTED_LABEL}
+    return not check_fit(pod.needs, View(node.view.allocatable, labels, node.view.taints))
+
+
+def guarded_waiting(pods: Iterable[PendingPod], candidates: Sequence[GuardNode]) -> tuple[PendingPod, ...]:
+    """Guarded pods the scheduler refused for node affinity and that a node of the group would take
+    but for the label: the pods the label keeps from cluster-autoscaler."""
+    return tuple(
+        p
+        for p in pods
+        if p.guarded and p.affinity_named and any(fits_without_guard(p, n) for n in candidates)
+    )
+
+
+def decide(
+    nodes: Iterable[GuardNode],
+    pending: Iterable[PendingPod],
+    state: GuardState,
+    now: float,
+    *,
+    grace: float = DEFAULT_GRACE,
+    scaled_groups: frozenset[str] | None = frozenset(),
+) -> GuardDecision:
+    """One pass. `scaled_groups`: the groups `--scaling=on` covers (fitguard scales them instead of
+    stepping aside); None while that is not yet known (scaling on, no cycle yet): nothing is lifted."""
+    pending = list(pending)
+    groups: dict[str, list[GuardNode]] = {}
+    for node in nodes:
+        groups.setdefault(node.group_key, []).append(node)
+    labels: dict[str, bool] = {}
+    reasons: dict[str, str] = {}
+    verdicts: dict[str, GroupVerdict] = {}
+    lifted_now: list[GroupVerdict] = []
+    restored_now: list[GroupVerdict] = []
+    blind_since: dict[str, float] = {}
+    lifted: dict[str, float] = {}
+    for key, members in sorted(groups.items()):
+        members.sort(key=lambda n: n.name)
+        held = {n.name: held_reason(n) for n in members}
+        for n in members:
+            labels[n.name] = held[n.name] is not None
+            reasons[n.name] = held[n.name] or unlabelled_reason(n)
+        candidates = [n for n in members if n.candidate]
+        names = tuple(n.name for n in members)
+        blind = bool(candidates) and all(held[n.name] for n in candidates)
+        pods = guarded_waiting(pending, candidates) if blind else ()
+        was_lifted = state.lifted.get(key)
+        if not blind:
+            why = "no ready node" if not candidates else "a ready node is not labelled"
+            verdicts[key] = GroupVerdict(key, CLEAR, why, names)
+        elif not pods:
+            why = "every ready node is labelled; no guarded pod is pending for node affinity on it"
+            verdicts[key] = GroupVerdict(key, BLIND, why, names)
+        elif scaled_groups is None or key in scaled_groups:
+            who = "--scaling=on scales it" if scaled_groups is not None else "the first scaling cycle decides"
+            why = f"every ready node is labelled and {len(pods)} guarded pods pend on it: {who}"
+            verdicts[key] = GroupVerdict(key, SCALING, why, names, pods)
+        elif was_lifted is not None:
+            lifted[key] = was_lifted
+            verdicts[key] = GroupVerdict(key, LIFTED, lift_message(key, pods), names, pods, was_lifted)
+        else:
+            since = state.blind_since.get(key, now)
+            if now - since >= grace:
+                lifted[key] = now
+                verdicts[key] = GroupVerdict(key, LIFTED, lift_message(key, pods), names, pods, now)
+                lifted_now.append(verdicts[key])
+            else:
+                blind_since[key] = since
+                why = f"every ready node is labelled and {len(pods)} guarded pods pend on it: grace period"
+                verdicts[key] = GroupVerdict(key, GRACE, why, names, pods, since)
+        if key in lifted:
+            for n in members:
+                labels[n.name] = False
+                reasons[n.name] = f"guard lifted for {key}: {verdicts[key].reason}"
+        elif was_lifted is not None:
+            restored_now.append(verdicts[key])
+    return GuardDecision(
+        labels,
+        reasons,
+        verdicts,
+        tuple(lifted_now),
+        tuple(restored_now),
+        GuardState(blind_since, lifted),
+    )
+
+
+def lift_message(group: str, pods: Sequence[PendingPod]) -> str:
+    """The event text on the pods and the nodes when the guard steps aside."""
+    return (
+        f"every ready node of {group} carries {EXHAUSTED_LABEL} (branch ENIs held) and {len(pods)} "
+        "guarded pods pend on it: the guard steps aside (label lifted from the group's nodes) so that "
+        "cluster-autoscaler, which copies a ready node's labels into the group's template, can scale "
+        "it up; with --scaling=on fitguard would scale the group itself and keep the label"
+    )
