@@ -235,6 +235,7 @@ def test_books_started_without_the_configmap_use_the_default_cooldown(fake_kube)
     live = LiveBooks(fake_kube.api_client(), clock=Clock())
     assert (live.read_window(), live.cooldown) == (90.0, 60.0)
 
+
 def test_a_leaked_branch_eni_earns_the_label_and_running_pods_alone_do_not(fake_kube, started) -> None:
     """3 of 3 in use by running pods: no label (the scheduler counts them). 2 running and one ENI
     that --verify-with-ec2 reported leaked: the label, naming the leak."""
