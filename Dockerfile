@@ -15,7 +15,7 @@ WORKDIR /opt/fitguard
 COPY requirements.txt ./
 RUN python -m pip install --upgrade "pip>=24" \
  && python -m pip install -r requirements.txt
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md LICENSE ./
 COPY capacity/ capacity/
 COPY kube/ kube/
 COPY webhook/ webhook/
