@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from capacity.fit import PodNeeds, Reason
-from capacity.serve import GroupVerdict, denial_message
+from capacity.serve import GroupVerdict, denial_message, memory_warnings
 from webhook import metrics
 from webhook.cluster import ClusterView
 from webhook.mutate import FARGATE_LABEL, PodError, apply_patch, mutate_pod
@@ -34,6 +34,7 @@ TEMPLATE_PATHS: dict[str, tuple[str, ...]] = {
     "CronJob": ("spec", "jobTemplate", "spec", "template"),
 }
 MAX_WARNING = 120
+MAX_MEMORY_WARNING = 250  # they name whole tags; the API server may truncate a warning past 256
 COLD_START = "fitguard knows no node group templates yet: not checked"
 
 
@@ -163,6 +164,11 @@ def review(request: Mapping[str, Any], cluster: ClusterView, config: WebhookConf
         return Verdict(warnings=[f"fitguard could not check this {template.subject}: {err}"[:MAX_WARNING]])
     verdicts = cluster.verdicts.refusals(needs, templates, generation)
     if verdicts is None:
+        relied = cluster.verdicts.memory_reliance(needs, templates, generation)
+        if relied:
+            metrics.MEMORY_ADMISSIONS.inc()
+            warnings = memory_warnings(relied, needs, template.subject)
+            return Verdict(warnings=[line[:MAX_MEMORY_WARNING] for line in warnings])
         return Verdict()
     fields = [] if template.is_pod else field_lines(verdicts, spec, template.path)
     message = denial_message(verdicts, needs, template.subject, fields)
