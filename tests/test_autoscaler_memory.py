@@ -427,9 +427,10 @@ def test_a_pod_only_the_remembered_node_serves_is_let_through_with_the_groups_it
     lets it through; memory_reliance names ng-batch with the tag reason; the warning says until
     when and which tag makes it permanent. Whole lines."""
     template = group(remembering())
+    small = group(None, name="ng-small")  # remembers nothing, and its tags have no scratch space
     pod = needs(**{"ephemeral-storage": "30Gi"})
-    assert refusals(pod, [template]) is None
-    relied = memory_reliance(pod, [template])
+    assert refusals(pod, [small, template]) is None
+    relied = memory_reliance(pod, [small, template])
     assert relied is not None and [(v.group, v.remembered) for v in relied] == [("ng-batch", True)]
     assert [(r.message, r.resource) for r in relied[0].reasons] == [
         ("Insufficient ephemeral-storage", "ephemeral-storage")
