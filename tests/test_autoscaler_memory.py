@@ -5,9 +5,13 @@ resources it lacks, and what the webhook and the demand make of it."""
 
 from __future__ import annotations
 
+import copy
+from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
+import yaml
 
 from capacity.autoscaler_memory import (
     AutoscalerProcess,
@@ -492,3 +496,16 @@ def test_demand_counts_the_remembered_node_as_what_cluster_autoscaler_adds() -> 
     ]
     forgotten = AutoscalerMemory(False, "restarted", LIVE, "2026-11-30T13:00:00Z", "kube-system/ca-1")
     assert classify(shapes, [group(forgotten)]).shapes == shapes
+
+
+def test_the_crd_schema_accepts_the_memory_record_and_refuses_a_malformed_one() -> None:
+    """The object the controller writes passes the CRD's schema; `remembers: "yes"` does not."""
+    crd = yaml.safe_load((Path(__file__).parents[1] / "manifests/crds/nodegrouptemplates.yaml").read_text())
+    schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    memory = AutoscalerMemory(True, "why", LIVE, "2026-11-30T13:00:00Z", "kube-system/ca-1", "", "")
+    obj = group(memory).to_object()
+    jsonschema.validate(obj, schema)
+    bad = copy.deepcopy(obj)
+    bad["spec"]["autoscalerMemory"]["remembers"] = "yes"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, schema)
