@@ -38,7 +38,8 @@ def autoscaler_pods(
     selector: str, namespace: str, *, state_pods: Iterable[Mapping[str, Any]] | None = None, api: Any = None
 ) -> list[Mapping[str, Any]]:
     """cluster-autoscaler's pods: from a state file's pods, or listed from the API (the API server
-    applies the selector). An empty selector looks for none. Raises KubeError from the API."""
+    applies the selector). An empty selector looks for none. Raises KubeError from the API, and
+    ValueError for a selector it cannot read."""
     if not selector:
         return []
     if state_pods is not None:
@@ -57,12 +58,16 @@ def autoscaler_pods(
 def observe(
     selector: str, namespace: str, *, state_pods: Iterable[Mapping[str, Any]] | None = None, api: Any = None
 ) -> tuple[AutoscalerProcess | None, str]:
-    """The running cluster-autoscaler (None: none found, or its pods could not be listed) and how it
-    was sought."""
+    """The running cluster-autoscaler (None: none found, or its pods could not be listed: then every
+    group at zero is judged by its tags, and the reason says why) and how it was sought."""
     sought = looked_for(selector, namespace)
+    if state_pods is not None:
+        return running_autoscaler(autoscaler_pods(selector, namespace, state_pods=state_pods)), sought
+    from kube.client import KubeError
+
     try:
-        pods = autoscaler_pods(selector, namespace, state_pods=state_pods, api=api)
-    except Exception as err:  # KubeError or a transport error: say so, judge by the tags
+        pods = autoscaler_pods(selector, namespace, api=api)
+    except KubeError as err:
         log.warning("cluster-autoscaler pods unreadable (%s): groups judged by their tags: %s", sought, err)
         return None, f"{sought}: unreadable ({err})"
     return running_autoscaler(pods), sought

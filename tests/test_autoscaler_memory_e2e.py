@@ -300,7 +300,8 @@ def test_the_memory_record_survives_the_controller_and_expires_with_the_flag(
 ) -> None:
     """Two groups at zero whose live nodes only an earlier controller saw (the record is read back
     from the objects): with --node-info-cache-expire-time=90m, the one last seen two hours ago is
-    forgotten (with when), the one seen an hour ago is still remembered."""
+    forgotten (with when), the one seen an hour ago is still remembered. When cluster-autoscaler's
+    pods cannot be listed (403), none is remembered, and the reason says so."""
     clients = AwsClients.from_environment()
     for name in ("ng-old", "ng-recent"):
         launch_template(clients.ec2, name, "m5.large", 50)
@@ -328,3 +329,12 @@ def test_the_memory_record_survives_the_controller_and_expires_with_the_flag(
     )
     stored = fake_kube.get("NodeGroupTemplate", "ng-recent", api_version=NGT_API)
     assert stored["spec"]["autoscalerMemory"] == recent
+
+    fake_kube.faults.fail(403, path="/api/v1/namespaces/kube-system/pods")
+    unreadable = controller_once(kubeconfig, capsys, "--autoscaler-namespace=kube-system")["ng-recent"]
+    memory = unreadable["autoscalerMemory"]
+    assert memory["remembers"] is False and "autoscaler" not in memory
+    assert memory["reason"].startswith(
+        "no running cluster-autoscaler found (pods app.kubernetes.io/name=aws-cluster-autoscaler in "
+        "namespace kube-system: unreadable ("
+    )
