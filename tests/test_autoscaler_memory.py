@@ -509,3 +509,15 @@ def test_the_crd_schema_accepts_the_memory_record_and_refuses_a_malformed_one() 
     bad["spec"]["autoscalerMemory"]["remembers"] = "yes"
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(bad, schema)
+
+
+def test_unreadable_times_prove_nothing() -> None:
+    """A pod start nobody can read: no process; a Ready transition nobody can read: not a stable
+    candidate; a recorded sighting that is not a time: the object is refused, naming the field."""
+    assert process_of(ca_pod(started="yesterday")) is None
+    assert process_of(ca_pod(started="2026-11-30T12:00:00")) is None  # no offset
+    assert not is_template_candidate(node(ready_since="an hour ago"), T0)
+    obj = group(remembering()).to_object()
+    obj["spec"]["autoscalerMemory"]["lastSeen"] = "an hour ago"
+    with pytest.raises(ValueError, match=r"spec.autoscalerMemory.lastSeen: expected an RFC 3339 time"):
+        NodeGroupTemplate.from_object(obj)
