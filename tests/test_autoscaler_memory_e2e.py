@@ -139,15 +139,32 @@ def webhook(kubeconfig: Path, tls_files: TlsFiles, tmp_path: Path) -> Iterator[A
         yield started
 
 
-def controller_once(kubeconfig: Path, capsys: pytest.CaptureFixture[str], *flags: str) -> dict[str, Any]:
-    """`fitguard controller --once -o json` against the fake API server: each group's spec."""
+def controller_report(kubeconfig: Path, capsys: pytest.CaptureFixture[str], *flags: str) -> dict[str, Any]:
+    """`fitguard controller --once -o json` against the fake API server: the whole report."""
     capsys.readouterr()
-    code = fitguard_main(
-        ["controller", "--once", "-o", "json", "--kubeconfig", str(kubeconfig), *flags], only="controller.cli"
-    )
+    argv = ["controller", "--once", "-o", "json", "--kubeconfig", str(kubeconfig), *flags]
+    code = fitguard_main(argv, only="controller.cli")
     report = json.loads(capsys.readouterr().out)
     assert code == 0, report["errors"]
-    return {o["metadata"]["name"]: o["spec"] for o in report["nodeGroups"]}
+    return report
+
+
+def controller_once(kubeconfig: Path, capsys: pytest.CaptureFixture[str], *flags: str) -> dict[str, Any]:
+    """Each group's spec, by name, from one `--once` cycle."""
+    return {
+        o["metadata"]["name"]: o["spec"] for o in controller_report(kubeconfig, capsys, *flags)["nodeGroups"]
+    }
+
+
+def pending_scratch() -> dict[str, Any]:
+    """The scratch pod, created and found unschedulable: the scaling demand's input."""
+    pod = scratch()
+    pod["metadata"]["name"] = "scratch-pending"
+    pod["status"] = {
+        "phase": "Pending",
+        "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}],
+    }
+    return pod
 
 
 def validate(server: Server, obj: dict[str, Any]) -> dict[str, Any]:
@@ -197,8 +214,9 @@ def test_remembered_group_admits_with_a_warning_until_cluster_autoscaler_restart
 ) -> None:
     """cluster-autoscaler started two hours ago; fitguard sees ng-batch's live node, then the node
     goes: the template says cluster-autoscaler remembers it, and the 30Gi pod is admitted with the
-    warning naming the tag. The pod restarts (a newer start): the template says it forgot, and the
-    same pod is denied with the tag fix."""
+    warning naming the tag, and the same pod pending is cluster-autoscaler's to scale for, not
+    fitguard's blind demand. The pod restarts (a newer start): the template says it forgot, the
+    pending pod is blind demand, and the pod is denied with the tag fix."""
     now = time.time()
     fake_kube.create(ca_pod(now - 7200))
     fake_kube.create(live_node(now - 3600))
@@ -210,7 +228,18 @@ def test_remembered_group_admits_with_a_warning_until_cluster_autoscaler_restart
     assert live["autoscalerMemory"] == remembered(seen, now - 7200, REMEMBERS)
 
     fake_kube.delete("Node", "ip-10-0-1-1.ec2.internal")
-    gone = controller_once(kubeconfig, capsys)["ng-batch"]
+    fake_kube.create(pending_scratch())
+    report = controller_report(kubeconfig, capsys)
+    gone = report["nodeGroups"][0]["spec"]
+    assert (report["scaling"]["demandPods"], report["scaling"]["notDemand"]) == (
+        0,
+        [
+            {
+                "pods": ["default/scratch-pending"],
+                "why": "cluster-autoscaler can serve it with a node of ng-batch",
+            }
+        ],
+    )
     assert gone["nodes"] == 0 and gone["actual"]["source"] == "launch-template"
     assert gone["autoscalerMemory"] == live["autoscalerMemory"]
     stored = fake_kube.get("NodeGroupTemplate", "ng-batch", api_version=NGT_API)
@@ -223,7 +252,9 @@ def test_remembered_group_admits_with_a_warning_until_cluster_autoscaler_restart
 
     restarted = time.time()
     fake_kube.apply(ca_pod(restarted))
-    forgot = controller_once(kubeconfig, capsys)["ng-batch"]["autoscalerMemory"]
+    report = controller_report(kubeconfig, capsys)
+    assert (report["scaling"]["demandPods"], report["scaling"]["notDemand"]) == (1, [])
+    forgot = report["nodeGroups"][0]["spec"]["autoscalerMemory"]
     assert forgot == {
         "remembers": False,
         "reason": (
