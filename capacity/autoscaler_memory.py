@@ -144,9 +144,15 @@ class AutoscalerProcess:
 
 
 def _parse_time(value: object) -> float | None:
-    if not isinstance(value, str) or not value:
+    """Epoch seconds of an RFC 3339 time; None when absent; ValueError when unreadable."""
+    if value is None or value == "":
         return None
-    return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    if not isinstance(value, str):
+        raise ValueError(f"expected an RFC 3339 time, got {value!r}")
+    parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    if parsed.tzinfo is None:
+        raise ValueError(f"expected an RFC 3339 time with its offset, got {value!r}")
+    return parsed.timestamp()
 
 
 def format_time(epoch: float) -> str:
@@ -195,10 +201,13 @@ def process_of(pod: Mapping[str, Any]) -> AutoscalerProcess | None:
         ),
         None,
     )
-    if own is not None:
-        started = _parse_time(((own.get("state") or {}).get("running") or {}).get("startedAt"))
-    else:
-        started = _parse_time(status.get("startTime")) if status.get("phase") == "Running" else None
+    try:
+        if own is not None:
+            started = _parse_time(((own.get("state") or {}).get("running") or {}).get("startedAt"))
+        else:
+            started = _parse_time(status.get("startTime")) if status.get("phase") == "Running" else None
+    except ValueError:
+        started = None  # a start nobody can read proves no memory
     if started is None:
         return None
     argv = _argv(container)
@@ -238,7 +247,10 @@ def is_template_candidate(node: Mapping[str, Any], now: float) -> bool:
         if isinstance(condition, Mapping) and condition.get("type") == "Ready":
             if condition.get("status") != "True":
                 return False
-            since = _parse_time(condition.get("lastTransitionTime"))
+            try:
+                since = _parse_time(condition.get("lastTransitionTime"))
+            except ValueError:
+                return False  # when it became Ready is unknown: not known to be stable
             return since is None or since + STABILIZATION_SECONDS < now
     return False
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from capacity.resources import Resources, parse_resources, to_quantities
@@ -86,6 +87,9 @@ class AutoscalerMemory:
             if not isinstance(value, str):
                 raise TypeError(f"{field_path}.{key}: expected a string")
             texts[key] = value
+        for key in ("lastSeen", "started", "expires"):
+            if texts[key] and not _is_time(texts[key]):
+                raise ValueError(f"{field_path}.{key}: expected an RFC 3339 time, got {texts[key]!r}")
         if remembers and (view is None or not texts["lastSeen"]):
             raise ValueError(f"{field_path}: remembers a template it does not carry (allocatable, lastSeen)")
         return cls(
@@ -231,6 +235,14 @@ class NodeGroupTemplate:
         if self.memory is not None:
             spec["autoscalerMemory"] = self.memory.to_object()
         return {"apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": self.name}, "spec": spec}
+
+
+def _is_time(text: str) -> bool:
+    """An RFC 3339 time with its offset (`2026-11-30T12:00:00Z`)."""
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).tzinfo is not None
+    except ValueError:
+        return False
 
 
 def _int(spec: Mapping[str, Any], key: str) -> int:

@@ -29,6 +29,7 @@ from capacity.demand import Skipped, classify, pending_shapes
 from capacity.fit import PodNeeds
 from capacity.serve import denial_message, memory_reliance, memory_warnings, refusals
 from capacity.template import AutoscalerMemory, NodeGroupTemplate, View
+from controller.cli import render_table
 
 GIB = 2**30 * 1000  # milli-units
 T0 = parse_time("2026-11-30T12:00:00Z")
@@ -521,3 +522,25 @@ def test_unreadable_times_prove_nothing() -> None:
     obj["spec"]["autoscalerMemory"]["lastSeen"] = "an hour ago"
     with pytest.raises(ValueError, match=r"spec.autoscalerMemory.lastSeen: expected an RFC 3339 time"):
         NodeGroupTemplate.from_object(obj)
+
+
+def test_the_controller_table_says_per_group_whether_cluster_autoscaler_remembers_it() -> None:
+    """`fitguard controller --once` (table): yes with until when, no (a cluster-autoscaler seen that
+    does not remember), - (nothing known)."""
+    remembers = AutoscalerMemory(
+        True, "r", LIVE, "2026-11-30T13:00:00Z", "kube-system/ca-1", "", "2036-11-27T13:00:00Z"
+    )
+    forgot = AutoscalerMemory(False, "restarted", None, "", "kube-system/ca-1")
+    objects = [
+        group(remembers).to_object(),
+        group(forgot, name="ng-b").to_object(),
+        group(None, name="ng-c").to_object(),
+    ]
+    lines = render_table({"nodeGroups": objects, "tagSync": [], "errors": {}}).splitlines()
+    column = lines[0].index("CA MEMORY")
+    cells = [(line.split()[0], line[column:].split("  ")[0].strip()) for line in lines[1:]]
+    assert cells == [
+        ("ng-batch", "yes, until restart or 2036-11-27T13:00:00Z"),
+        ("ng-b", "no"),
+        ("ng-c", "-"),
+    ]
