@@ -261,12 +261,13 @@ def render_table(report: dict[str, Any]) -> str:
 
 
 def _memory(memory: dict[str, Any] | None) -> str:
-    """Whether cluster-autoscaler remembers a live node of the group: yes (until when), no, or -."""
+    """Whether cluster-autoscaler remembers a live node of the group: yes (until when), no, no
+    cluster-autoscaler seen (judged by tags, though one may run unseen), or - (no record)."""
     if not memory:
         return "-"
     if memory.get("remembers"):
         return f"yes, until restart or {memory.get('expires', '?')}"
-    return "no" if memory.get("autoscaler") else "-"
+    return "no" if memory.get("autoscaler") else "no CA seen"
 
 
 def _brief(view: dict[str, Any]) -> str:

@@ -526,7 +526,7 @@ def test_unreadable_times_prove_nothing() -> None:
 
 def test_the_controller_table_says_per_group_whether_cluster_autoscaler_remembers_it() -> None:
     """`fitguard controller --once` (table): yes with until when, no (a cluster-autoscaler seen that
-    does not remember), - (nothing known)."""
+    does not remember), no CA seen, - (no record at all)."""
     remembers = AutoscalerMemory(
         True, "r", LIVE, "2026-11-30T13:00:00Z", "kube-system/ca-1", "", "2036-11-27T13:00:00Z"
     )
@@ -535,6 +535,7 @@ def test_the_controller_table_says_per_group_whether_cluster_autoscaler_remember
         group(remembers).to_object(),
         group(forgot, name="ng-b").to_object(),
         group(None, name="ng-c").to_object(),
+        group(AutoscalerMemory(False, "no running cluster-autoscaler found"), name="ng-d").to_object(),
     ]
     lines = render_table({"nodeGroups": objects, "tagSync": [], "errors": {}}).splitlines()
     column = lines[0].index("CA MEMORY")
