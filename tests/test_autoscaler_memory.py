@@ -544,4 +544,5 @@ def test_the_controller_table_says_per_group_whether_cluster_autoscaler_remember
         ("ng-batch", "yes, until restart or 2036-11-27T13:00:00Z"),
         ("ng-b", "no"),
         ("ng-c", "-"),
+        ("ng-d", "no CA seen"),
     ]
