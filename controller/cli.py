@@ -142,7 +142,7 @@ def register(subparsers: Any) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from capacity.autoscaler_memory import pod_selector
+    from capacity.autoscaler_flags import pod_selector
     from capacity.autoscaler_specs import SpecError
     from controller.run import ControllerOptions, ScalingInputs, run_once
     from controller.scaling_cli import build_driver, scaling_config

@@ -11,11 +11,11 @@ import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from capacity.autoscaler_flags import pod_selector
 from capacity.autoscaler_memory import (
     AutoscalerProcess,
     is_template_candidate,
     next_memory,
-    pod_selector,
     running_autoscaler,
 )
 from capacity.estimate import node_is_ready

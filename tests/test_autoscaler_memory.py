@@ -13,15 +13,13 @@ import jsonschema
 import pytest
 import yaml
 
+from capacity.autoscaler_flags import flag_value, parse_go_duration, pod_selector
 from capacity.autoscaler_memory import (
     AutoscalerProcess,
-    flag_value,
     format_time,
     is_template_candidate,
     next_memory,
-    parse_go_duration,
     parse_time,
-    pod_selector,
     process_of,
     running_autoscaler,
 )
