@@ -3,7 +3,8 @@
 - `blind` scope (default): a pod that no node group's cluster-autoscaler view can serve but some
   group's actual view can. cluster-autoscaler builds a group's node from one of its live nodes when
   it has any (labels included: sanitised, but fitguard's exhausted label is not among what it drops),
-  else from the ASG's tags (the autoscaler view). So a pod-eni pod carrying the guard affinity
+  else from the live node it remembers while it does, else from the ASG's tags (the autoscaler
+  view). So a pod-eni pod carrying the guard affinity
   `fitguard.io/branch-eni-exhausted DoesNotExist` fits no template of a group whose nodes are all
   exhausted: cluster-autoscaler is blind to it too.
 - `all` scope: every unschedulable pod (clusters that run without cluster-autoscaler).
@@ -139,7 +140,8 @@ def is_scalable(template: NodeGroupTemplate) -> bool:
 
 def autoscaler_sees(template: NodeGroupTemplate, exhausted: bool) -> View | None:
     """The node cluster-autoscaler would add to the group: built from a live node when it has one
-    (with the exhausted label when its nodes carry it), else from the tags. None: none it can add."""
+    (with the exhausted label when its nodes carry it), else from the live node it still remembers
+    (capacity/autoscaler_memory.py), else from the tags. None: none it can add."""
     if not is_scalable(template) or template.max_size <= template.desired_size:
         return None
     if template.nodes > 0 and template.actual is not None:
@@ -147,6 +149,8 @@ def autoscaler_sees(template: NodeGroupTemplate, exhausted: bool) -> View | None
             return template.actual
         labels = {**template.actual.labels, EXHAUSTED_LABEL: "true"}
         return View(template.actual.allocatable, labels, template.actual.taints, template.actual.source)
+    if template.remembered is not None:
+        return template.remembered
     return template.autoscaler
 
 

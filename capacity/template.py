@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from capacity.resources import Resources, parse_resources, to_quantities
@@ -18,7 +19,7 @@ from capacity.taints import Taint
 API_VERSION = "fitguard.io/v1alpha1"
 KIND = "NodeGroupTemplate"
 PROVIDERS = ("aws-asg", "eks-managed", "manual")
-SOURCES = ("live-node", "launch-template", "manual", "tags")
+SOURCES = ("live-node", "launch-template", "manual", "tags", "autoscaler-memory")
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +60,64 @@ class View:
 
 
 @dataclass(frozen=True, slots=True)
+class AutoscalerMemory:
+    """cluster-autoscaler's memory of the group (capacity/autoscaler_memory.py decides it): the live
+    node it keeps as the group's template, when fitguard last saw such a node, and whether the
+    running cluster-autoscaler remembers it now, with the reason. Times are RFC 3339, "" if none."""
+
+    remembers: bool = False
+    reason: str = ""
+    view: View | None = None  # the remembered template: the live node as last seen
+    last_seen: str = ""
+    autoscaler: str = ""  # namespace/name of the cluster-autoscaler pod observed
+    started: str = ""  # when its process started
+    expires: str = ""  # when it forgets the node unless it restarts first
+
+    @classmethod
+    def from_object(cls, raw: Mapping[str, Any], field_path: str) -> AutoscalerMemory:
+        remembers = raw.get("remembers", False)
+        if not isinstance(remembers, bool):
+            raise TypeError(f"{field_path}.remembers: expected a boolean")
+        view = None
+        if raw.get("allocatable") is not None:
+            view = View.from_object(raw, field_path, "live-node")
+        texts = {}
+        for key in ("reason", "lastSeen", "autoscaler", "started", "expires"):
+            value = raw.get(key) or ""
+            if not isinstance(value, str):
+                raise TypeError(f"{field_path}.{key}: expected a string")
+            texts[key] = value
+        for key in ("lastSeen", "started", "expires"):
+            if texts[key] and not _is_time(texts[key]):
+                raise ValueError(f"{field_path}.{key}: expected an RFC 3339 time, got {texts[key]!r}")
+        if remembers and (view is None or not texts["lastSeen"]):
+            raise ValueError(f"{field_path}: remembers a template it does not carry (allocatable, lastSeen)")
+        return cls(
+            remembers,
+            texts["reason"],
+            view,
+            texts["lastSeen"],
+            texts["autoscaler"],
+            texts["started"],
+            texts["expires"],
+        )
+
+    def to_object(self) -> dict[str, Any]:
+        obj: dict[str, Any] = {"remembers": self.remembers, "reason": self.reason}
+        if self.view is not None:
+            obj.update(self.view.to_object(with_source=False))
+        for key, value in (
+            ("lastSeen", self.last_seen),
+            ("autoscaler", self.autoscaler),
+            ("started", self.started),
+            ("expires", self.expires),
+        ):
+            if value:
+                obj[key] = value
+        return obj
+
+
+@dataclass(frozen=True, slots=True)
 class NodeGroupTemplate:
     name: str
     provider: str = "manual"
@@ -72,17 +131,37 @@ class NodeGroupTemplate:
     daemonset_overhead: Resources = field(default_factory=dict)
     daemonset_pods: int = 0
     scale_from_zero: str = "autoscaler"  # autoscaler | fitguard
+    memory: AutoscalerMemory | None = None
+    # What cluster-autoscaler builds the next node from while it remembers the group (with no node):
+    # computed once, so the fit check's memo on the view lives as long as the template.
+    remembered: View | None = field(default=None, init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "remembered", self._remembered())
+
+    def _remembered(self) -> View | None:
+        """The remembered node, plus each resource of the tag-built template it lacks, as
+        AsgTagResourceNodeInfoProvider.Process adds them (cluster-autoscaler's AWS provider)."""
+        memory = self.memory
+        if memory is None or not memory.remembers or memory.view is None or self.provider == "manual":
+            return None
+        allocatable = dict(memory.view.allocatable)
+        for name, value in (self.autoscaler.allocatable if self.autoscaler is not None else {}).items():
+            allocatable.setdefault(name, value)
+        return View(allocatable, memory.view.labels, memory.view.taints, "autoscaler-memory")
 
     @property
     def instance_type(self) -> str:
         """The type a new node gets: the first override, as cluster-autoscaler assumes."""
         return self.instance_types[0] if self.instance_types else ""
 
-    def judged_view(self) -> tuple[View | None, str]:
+    def judged_view(self, with_memory: bool = True) -> tuple[View | None, str]:
         """The view that will really be used for a new pod, and why (DESIGN.md, validating webhook).
 
         Live nodes: the actual view. No node: the autoscaler view, unless fitguard scales the group
-        from zero itself or nothing autoscales it (manual capacity). Max size 0 serves nothing.
+        from zero itself, nothing autoscales it (manual capacity), or cluster-autoscaler still
+        remembers a live node of the group (`with_memory`; False: what holds once it restarts).
+        Max size 0 serves nothing.
         """
         if self.max_size <= 0 and self.nodes <= 0:
             return None, "max size is 0"
@@ -90,6 +169,8 @@ class NodeGroupTemplate:
             return self.actual, "live nodes"
         if self.scale_from_zero == "fitguard":
             return self.actual, "fitguard scales it from zero"
+        if with_memory and self.remembered is not None:
+            return self.remembered, "no nodes: cluster-autoscaler remembers a live node of the group"
         if self.provider == "manual" or self.autoscaler is None:
             return self.actual, "no autoscaler view"
         return self.autoscaler, "no nodes: cluster-autoscaler builds the node from tags"
@@ -108,6 +189,9 @@ class NodeGroupTemplate:
         pods = overhead.pop("pods", 0)
         actual = spec.get("actual")
         autoscaler = spec.get("autoscaler")
+        memory = spec.get("autoscalerMemory")
+        if memory is not None and not isinstance(memory, Mapping):
+            raise TypeError("spec.autoscalerMemory: expected a map")
         return cls(
             name=name,
             provider=str(spec.get("provider") or "manual"),
@@ -125,6 +209,9 @@ class NodeGroupTemplate:
             daemonset_overhead=parse_resources(overhead, "spec.daemonSetOverhead"),
             daemonset_pods=int(pods),
             scale_from_zero=str(spec.get("scaleFromZero") or "autoscaler"),
+            memory=(
+                AutoscalerMemory.from_object(memory, "spec.autoscalerMemory") if memory is not None else None
+            ),
         )
 
     def to_object(self) -> dict[str, Any]:
@@ -145,7 +232,17 @@ class NodeGroupTemplate:
             overhead["pods"] = str(self.daemonset_pods)
         spec["daemonSetOverhead"] = overhead
         spec["scaleFromZero"] = self.scale_from_zero
+        if self.memory is not None:
+            spec["autoscalerMemory"] = self.memory.to_object()
         return {"apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": self.name}, "spec": spec}
+
+
+def _is_time(text: str) -> bool:
+    """An RFC 3339 time with its offset (`2026-11-30T12:00:00Z`)."""
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).tzinfo is not None
+    except ValueError:
+        return False
 
 
 def _int(spec: Mapping[str, Any], key: str) -> int:

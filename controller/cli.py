@@ -10,6 +10,7 @@ import sys
 import threading
 from typing import Any
 
+from capacity.autoscaler_memory import DEFAULT_SELECTOR
 from capacity.quantity import format_quantity, parse_quantity
 from controller.rescue import parse_duration
 from controller.scaling_cli import add_arguments as add_scaling_arguments
@@ -94,6 +95,20 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--node-group-label", default="", help="node label naming the node group, if any")
     parser.add_argument(
+        "--autoscaler-selector",
+        default=DEFAULT_SELECTOR,
+        metavar="SELECTOR",
+        help="label selector of cluster-autoscaler's pods (default: the Helm chart's, %(default)s): their "
+        "start and --node-info-cache-expire-time tell which groups at zero it still builds from a "
+        "remembered live node; empty: do not look (every group at zero is judged by its tags)",
+    )
+    parser.add_argument(
+        "--autoscaler-namespace",
+        default="",
+        metavar="NAMESPACE",
+        help="the namespace of cluster-autoscaler's pods (default: all namespaces)",
+    )
+    parser.add_argument(
         "--region",
         default="",
         help="AWS region (default: $AWS_REGION, $AWS_DEFAULT_REGION, the AWS config file, then the "
@@ -165,6 +180,7 @@ def kube_problem(err: Any) -> str:
 
 
 def _main(args: argparse.Namespace) -> int:
+    from capacity.autoscaler_flags import pod_selector
     from capacity.autoscaler_specs import SpecError
     from controller.aws.region import NoRegion, resolve_region
     from controller.run import ControllerOptions, ScalingInputs, run_once
@@ -196,12 +212,15 @@ def _main(args: argparse.Namespace) -> int:
         auto_discovery=tuple(args.node_group_auto_discovery),
         nodes=tuple(args.nodes),
         node_group_label=args.node_group_label,
+        autoscaler_selector=args.autoscaler_selector,
+        autoscaler_namespace=args.autoscaler_namespace,
         region=region.name,
         kubeconfig=args.kubeconfig,
         branch_eni_release=args.branch_eni_release,
     )
     try:
         options.selection()
+        pod_selector(options.autoscaler_selector)
         scaling = scaling_config(args)
     except (SpecError, ValueError) as err:
         print(f"fitguard controller: {err}", file=sys.stderr)
@@ -252,7 +271,17 @@ def run_forever(args: argparse.Namespace, options: Any, scaling: Any) -> int:
 
 def render_table(report: dict[str, Any]) -> str:
     """Each group with both views of the resources CA gets wrong, then the tag plan."""
-    header = ("NODE GROUP", "PROVIDER", "TYPES", "NODES", "MIN/DES/MAX", "ACTUAL", "AUTOSCALER", "NOTE")
+    header = (
+        "NODE GROUP",
+        "PROVIDER",
+        "TYPES",
+        "NODES",
+        "MIN/DES/MAX",
+        "ACTUAL",
+        "AUTOSCALER",
+        "CA MEMORY",
+        "NOTE",
+    )
     rows = [header]
     for obj in report["nodeGroups"]:
         spec = obj["spec"]
@@ -267,6 +296,7 @@ def render_table(report: dict[str, Any]) -> str:
                 sizes,
                 f"{actual.get('source', '-')}: {_brief(actual)}",
                 _brief(spec.get("autoscaler") or {}),
+                _memory(spec.get("autoscalerMemory")),
                 spec.get("staleReason", ""),
             )
         )
@@ -282,6 +312,16 @@ def render_table(report: dict[str, Any]) -> str:
         if name == "":
             lines.append(f"discovery failed: {reason}")
     return "\n".join(lines)
+
+
+def _memory(memory: dict[str, Any] | None) -> str:
+    """Whether cluster-autoscaler remembers a live node of the group: yes (until when), no, no
+    cluster-autoscaler seen (judged by tags, though one may run unseen), or - (no record)."""
+    if not memory:
+        return "-"
+    if memory.get("remembers"):
+        return f"yes, until restart or {memory.get('expires', '?')}"
+    return "no" if memory.get("autoscaler") else "no CA seen"
 
 
 def _brief(view: dict[str, Any]) -> str:

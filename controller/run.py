@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from capacity.autoscaler_memory import DEFAULT_SELECTOR
 from capacity.autoscaler_specs import default_discovery_tags, parse_auto_discovery_spec, parse_nodes_spec
 from capacity.expander import PRIORITY, parse_priorities
 from capacity.template import NodeGroupTemplate
@@ -17,6 +18,7 @@ from controller.aws.clients import AwsClients
 from controller.aws.discovery import AwsDiscovery, DiscoveryError
 from controller.aws.records import AwsNodeGroup, DiscoverySelection
 from controller.discovery import GroupOutcome, build_templates
+from controller.memory import observe, remember
 from controller.publish import desired_objects, is_manual, publish
 from controller.scaling import ScalingConfig, ScalingDriver, groups_to_mark, scale_ups_json
 from controller.tagsync import TagChange, apply_tag_sync, log_plan, plan_tag_sync
@@ -36,6 +38,9 @@ class ControllerOptions:
     nodes: tuple[str, ...] = ()  # cluster-autoscaler's --nodes specs (<min>:<max>:<asg name>)
     node_group_label: str = ""
     region: str = ""
+    # cluster-autoscaler's pods (its memory of groups at zero); "" looks for none
+    autoscaler_selector: str = DEFAULT_SELECTOR
+    autoscaler_namespace: str = ""  # "" = all namespaces
     kubeconfig: str | None = None
     page_size: int = 100
     branch_eni_release: str = "cooldown"  # the books' release model (--branch-eni-release)
@@ -130,6 +135,7 @@ def run_once(
     outcomes = build_templates(
         groups, objects.nodes, objects.daemonsets, previous, facts=facts, group_label=options.node_group_label
     )
+    outcomes = _remember(options, objects, api, groups, outcomes, previous=previous, facts=facts)
     if scaling is not None:
         outcomes = _mark_scaled_from_zero(outcomes, scaling.driver.config)
     changes, written = _sync_tags(options, clients, groups, outcomes, note)
@@ -171,6 +177,35 @@ class ScalingInputs:
     records: list[Any] | None = None  # PodRecords of every pod
     true_free: dict[str, int | None] | None = None  # node -> truly free branch ENIs (the books)
     leader: Callable[[], bool] = lambda: True
+
+
+def _remember(
+    options: ControllerOptions,
+    objects: ClusterObjects,
+    api: Any,
+    groups: list[AwsNodeGroup],
+    outcomes: list[GroupOutcome],
+    *,
+    previous: Mapping[str, NodeGroupTemplate],
+    facts: Callable[[str], Any],
+) -> list[GroupOutcome]:
+    """Each group's record of cluster-autoscaler's memory (controller/memory.py)."""
+    selector, namespace = options.autoscaler_selector, options.autoscaler_namespace
+    if options.state:
+        process, sought = observe(selector, namespace, state_pods=objects.pods)
+    else:
+        process, sought = observe(selector, namespace, api=api)
+    return remember(
+        outcomes,
+        groups,
+        objects.nodes,
+        previous,
+        process=process,
+        sought=sought,
+        now=time.time(),
+        facts=facts,
+        group_label=options.node_group_label,
+    )
 
 
 def _mark_scaled_from_zero(outcomes: list[GroupOutcome], config: ScalingConfig) -> list[GroupOutcome]:

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from capacity.fit import PodNeeds
-from capacity.serve import GroupVerdict, refusals
+from capacity.serve import GroupVerdict, memory_reliance, refusals
 from capacity.template import NodeGroupTemplate
 
 
@@ -26,17 +26,28 @@ class RefusalMemo:
     def refusals(
         self, needs: PodNeeds, templates: Iterable[NodeGroupTemplate], generation: object
     ) -> list[GroupVerdict] | None:
+        return self._remembered(("refusals", needs.key), generation, lambda: refusals(needs, templates))
+
+    def memory_reliance(
+        self, needs: PodNeeds, templates: Iterable[NodeGroupTemplate], generation: object
+    ) -> list[GroupVerdict] | None:
+        """`capacity.serve.memory_reliance`, remembered the same way."""
+        return self._remembered(("memory", needs.key), generation, lambda: memory_reliance(needs, templates))
+
+    def _remembered(
+        self, key: tuple[Any, ...], generation: object, compute: Callable[[], list[GroupVerdict] | None]
+    ) -> list[GroupVerdict] | None:
         with self._lock:
             if generation != self._generation:
                 self._memo.clear()
                 self._generation = generation
-            if needs.key in self._memo:
-                self._memo.move_to_end(needs.key)
-                return self._memo[needs.key]
-        result = refusals(needs, templates)
+            if key in self._memo:
+                self._memo.move_to_end(key)
+                return self._memo[key]
+        result = compute()
         with self._lock:
             if generation == self._generation:
-                self._memo[needs.key] = result
+                self._memo[key] = result
                 if len(self._memo) > self.size:
                     self._memo.popitem(last=False)
         return result

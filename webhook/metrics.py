@@ -68,6 +68,11 @@ UNCHECKED = Counter(
     ["why"],
 )
 
+MEMORY_ADMISSIONS = Counter(
+    "fitguard_admission_autoscaler_memory_total",
+    "Objects allowed only because cluster-autoscaler remembers a node group's last live node (warned).",
+)
+
 
 def render() -> tuple[bytes, str]:
     """The exposition text and its content type."""

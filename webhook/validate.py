@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from capacity.fit import PodNeeds, Reason
-from capacity.serve import MAX_GROUP_LINES, GroupVerdict, denial_message
+from capacity.serve import MAX_GROUP_LINES, GroupVerdict, denial_message, memory_warnings
 from webhook import metrics
 from webhook.cluster import ClusterView
 from webhook.mutate import FARGATE_LABEL, PodError, apply_patch, mutate_pod
@@ -186,6 +186,11 @@ def review(request: Mapping[str, Any], cluster: ClusterView, config: WebhookConf
         return Verdict(warnings=[whole_warning(f"fitguard could not check this {template.subject}: {err}")])
     verdicts = cluster.verdicts.refusals(needs, templates, generation)
     if verdicts is None:
+        relied = cluster.verdicts.memory_reliance(needs, templates, generation)
+        if relied:
+            metrics.MEMORY_ADMISSIONS.inc()
+            warnings = memory_warnings(relied, needs, template.subject)
+            return Verdict(warnings=[whole_warning(line) for line in warnings])
         return Verdict()
     fields = [] if template.is_pod else field_lines(verdicts, spec, template.path)
     message = denial_message(verdicts, needs, template.subject, fields)

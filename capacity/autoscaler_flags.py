@@ -1,0 +1,105 @@
+"""cluster-autoscaler's command line as it reads it, and the label selector its pods are found by.
+Pure.
+
+- Flags: pflag (`--name=value` or `--name value`, the last one wins) after component-base's
+  `cli/flag.InitFlags`, whose `WordSepNormalizeFunc` reads `_` as `-`.
+- Durations: Go's `time.ParseDuration` (signed, several `<number><unit>` parts, a bare `0`).
+- Selectors: the API's string form of a label selector (apimachinery `labels.Parse`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+
+# Go's time.ParseDuration units, in nanoseconds
+_UNITS = {"ns": 1, "us": 10**3, "µs": 10**3, "μs": 10**3, "ms": 10**6, "s": 10**9, "m": 60 * 10**9}
+_UNITS["h"] = 60 * _UNITS["m"]
+_PART = re.compile(r"(\d*)(?:\.(\d*))?([a-zµμ]+)")
+_MAX_NS = 2**63 - 1
+
+
+def parse_go_duration(text: str) -> float:
+    """Seconds of a Go duration (`87600h`, `1h30m`, `1.5s`, `0`); ValueError as Go refuses it."""
+    rest = text
+    sign = 1
+    if rest[:1] in ("-", "+"):
+        sign = -1 if rest[0] == "-" else 1
+        rest = rest[1:]
+    if rest == "0":
+        return 0.0
+    if not rest:
+        raise ValueError(f"invalid duration {text!r}")
+    total = 0
+    while rest:
+        match = _PART.match(rest)
+        if match is None or not (match.group(1) or match.group(2)):
+            raise ValueError(f"invalid duration {text!r}")
+        whole, fraction, unit = match.groups()
+        if unit not in _UNITS:
+            raise ValueError(f"unknown unit {unit!r} in duration {text!r}")
+        scale = _UNITS[unit]
+        total += int(whole or 0) * scale
+        if fraction:
+            total += int(fraction) * scale // 10 ** len(fraction)
+        if total > _MAX_NS:
+            raise ValueError(f"invalid duration {text!r}: out of range")
+        rest = rest[match.end() :]
+    return sign * total / 1e9
+
+
+def flag_value(argv: Sequence[str], name: str) -> str | None:
+    """The value of a long flag as pflag parses a command line (`--name=v` or `--name v`, `_` read as
+    `-`, the last one wins), or None when it is not given. Parsing stops at `--`."""
+    value = None
+    args = list(argv)
+    for i, arg in enumerate(args):
+        if arg == "--":
+            break
+        if not arg.startswith("--"):
+            continue
+        key, eq, given = arg[2:].partition("=")
+        if key.replace("_", "-") != name:
+            continue
+        if eq:
+            value = given
+        elif i + 1 < len(args):
+            value = args[i + 1]
+    return value
+
+
+_SET_TERM = re.compile(r"^([^\s!=(),]+)\s+(in|notin)\s*\(([^)]*)\)$")
+_EQ_TERM = re.compile(r"^([^\s!=(),]+)\s*(==|!=|=)\s*([^\s!=(),]*)$")
+_EXISTS_TERM = re.compile(r"^(!?)\s*([^\s!=(),]+)$")
+
+
+def pod_selector(text: str) -> Callable[[Mapping[str, str]], bool]:
+    """A label selector in the API's string form (`a=b,c!=d,e,!f,g in (h,i)`), as a predicate over a
+    pod's labels, for reading cluster-autoscaler's pods from a state file (the API server applies
+    the same string itself). ValueError when the API would refuse it; an empty one selects all."""
+    terms, depth, current = [], 0, ""
+    for char in text:
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            terms.append(current)
+            current = ""
+        else:
+            current += char
+    terms.append(current)
+    checks = [_requirement(raw.strip(), text) for raw in terms if raw.strip() or text.strip()]
+    return lambda labels: all(check(labels) for check in checks)
+
+
+def _requirement(raw: str, text: str) -> Callable[[Mapping[str, str]], bool]:
+    if match := _SET_TERM.match(raw):
+        key, values = match.group(1), frozenset(v.strip() for v in match.group(3).split(","))
+        inside = match.group(2) == "in"
+        return lambda labels: (labels.get(key) in values) == inside
+    if match := _EQ_TERM.match(raw):
+        key, operator, value = match.groups()
+        equal = operator != "!="
+        return lambda labels: (labels.get(key) == value) == equal
+    if match := _EXISTS_TERM.match(raw):
+        absent, key = match.group(1) == "!", match.group(2)
+        return lambda labels: (key in labels) != absent
+    raise ValueError(f"label selector {text!r}: cannot read {raw!r}")

@@ -1,0 +1,119 @@
+"""cluster-autoscaler's memory of each node group, recorded on its NodeGroupTemplate: find the running
+cluster-autoscaler (its pods, by label), then for each group keep the live node cluster-autoscaler
+would take as its template, when it was last seen, and whether cluster-autoscaler remembers it now
+(capacity/autoscaler_memory.py decides). The record lives in the object itself
+(`spec.autoscalerMemory`), so a new leader, or the next `--once`, reads it back."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from capacity.autoscaler_flags import pod_selector
+from capacity.autoscaler_memory import (
+    AutoscalerProcess,
+    is_template_candidate,
+    next_memory,
+    running_autoscaler,
+)
+from capacity.estimate import node_is_ready
+from capacity.template import NodeGroupTemplate, View
+from controller.aws.records import AwsNodeGroup
+from controller.discovery import FactsLookup, GroupOutcome, TemplateError, actual_view, group_nodes
+
+log = logging.getLogger(__name__)
+
+
+def looked_for(selector: str, namespace: str) -> str:
+    """How cluster-autoscaler was sought, for the reason a person reads."""
+    if not selector:
+        return "--autoscaler-selector is empty: not looked for"
+    where = f"namespace {namespace}" if namespace else "all namespaces"
+    return f"pods {selector} in {where}"
+
+
+def autoscaler_pods(
+    selector: str, namespace: str, *, state_pods: Iterable[Mapping[str, Any]] | None = None, api: Any = None
+) -> list[Mapping[str, Any]]:
+    """cluster-autoscaler's pods: from a state file's pods, or listed from the API (the API server
+    applies the selector). An empty selector looks for none. Raises KubeError from the API, and
+    ValueError for a selector it cannot read."""
+    if not selector:
+        return []
+    if state_pods is not None:
+        wanted = pod_selector(selector)
+        return [
+            pod
+            for pod in state_pods
+            if wanted(((pod.get("metadata") or {}).get("labels")) or {})
+            and (not namespace or (pod.get("metadata") or {}).get("namespace") == namespace)
+        ]
+    from kube.client import PODS, as_kube_client
+
+    return as_kube_client(api).list_all(PODS.path(namespace or None), {"labelSelector": selector})
+
+
+def observe(
+    selector: str, namespace: str, *, state_pods: Iterable[Mapping[str, Any]] | None = None, api: Any = None
+) -> tuple[AutoscalerProcess | None, str]:
+    """The running cluster-autoscaler (None: none found, or its pods could not be listed: then every
+    group at zero is judged by its tags, and the reason says why) and how it was sought."""
+    sought = looked_for(selector, namespace)
+    if state_pods is not None:
+        return running_autoscaler(autoscaler_pods(selector, namespace, state_pods=state_pods)), sought
+    from kube.client import KubeError
+
+    try:
+        pods = autoscaler_pods(selector, namespace, api=api)
+    except KubeError as err:
+        log.warning("cluster-autoscaler pods unreadable (%s): groups judged by their tags: %s", sought, err)
+        return None, f"{sought}: unreadable ({err})"
+    return running_autoscaler(pods), sought
+
+
+def live_template(
+    group: AwsNodeGroup, nodes: list[Mapping[str, Any]], facts: FactsLookup, now: float
+) -> View | None:
+    """The node cluster-autoscaler would cache as the group's template now: among its good template
+    candidates, the one fitguard's actual view would take. None when it has none."""
+    candidates = [n for n in nodes if node_is_ready(n) and is_template_candidate(n, now)]
+    if not candidates:
+        return None
+    try:
+        return actual_view(group, candidates, facts)
+    except TemplateError as err:
+        log.warning("node group %s: live node unreadable for the memory record: %s", group.name, err)
+        return None
+
+
+def remember(
+    outcomes: list[GroupOutcome],
+    groups: Iterable[AwsNodeGroup],
+    nodes: Iterable[Mapping[str, Any]],
+    previous: Mapping[str, NodeGroupTemplate],
+    *,
+    process: AutoscalerProcess | None,
+    sought: str,
+    now: float,
+    facts: FactsLookup,
+    group_label: str = "",
+) -> list[GroupOutcome]:
+    """Each freshly built template with its memory carried forward from the previous one; a kept
+    (stale) template keeps its record as it was."""
+    groups = list(groups)
+    by_name = {g.name: g for g in groups}
+    grouped = group_nodes(nodes, groups, group_label)
+    result = []
+    for outcome in outcomes:
+        template = outcome.template
+        group = by_name.get(outcome.name)
+        if template is None or outcome.stale or group is None:
+            result.append(outcome)
+            continue
+        before = previous.get(outcome.name)
+        live = live_template(group, grouped.get(outcome.name, []), facts, now)
+        memory = next_memory(before.memory if before else None, live, process, now, sought)
+        result.append(dataclasses.replace(outcome, template=dataclasses.replace(template, memory=memory)))
+    return result
