@@ -328,6 +328,7 @@ def test_kubectl_get_ngt_shows_the_printer_columns(cluster: Cluster) -> None:
         "EPHEMERAL STORAGE",
         "POD ENI",
         "NODES",
+        "CA REMEMBERS",
         "AGE",
     ]
     rows = [re.split(r"\s{2,}", line) for line in lines[1:]]
