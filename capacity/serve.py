@@ -91,7 +91,7 @@ def judge_all(needs: PodNeeds, templates: Iterable[NodeGroupTemplate]) -> list[G
 
 
 def _check(needs: PodNeeds, template: NodeGroupTemplate, view: View) -> list[Reason]:
-    return check_fit(needs, view, template.daemonset_overhead, template.daemonset_pods)
+    return check_fit(needs, view, *template.overhead_of(view))
 
 
 def _node_phrase(template: NodeGroupTemplate) -> str:
@@ -134,8 +134,10 @@ def _explain(reason: Reason, needs: PodNeeds, template: NodeGroupTemplate, view:
                 "run pods with security groups on a Nitro type such as m5"
             )
     offered = format_quantity(reason.available, name)
-    overhead = template.daemonset_overhead.get(name, 0)
-    after = f" after {format_quantity(overhead, name)} of DaemonSets" if overhead else ""
+    overhead = template.overhead_of(view)[0].get(name, 0)
+    # cluster-autoscaler's template also runs its kube-proxy pod (capacity.template_pods)
+    whose = "DaemonSets and kube-proxy" if view is template.autoscaler else "DaemonSets"
+    after = f" after {format_quantity(overhead, name)} of {whose}" if overhead else ""
     return f"{head}; {_node_phrase(template)} offers {offered}{after}: request less or use a larger type"
 
 
