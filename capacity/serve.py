@@ -107,7 +107,8 @@ def _explain(reason: Reason, needs: PodNeeds, template: NodeGroupTemplate, view:
         value = f"={t.value}" if t.value else ""
         return f"{reason.message}: add a toleration for {t.key}{value}:{t.effect}"
     if not reason.resource:
-        return f"{reason.message}: its nodes have {_labels(view, needs.selector_keys)}"
+        head = f"{reason.message}: its nodes have {_labels(view, needs.selector_keys)}"
+        return head + _template_label_hint(needs, template, view)
     if reason.resource == "pods":
         slots = format_quantity(reason.allocatable)
         return f"{reason.message}: DaemonSets already take all {slots} pod slots"
@@ -139,6 +140,29 @@ def _explain(reason: Reason, needs: PodNeeds, template: NodeGroupTemplate, view:
     whose = "DaemonSets and kube-proxy" if view is template.autoscaler else "DaemonSets"
     after = f" after {format_quantity(overhead, name)} of {whose}" if overhead else ""
     return f"{head}; {_node_phrase(template)} offers {offered}{after}: request less or use a larger type"
+
+
+# cluster-autoscaler's UpdateDeprecatedLabels gives its templates no beta os/arch labels.
+_STABLE_LABELS = {
+    "beta.kubernetes.io/os": "kubernetes.io/os",
+    "beta.kubernetes.io/arch": "kubernetes.io/arch",
+}
+
+
+def _template_label_hint(needs: PodNeeds, template: NodeGroupTemplate, view: View) -> str:
+    """When a real node has a selected label that cluster-autoscaler's template lacks: which. (CA
+    reads label/* tags from the ASG only, a managed node group's ASG included.)"""
+    if view is not template.autoscaler or template.actual is None:
+        return ""
+    missing = [k for k in needs.selector_keys if k in template.actual.labels and k not in view.labels]
+    if not missing:
+        return ""
+    key = missing[0]
+    instead = f"select on {_STABLE_LABELS[key]} instead, or " if key in _STABLE_LABELS else ""
+    return (
+        f"; a real node has {key}, but the node cluster-autoscaler builds while the group has 0 nodes "
+        f"does not: {instead}tag the ASG k8s.io/cluster-autoscaler/node-template/label/{key}"
+    )
 
 
 def _labels(view: View, keys: tuple[str, ...]) -> str:
