@@ -214,13 +214,13 @@ class AwsDiscovery:
         images = self._call(
             "DescribeImages", lambda: self.clients.ec2.describe_images(ImageIds=[image_id])["Images"]
         )
-        request: dict[str, Any] = {"InstanceRequirements": requirements_request(requirements)}
-        architectures = [str(i["Architecture"]) for i in images if i.get("Architecture")]
-        virtualization = [str(i["VirtualizationType"]) for i in images if i.get("VirtualizationType")]
-        if architectures:
-            request["ArchitectureTypes"] = architectures
-        if virtualization:
-            request["VirtualizationTypes"] = virtualization
+        request = {
+            "ArchitectureTypes": [str(i["Architecture"]) for i in images if i.get("Architecture")],
+            "VirtualizationTypes": [
+                str(i["VirtualizationType"]) for i in images if i.get("VirtualizationType")
+            ],
+            "InstanceRequirements": requirements_request(requirements),
+        }
         paginator = self.clients.ec2.get_paginator("get_instance_types_from_instance_requirements")
         pages = self._call(
             "GetInstanceTypesFromInstanceRequirements", lambda: list(paginator.paginate(**request))
