@@ -19,7 +19,7 @@ from controller.aws.clients import AwsClients
 from controller.run import ControllerOptions, run_once
 from fitguard.cli import main as fitguard_main
 from tests.awsfixtures import AwsEnvironment, fake_instance_requirements
-from tests.test_discovery_aws import ENABLED, asg, image, launch_template
+from tests.test_discovery_aws import ENABLED, asg, launch_template
 from webhook.app import create_app
 from webhook.cluster import from_objects
 from webhook.review import WebhookConfig
@@ -238,18 +238,20 @@ def test_requirements_override_takes_the_first_matching_type_and_its_minimums(
         "pods": "110",
     }
     assert group["spec"]["autoscaler"]["labels"]["node.kubernetes.io/instance-type"] == "m5.xlarge"
-    assert [r for r in fake.requests if r.get("Action") == "GetInstanceTypesFromInstanceRequirements"][0] == {
-        "Action": "GetInstanceTypesFromInstanceRequirements",
-        "Version": "2016-11-15",
-        "ArchitectureType.1": "x86_64",
-        "VirtualizationType.1": "hvm",
-        "InstanceRequirements.VCpuCount.Min": "4",
-        "InstanceRequirements.VCpuCount.Max": "8",
-        "InstanceRequirements.MemoryMiB.Min": "16384",
-        "InstanceRequirements.AcceleratorManufacturer.1": "nvidia",
-        "InstanceRequirements.AcceleratorType.1": "gpu",
-        "InstanceRequirements.AcceleratorCount.Min": "1",
-    }
+    assert fake.requests == [
+        {
+            "Action": "GetInstanceTypesFromInstanceRequirements",
+            "Version": "2016-11-15",
+            "ArchitectureType.1": "x86_64",
+            "VirtualizationType.1": "hvm",
+            "InstanceRequirements.VCpuCount.Min": "4",
+            "InstanceRequirements.VCpuCount.Max": "8",
+            "InstanceRequirements.MemoryMiB.Min": "16384",
+            "InstanceRequirements.AcceleratorManufacturer.1": "nvidia",
+            "InstanceRequirements.AcceleratorType.1": "gpu",
+            "InstanceRequirements.AcceleratorCount.Min": "1",
+        }
+    ]
 
 
 def test_launch_template_requirements_take_the_first_matching_type_as_it_is(
