@@ -13,6 +13,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from capacity.autoscaler_view import InstanceRequirements
+
 OPTIONS_PREFIX = "k8s.io/cluster-autoscaler/node-template/autoscaling-options/"
 DEFAULT_DISCOVERY_TAG = "k8s.io/cluster-autoscaler/enabled"
 
@@ -177,7 +179,10 @@ class InstanceTypeSource:
 
 def instance_type_source(asg: Mapping[str, Any]) -> InstanceTypeSource:
     """LaunchConfigurationName > LaunchTemplate > the mixed instances policy's first type override >
-    its instance requirements > its launch template. Raises ValueError when the ASG names none."""
+    its single requirements override > its launch template (aws_wrapper.go getInstanceTypesForAsgs).
+    A launch template may itself hold InstanceRequirements instead of a type
+    (getInstanceTypeByLaunchTemplate): the caller resolves that. Raises ValueError when the ASG
+    names none, or has both type and requirements overrides (buildAsgFromAWS refuses it)."""
     if asg.get("LaunchConfigurationName"):
         return InstanceTypeSource("launch-configuration", str(asg["LaunchConfigurationName"]))
     template = asg.get("LaunchTemplate")
@@ -186,6 +191,8 @@ def instance_type_source(asg: Mapping[str, Any]) -> InstanceTypeSource:
     policy = asg.get("MixedInstancesPolicy")
     if policy:
         types = mixed_policy_types(policy)
+        if types and requirements_override(policy) is not None:
+            raise ValueError("invalid setup of both instance type and instance requirements overrides")
         if types:
             return InstanceTypeSource("override", types[0])
         spec = (policy.get("LaunchTemplate") or {}).get("LaunchTemplateSpecification") or {}
@@ -203,10 +210,71 @@ def mixed_policy_types(policy: Mapping[str, Any]) -> list[str]:
 
 
 def requirements_override(policy: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """The first override's InstanceRequirements (attribute-based selection), if any."""
+    """The InstanceRequirements of the policy's override when it has exactly one override and that
+    one has requirements (auto_scaling_groups.go, buildAsgFromAWS: getInstanceTypeRequirements)."""
     overrides = (policy.get("LaunchTemplate") or {}).get("Overrides") or []
-    first = overrides[0].get("InstanceRequirements") if overrides else None
-    return first or None
+    if len(overrides) != 1:
+        return None
+    return overrides[0].get("InstanceRequirements") or None
+
+
+# The fields aws_wrapper.go getRequirementsRequestFromAutoscaling / getRequirementsRequestFromEC2
+# carry into GetInstanceTypesFromInstanceRequirements (the ASG and EC2 APIs name them alike).
+REQUEST_FIELDS = (
+    "MemoryMiB",
+    "VCpuCount",
+    "AcceleratorCount",
+    "AcceleratorManufacturers",
+    "AcceleratorNames",
+    "AcceleratorTotalMemoryMiB",
+    "AcceleratorTypes",
+    "BareMetal",
+    "BaselineEbsBandwidthMbps",
+    "BurstablePerformance",
+    "CpuManufacturers",
+    "ExcludedInstanceTypes",
+    "InstanceGenerations",
+    "LocalStorage",
+    "LocalStorageTypes",
+    "MemoryGiBPerVCpu",
+    "NetworkInterfaceCount",
+    "OnDemandMaxPricePercentageOverLowestPrice",
+    "RequireHibernateSupport",
+    "SpotMaxPricePercentageOverLowestPrice",
+    "TotalLocalStorageGB",
+)
+
+
+def requirements_request(requirements: Mapping[str, Any]) -> dict[str, Any]:
+    """The InstanceRequirementsRequest cluster-autoscaler sends for these requirements: the fields
+    above that are set, nothing else (AllowedInstanceTypes and newer fields are not carried)."""
+    return {
+        name: requirements[name] for name in REQUEST_FIELDS if requirements.get(name) not in (None, "", [])
+    }
+
+
+def capacity_requirements(
+    policy: Mapping[str, Any] | None, template_data: Mapping[str, Any]
+) -> InstanceRequirements | None:
+    """What aws_manager.go updateCapacityWithRequirementsOverrides puts over the instance type's
+    cpu, memory and GPUs: only for a mixed instances policy without instance type overrides; the
+    requirements of its single override, else of its launch template (buildAsgFromAWS)."""
+    if not policy or mixed_policy_types(policy):
+        return None
+    raw = requirements_override(policy) or template_data.get("InstanceRequirements") or {}
+    vcpu = (raw.get("VCpuCount") or {}).get("Min")
+    memory = (raw.get("MemoryMiB") or {}).get("Min")
+    gpu = None
+    if "nvidia" in (raw.get("AcceleratorManufacturers") or []) and "gpu" in (
+        raw.get("AcceleratorTypes") or []
+    ):
+        # CA reads AcceleratorCount.Min unguarded (a Go nil dereference when absent): none is taken here.
+        gpu = (raw.get("AcceleratorCount") or {}).get("Min")
+    return InstanceRequirements(
+        vcpu_min=None if vcpu is None else int(vcpu),
+        memory_mib_min=None if memory is None else int(memory),
+        nvidia_gpu_min=None if gpu is None else int(gpu),
+    )
 
 
 def launch_template_spec(asg: Mapping[str, Any]) -> tuple[str, str] | None:

@@ -23,6 +23,8 @@ from capacity.quantity import MILLI, QuantityError, parse_quantity
 from capacity.resources import CPU, MEMORY, PODS, Resources
 from capacity.taints import Taint
 from capacity.template import View
+from capacity.template_pods import KUBE_PROXY_REQUESTS
+from capacity.template_taints import DEFAULT_TAINT_CONFIG, TaintConfig, sanitize_taints
 
 TEMPLATE_PREFIX = "k8s.io/cluster-autoscaler/node-template/"
 RESOURCES_PREFIX = TEMPLATE_PREFIX + "resources/"
@@ -34,7 +36,7 @@ TEMPLATE_PODS = 110  # "TODO: get a real value." in buildNodeFromTemplate, uncha
 DEFAULT_OS = "linux"  # cloudprovider.DefaultOS
 LABEL_EBS_CSI_ZONE = "topology.ebs.csi.aws.com/zone"
 # AwsNodeGroup.TemplateNodeInfo puts a kube-proxy mirror pod with this request on every template.
-TEMPLATE_KUBE_PROXY_REQUESTS: Resources = {CPU: 100}
+TEMPLATE_KUBE_PROXY_REQUESTS: Resources = KUBE_PROXY_REQUESTS
 
 Tags = Iterable[tuple[str, str]]
 # cluster-autoscaler's regexp "(.*):(?:NoSchedule|NoExecute|PreferNoSchedule)", used with MatchString.
@@ -258,10 +260,10 @@ def asg_template(
     return AsgTemplate(shape=shape, region=region, zone=zone)
 
 
-# labels.UpdateDeprecatedLabels in cluster-autoscaler/utils/labels: stable label -> its old name.
+# sigs.k8s.io/cluster-autoscaler pkg/utils/labels/labels.go, UpdateDeprecatedLabels: only these three
+# stable labels get their deprecated twin on a template. No beta.kubernetes.io/os or /arch: a pod
+# that selects on those fits no template cluster-autoscaler builds from tags.
 _DEPRECATED_LABELS = {
-    "kubernetes.io/arch": "beta.kubernetes.io/arch",
-    "kubernetes.io/os": "beta.kubernetes.io/os",
     "node.kubernetes.io/instance-type": "beta.kubernetes.io/instance-type",
     "topology.kubernetes.io/region": "failure-domain.beta.kubernetes.io/region",
     "topology.kubernetes.io/zone": "failure-domain.beta.kubernetes.io/zone",
@@ -279,3 +281,17 @@ def sanitized_template_labels(labels: Mapping[str, str], node_name: str) -> dict
     result[TEMPLATE_NODE_LABEL] = "true"
     result["kubernetes.io/hostname"] = node_name
     return result
+
+
+def sanitized_template(view: View, taint_config: TaintConfig = DEFAULT_TAINT_CONFIG) -> View:
+    """buildNodeFromTemplate's node as SanitizedTemplateNodeInfoFromNodeGroup hands it to the
+    scheduler simulation: taints sanitised (capacity.template_taints), deprecated labels added, the
+    template-node marker set, and no hostname (random per template: no pod can rely on it)."""
+    labels = sanitized_template_labels(view.labels, "")
+    del labels["kubernetes.io/hostname"]
+    return View(
+        allocatable=view.allocatable,
+        labels=labels,
+        taints=sanitize_taints(view.taints, taint_config),
+        source=view.source,
+    )

@@ -155,9 +155,7 @@ def autoscaler_sees(template: NodeGroupTemplate, exhausted: bool) -> View | None
 
 
 def fits_view(needs: PodNeeds, template: NodeGroupTemplate, view: View | None) -> bool:
-    return view is not None and not check_fit(
-        needs, view, template.daemonset_overhead, template.daemonset_pods
-    )
+    return view is not None and not check_fit(needs, view, *template.overhead_of(view))
 
 
 def classify(

@@ -23,6 +23,7 @@ from capacity.quantity import MILLI, parse_quantity
 from capacity.resources import CPU, EPHEMERAL_STORAGE, MEMORY, POD_ENI, PODS, Resources
 from capacity.taints import Taint
 from capacity.template import View
+from capacity.template_taints import sanitize_taints
 
 MIB = 2**20
 GIB = 2**30
@@ -32,22 +33,6 @@ EVICTION_NODEFS_PERCENT = 10
 EXHAUSTED_LABEL = "fitguard.io/branch-eni-exhausted"
 # Labels that name one node, not the group: dropped from a live node's labels.
 NODE_SPECIFIC_LABELS = frozenset({"kubernetes.io/hostname", EXHAUSTED_LABEL})
-# Taints that say something about one node's state, not about the group (cluster-autoscaler's
-# taints.SanitizeTaints drops the same: conditions, its own deletion marks, cloud init, startup).
-_NODE_STATE_TAINTS = frozenset(
-    {
-        "ToBeDeletedByClusterAutoscaler",
-        "DeletionCandidateOfClusterAutoscaler",
-        "node.cloudprovider.kubernetes.io/uninitialized",
-        "node.cloudprovider.kubernetes.io/shutdown",
-    }
-)
-_NODE_STATE_TAINT_PREFIXES = (
-    "node.kubernetes.io/",  # not-ready, unreachable, unschedulable, *-pressure, out-of-service ...
-    "startup-taint.cluster-autoscaler.kubernetes.io/",
-    "status-taint.cluster-autoscaler.kubernetes.io/",
-    "ignore-taint.cluster-autoscaler.kubernetes.io/",
-)
 
 
 def reserved_cpu_millicores(vcpus: int) -> int:
@@ -136,10 +121,6 @@ def estimate_view(
     )
 
 
-def is_node_state_taint(taint: Taint) -> bool:
-    return taint.key in _NODE_STATE_TAINTS or taint.key.startswith(_NODE_STATE_TAINT_PREFIXES)
-
-
 def node_is_ready(node: Mapping[str, Any]) -> bool:
     """Ready condition True, not cordoned and not being deleted: a node whose shape is trustworthy."""
     if (node.get("metadata") or {}).get("deletionTimestamp") or (node.get("spec") or {}).get("unschedulable"):
@@ -150,7 +131,8 @@ def node_is_ready(node: Mapping[str, Any]) -> bool:
 
 def live_node_view(node: Mapping[str, Any]) -> View:
     """A live node as a template: its allocatable, its labels less the node-specific ones, its
-    taints less the node-state ones. Raises ValueError/TypeError on a malformed node."""
+    taints as cluster-autoscaler sanitises them (capacity.template_taints). Raises
+    ValueError/TypeError on a malformed node."""
     meta = node.get("metadata") or {}
     allocatable = (node.get("status") or {}).get("allocatable") or {}
     taints = [Taint.from_object(t) for t in (node.get("spec") or {}).get("taints") or []]
@@ -159,6 +141,6 @@ def live_node_view(node: Mapping[str, Any]) -> View:
         labels={
             str(k): str(v) for k, v in (meta.get("labels") or {}).items() if k not in NODE_SPECIFIC_LABELS
         },
-        taints=tuple(t for t in taints if not is_node_state_taint(t)),
+        taints=sanitize_taints(taints),
         source="live-node",
     )

@@ -151,7 +151,7 @@ def judge_all(needs: PodNeeds, templates: Iterable[NodeGroupTemplate]) -> list[G
 
 
 def _check(needs: PodNeeds, template: NodeGroupTemplate, view: View) -> list[Reason]:
-    return check_fit(needs, view, template.daemonset_overhead, template.daemonset_pods)
+    return check_fit(needs, view, *template.overhead_of(view))
 
 
 def _node_phrase(template: NodeGroupTemplate) -> str:
@@ -167,7 +167,8 @@ def _explain(reason: Reason, needs: PodNeeds, template: NodeGroupTemplate, view:
         value = f"={t.value}" if t.value else ""
         return f"{reason.message}: add a toleration for {t.key}{value}:{t.effect}"
     if not reason.resource:
-        return f"{reason.message}: its nodes have {_labels(view, needs.selector_keys)}"
+        head = f"{reason.message}: its nodes have {_labels(view, needs.selector_keys)}"
+        return head + _template_label_hint(needs, template, view)
     if reason.resource == "pods":
         slots = format_quantity(reason.allocatable)
         return f"{reason.message}: DaemonSets already take all {slots} pod slots"
@@ -194,9 +195,34 @@ def _explain(reason: Reason, needs: PodNeeds, template: NodeGroupTemplate, view:
                 "run pods with security groups on a Nitro type such as m5"
             )
     offered = format_quantity(reason.available, name)
-    overhead = template.daemonset_overhead.get(name, 0)
-    after = f" after {format_quantity(overhead, name)} of DaemonSets" if overhead else ""
+    overhead = template.overhead_of(view)[0].get(name, 0)
+    # cluster-autoscaler's template also runs its kube-proxy pod (capacity.template_pods)
+    whose = "DaemonSets and kube-proxy" if view is template.autoscaler else "DaemonSets"
+    after = f" after {format_quantity(overhead, name)} of {whose}" if overhead else ""
     return f"{head}; {_node_phrase(template)} offers {offered}{after}: request less or use a larger type"
+
+
+# cluster-autoscaler's UpdateDeprecatedLabels gives its templates no beta os/arch labels.
+_STABLE_LABELS = {
+    "beta.kubernetes.io/os": "kubernetes.io/os",
+    "beta.kubernetes.io/arch": "kubernetes.io/arch",
+}
+
+
+def _template_label_hint(needs: PodNeeds, template: NodeGroupTemplate, view: View) -> str:
+    """When a real node has a selected label that cluster-autoscaler's template lacks: which. (CA
+    reads label/* tags from the ASG only, a managed node group's ASG included.)"""
+    if view is not template.autoscaler or template.actual is None:
+        return ""
+    missing = [k for k in needs.selector_keys if k in template.actual.labels and k not in view.labels]
+    if not missing:
+        return ""
+    key = missing[0]
+    instead = f"select on {_STABLE_LABELS[key]} instead, or " if key in _STABLE_LABELS else ""
+    return (
+        f"; a real node has {key}, but the node cluster-autoscaler builds while the group has 0 nodes "
+        f"does not: {instead}tag the ASG k8s.io/cluster-autoscaler/node-template/label/{key}"
+    )
 
 
 def _labels(view: View, keys: tuple[str, ...]) -> str:

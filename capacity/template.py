@@ -15,6 +15,7 @@ from typing import Any
 
 from capacity.resources import Resources, parse_resources, to_quantities
 from capacity.taints import Taint
+from capacity.template_pods import template_node_pods
 
 API_VERSION = "fitguard.io/v1alpha1"
 KIND = "NodeGroupTemplate"
@@ -131,13 +132,30 @@ class NodeGroupTemplate:
     daemonset_overhead: Resources = field(default_factory=dict)
     daemonset_pods: int = 0
     scale_from_zero: str = "autoscaler"  # autoscaler | fitguard
+    # What cluster-autoscaler's node built from tags already runs (capacity.template_pods): its
+    # kube-proxy mirror pod and the DaemonSets that match the autoscaler view. When not given:
+    # the DaemonSet overhead above plus that kube-proxy pod.
+    autoscaler_overhead: Resources | None = None
+    autoscaler_overhead_pods: int | None = None
     memory: AutoscalerMemory | None = None
     # What cluster-autoscaler builds the next node from while it remembers the group (with no node):
     # computed once, so the fit check's memo on the view lives as long as the template.
     remembered: View | None = field(default=None, init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
+        # Set once, so the fit check's memo (keyed by the overhead object) keeps working.
+        if self.autoscaler_overhead is None or self.autoscaler_overhead_pods is None:
+            requests, pods = template_node_pods(self.daemonset_overhead, self.daemonset_pods)
+            object.__setattr__(self, "autoscaler_overhead", requests)
+            object.__setattr__(self, "autoscaler_overhead_pods", pods)
         object.__setattr__(self, "remembered", self._remembered())
+
+    def overhead_of(self, view: View | None) -> tuple[Resources, int]:
+        """What a new node of `view` already runs: on the autoscaler view, cluster-autoscaler's
+        template pods; on any other view, the DaemonSet pods."""
+        if view is not None and view is self.autoscaler:
+            return self.autoscaler_overhead or {}, self.autoscaler_overhead_pods or 0
+        return self.daemonset_overhead, self.daemonset_pods
 
     def _remembered(self) -> View | None:
         """The remembered node, plus each resource of the tag-built template it lacks, as
@@ -187,6 +205,11 @@ class NodeGroupTemplate:
             raise ValueError("metadata.name: required")
         overhead = dict(spec.get("daemonSetOverhead") or {})
         pods = overhead.pop("pods", 0)
+        on_template = spec.get("autoscalerOverhead")
+        template_pods = None
+        if isinstance(on_template, Mapping):
+            on_template = dict(on_template)
+            template_pods = int(on_template.pop("pods", 0))
         actual = spec.get("actual")
         autoscaler = spec.get("autoscaler")
         memory = spec.get("autoscalerMemory")
@@ -212,6 +235,10 @@ class NodeGroupTemplate:
             memory=(
                 AutoscalerMemory.from_object(memory, "spec.autoscalerMemory") if memory is not None else None
             ),
+            autoscaler_overhead=(
+                parse_resources(on_template, "spec.autoscalerOverhead") if template_pods is not None else None
+            ),
+            autoscaler_overhead_pods=template_pods,
         )
 
     def to_object(self) -> dict[str, Any]:
@@ -231,6 +258,9 @@ class NodeGroupTemplate:
         if self.daemonset_pods:
             overhead["pods"] = str(self.daemonset_pods)
         spec["daemonSetOverhead"] = overhead
+        on_template: dict[str, Any] = to_quantities(self.autoscaler_overhead or {})
+        on_template["pods"] = str(self.autoscaler_overhead_pods or 0)
+        spec["autoscalerOverhead"] = on_template
         spec["scaleFromZero"] = self.scale_from_zero
         if self.memory is not None:
             spec["autoscalerMemory"] = self.memory.to_object()

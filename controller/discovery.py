@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from capacity import autoscaler_view as av
@@ -19,6 +19,8 @@ from capacity.resources import Resources, add
 from capacity.selectors import SelectorError, node_selector_map, node_selector_terms
 from capacity.taints import Taint, first_untolerated, parse_tolerations
 from capacity.template import NodeGroupTemplate, View
+from capacity.template_pods import template_node_pods
+from capacity.template_taints import sanitize_taints
 from controller.aws.records import AwsNodeGroup
 from controller.records import provider_instance_id
 
@@ -119,9 +121,7 @@ def autoscaler_view(group: AwsNodeGroup) -> View | None:
     view = av.build_autoscaler_view(
         group.shape, group.tags, region=region, zone=zone, managed=managed, requirements=group.requirements
     )
-    labels = av.sanitized_template_labels(view.labels, "")
-    labels.pop("kubernetes.io/hostname")  # random per template in CA: no pod can rely on it
-    return replace(view, labels=labels)
+    return av.sanitized_template(view)
 
 
 def estimated_actual_view(group: AwsNodeGroup, facts: FactsLookup) -> View:
@@ -151,7 +151,7 @@ def estimated_actual_view(group: AwsNodeGroup, facts: FactsLookup) -> View:
         branch_enis=branch_enis,
         root_volume_gib=group.root_volume_gib,
         labels=labels,
-        taints=taints,
+        taints=sanitize_taints(taints),  # as a live node's would be (capacity.estimate.live_node_view)
     )
 
 
@@ -207,6 +207,9 @@ def build_template(
     ready = [n for n in nodes if node_is_ready(n)]
     actual = actual_view(group, ready, facts)
     overhead, ds_pods = daemonset_overhead(daemonsets, actual)
+    autoscaler = autoscaler_view(group)
+    # cluster-autoscaler places DaemonSet pods by its own template's labels and taints
+    on_template = template_node_pods(*daemonset_overhead(daemonsets, autoscaler)) if autoscaler else None
     return NodeGroupTemplate(
         name=group.name,
         provider=group.provider,
@@ -216,10 +219,12 @@ def build_template(
         desired_size=group.desired_size,
         nodes=len(ready),
         actual=actual,
-        autoscaler=autoscaler_view(group),
+        autoscaler=autoscaler,
         daemonset_overhead=overhead,
         daemonset_pods=ds_pods,
         scale_from_zero=scale_from_zero,
+        autoscaler_overhead=on_template[0] if on_template else None,
+        autoscaler_overhead_pods=on_template[1] if on_template else None,
     )
 
 

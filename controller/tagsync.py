@@ -89,6 +89,8 @@ def plan_tag_sync(
         template = templates.get(group.name)
         if group.error or template is None or template.actual is None:
             continue
+        if group.nodegroup_error:  # a managed group whose node group EKS did not describe: no target
+            continue
         if labels_and_taints and group.nodegroup is None and template.actual.source == "live-node":
             changes += _label_and_taint_changes(group, template)
         asg_tags = resources_from_tags(group.tags)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import urllib.parse
 import urllib.request
 import uuid
 from collections.abc import Iterator
@@ -213,3 +214,52 @@ class _RawBody:
 
     def stream(self, **_: Any) -> Iterator[bytes]:
         yield self._body
+
+
+@dataclass
+class InstanceRequirementsFake:
+    """EC2 GetInstanceTypesFromInstanceRequirements, which moto does not implement, answered on the
+    wire (botocore's `before-send`, as `inject_errors` does) from a fixed catalogue: the types whose
+    vCPUs and memory lie in the requested ranges and whose architecture was asked for, in catalogue
+    order. `requests` keeps each request's form parameters, as EC2 would have received them."""
+
+    catalogue: list[tuple[str, int, int, str]]  # (type, vCPUs, MiB, architecture)
+    requests: list[dict[str, str]] = field(default_factory=list)
+
+    def __call__(self, request: AWSPreparedRequest, **_: Any) -> AWSResponse:
+        body = request.body.decode() if isinstance(request.body, bytes) else str(request.body or "")
+        params = {k: v[0] for k, v in urllib.parse.parse_qs(body).items()}
+        self.requests.append(params)
+        architectures = {v for k, v in params.items() if k.startswith("ArchitectureType.")}
+
+        def within(value: int, name: str) -> bool:
+            low = int(params.get(f"InstanceRequirements.{name}.Min", "0"))
+            high = params.get(f"InstanceRequirements.{name}.Max")
+            return value >= low and (high is None or value <= int(high))
+
+        chosen = [
+            name
+            for name, vcpu, mib, arch in self.catalogue
+            if within(vcpu, "VCpuCount")
+            and within(mib, "MemoryMiB")
+            and (not architectures or arch in architectures)
+        ]
+        items = "".join(f"<item><instanceType>{escape(t)}</instanceType></item>" for t in chosen)
+        xml = (
+            '<GetInstanceTypesFromInstanceRequirementsResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/">'
+            f"<requestId>{uuid.uuid4()}</requestId><instanceTypeSet>{items}</instanceTypeSet>"
+            "</GetInstanceTypesFromInstanceRequirementsResponse>"
+        )
+        return AWSResponse(
+            request.url, 200, {"Content-Type": "text/xml;charset=UTF-8"}, _RawBody(xml.encode())
+        )
+
+
+def fake_instance_requirements(
+    ec2: Any, catalogue: list[tuple[str, int, int, str]]
+) -> InstanceRequirementsFake:
+    """Answer `ec2`'s GetInstanceTypesFromInstanceRequirements calls from `catalogue`."""
+    fake = InstanceRequirementsFake(catalogue)
+    event = "before-send.ec2.GetInstanceTypesFromInstanceRequirements"
+    ec2.meta.events.register(event, fake, unique_id=f"fitguard-requirements-{uuid.uuid4()}")
+    return fake

@@ -5,6 +5,7 @@ capacity.autoscaler_specs: the autoscaler view is cluster-autoscaler's own templ
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -17,7 +18,10 @@ from capacity import autoscaler_view as av
 from capacity.quantity import milli_to_units, parse_quantity
 from capacity.taints import Taint
 
-CONFORMANCE = Path(__file__).resolve().parents[2] / "shared/conformance"
+# ../shared/conformance beside the repository; FITGUARD_CONFORMANCE points elsewhere (a git worktree).
+CONFORMANCE = Path(
+    os.environ.get("FITGUARD_CONFORMANCE") or Path(__file__).resolve().parents[2] / "shared/conformance"
+)
 CASES_FILE = CONFORMANCE / "cluster-autoscaler-aws-templates.json"
 
 

@@ -84,3 +84,20 @@ def test_bad_templates_name_the_field(spec: dict, message: str) -> None:
 def test_a_template_needs_a_name() -> None:
     with pytest.raises(ValueError, match=r"metadata\.name"):
         NodeGroupTemplate.from_object({"metadata": {}, "spec": {}})
+
+
+def test_autoscaler_overhead_defaults_to_daemonsets_plus_kube_proxy_and_round_trips() -> None:
+    """Without spec.autoscalerOverhead (an older or hand-written object) the template node runs the
+    DaemonSets plus cluster-autoscaler's kube-proxy pod; a given one is kept as it is; either way
+    overhead_of hands it out for the autoscaler view only, and the object round-trips whole."""
+    autoscaler = {"allocatable": {"cpu": "2", "pods": "110"}}
+    actual = {"source": "launch-template", "allocatable": {"cpu": "1930m", "pods": "29"}}
+    base = {"autoscaler": autoscaler, "actual": actual, "daemonSetOverhead": {"cpu": "200m", "pods": "3"}}
+    older = NodeGroupTemplate.from_object({"metadata": {"name": "ng"}, "spec": base})
+    assert older.overhead_of(older.autoscaler) == ({"cpu": 300}, 4)
+    assert older.overhead_of(older.actual) == ({"cpu": 200}, 3)
+    given = {**base, "autoscalerOverhead": {"cpu": "150m", "memory": "64Mi", "pods": "2"}}
+    newer = NodeGroupTemplate.from_object({"metadata": {"name": "ng"}, "spec": given})
+    assert newer.overhead_of(newer.autoscaler) == ({"cpu": 150, "memory": 64 * 2**20 * 1000}, 2)
+    assert newer.to_object()["spec"]["autoscalerOverhead"] == {"cpu": "150m", "memory": "64Mi", "pods": "2"}
+    assert NodeGroupTemplate.from_object(newer.to_object()) == newer

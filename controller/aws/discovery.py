@@ -2,9 +2,12 @@
 configuration, image, root volume, instance types) and the EKS managed node groups behind them.
 
 Calls: DescribeAutoScalingGroups (paginated), DescribeLaunchTemplateVersions,
-DescribeLaunchConfigurations, DescribeImages, DescribeInstanceTypes, eks:DescribeNodegroup.
-A failure on one group's data makes that group an error record; only a failure to list the ASGs
-fails the whole discovery (the caller then keeps every template it had).
+DescribeLaunchConfigurations, DescribeImages, DescribeInstanceTypes,
+GetInstanceTypesFromInstanceRequirements (paginated), eks:DescribeNodegroup.
+A failure on one group's data makes that group an error record, except DescribeNodegroup: like
+cluster-autoscaler, the group is then built without its managed node group's data (and says so in
+`nodegroup_error`). Only a failure to list the ASGs fails the whole discovery (the caller then keeps
+every template it had).
 """
 
 from __future__ import annotations
@@ -15,10 +18,13 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from capacity.autoscaler_specs import (
+    capacity_requirements,
     instance_type_source,
     launch_template_spec,
     matches_discovery,
     mixed_policy_types,
+    requirements_override,
+    requirements_request,
 )
 from capacity.autoscaler_view import InstanceShape
 from capacity.ec2_shape import shape_from_ec2
@@ -111,17 +117,21 @@ class AwsDiscovery:
         tags = tuple((str(t["Key"]), str(t.get("Value", ""))) for t in asg.get("Tags", []))
         tag_map = dict(tags)
         cluster = self._cluster_of(asg)
-        nodegroup = None
+        nodegroup, nodegroup_error = None, ""
         if tag_map.get("eks:nodegroup-name"):
-            if not cluster:
-                raise GroupDataError("managed node group without eks:cluster-name tag or --cluster-name")
-            nodegroup = self._call(
-                "DescribeNodegroup",
-                lambda: self.clients.eks.describe_nodegroup(
-                    clusterName=cluster, nodegroupName=tag_map["eks:nodegroup-name"]
-                )["nodegroup"],
-            )
+            try:
+                nodegroup = self._describe_nodegroup(cluster, tag_map["eks:nodegroup-name"])
+            except GroupDataError as err:
+                # aws_manager.go buildNodeFromTemplate logs a failed DescribeNodegroup and builds the
+                # node without the managed node group's labels, taints and tags: so does fitguard.
+                nodegroup_error = str(err)
+                log.warning(
+                    "node group %s: built without its managed node group's data: %s",
+                    tag_map["eks:nodegroup-name"],
+                    err,
+                )
         instance_types, data = self._launch_data(asg)
+        requirements = capacity_requirements(asg.get("MixedInstancesPolicy"), data)
         shape, shape_source = self._shape(instance_types[0], shapes)
         root_gib = None
         if nodegroup is not None and nodegroup.get("diskSize") and not nodegroup.get("launchTemplate"):
@@ -131,7 +141,7 @@ class AwsDiscovery:
         return AwsNodeGroup(
             name=tag_map.get("eks:nodegroup-name") or asg["AutoScalingGroupName"],
             asg_name=asg["AutoScalingGroupName"],
-            provider="eks-managed" if nodegroup is not None else "aws-asg",
+            provider="eks-managed" if tag_map.get("eks:nodegroup-name") else "aws-asg",
             min_size=int(asg.get("MinSize", 0)),
             max_size=int(asg.get("MaxSize", 0)),
             desired_size=int(asg.get("DesiredCapacity", 0)),
@@ -142,20 +152,27 @@ class AwsDiscovery:
             shape=shape,
             shape_source=shape_source,
             root_volume_gib=root_gib,
+            requirements=requirements,
             cluster_name=cluster,
             nodegroup=nodegroup,
+            nodegroup_error=nodegroup_error,
+        )
+
+    def _describe_nodegroup(self, cluster: str, name: str) -> Mapping[str, Any]:
+        if not cluster:
+            raise GroupDataError("no eks:cluster-name tag and no --cluster-name to ask EKS with")
+        return self._call(
+            "DescribeNodegroup",
+            lambda: self.clients.eks.describe_nodegroup(clusterName=cluster, nodegroupName=name)["nodegroup"],
         )
 
     def _launch_data(self, asg: Mapping[str, Any]) -> tuple[list[str], dict[str, Any]]:
-        """The instance types (CA's pick first) and the launch data: ImageId, BlockDeviceMappings."""
+        """The instance types (CA's pick first) and the launch data: ImageId, BlockDeviceMappings,
+        InstanceRequirements (aws_wrapper.go getInstanceTypesForAsgs and what it calls)."""
         try:
             source = instance_type_source(asg)
         except ValueError as err:
             raise GroupDataError(str(err)) from None
-        if source.kind == "requirements":
-            raise GroupDataError(
-                "attribute-based instance type selection (InstanceRequirements) is not supported"
-            )
         if source.kind == "launch-configuration":
             configs = self._call(
                 "DescribeLaunchConfigurations",
@@ -168,12 +185,43 @@ class AwsDiscovery:
             return [str(configs[0]["InstanceType"])], configs[0]
         ref = launch_template_spec(asg)
         data = self._launch_template_data(*ref) if ref else {}
-        types = mixed_policy_types(asg.get("MixedInstancesPolicy") or {})
-        if not types and data.get("InstanceType"):
-            types = [str(data["InstanceType"])]
+        policy = asg.get("MixedInstancesPolicy") or {}
+        if source.kind == "override":
+            return mixed_policy_types(policy), data
+        if source.kind == "requirements":
+            # getInstanceTypeFromRequirementsOverrides: the launch template's image, the override's needs
+            wanted = requirements_override(policy) or {}
+            return [self._first_matching_type(data.get("ImageId"), wanted)], data
+        if data.get("InstanceType"):
+            return [str(data["InstanceType"])], data
+        if data.get("InstanceRequirements") and data.get("ImageId"):
+            # getInstanceTypeByLaunchTemplate: a template with requirements instead of a type
+            return [self._first_matching_type(data["ImageId"], data["InstanceRequirements"])], data
+        raise GroupDataError("unable to find the instance type of the launch template")
+
+    def _first_matching_type(self, image_id: str | None, requirements: Mapping[str, Any]) -> str:
+        """aws_wrapper.go getInstanceTypeFromInstanceRequirements: the image's architectures and
+        virtualization types with the requirements; the first type EC2 lists is the one."""
+        if not image_id:
+            raise GroupDataError("the launch template has no ImageId to match instance requirements with")
+        images = self._call(
+            "DescribeImages", lambda: self.clients.ec2.describe_images(ImageIds=[image_id])["Images"]
+        )
+        request = {
+            "ArchitectureTypes": [str(i["Architecture"]) for i in images if i.get("Architecture")],
+            "VirtualizationTypes": [
+                str(i["VirtualizationType"]) for i in images if i.get("VirtualizationType")
+            ],
+            "InstanceRequirements": requirements_request(requirements),
+        }
+        paginator = self.clients.ec2.get_paginator("get_instance_types_from_instance_requirements")
+        pages = self._call(
+            "GetInstanceTypesFromInstanceRequirements", lambda: list(paginator.paginate(**request))
+        )
+        types = [str(t["InstanceType"]) for page in pages for t in page.get("InstanceTypes", [])]
         if not types:
-            raise GroupDataError("unable to find the instance type of the launch template")
-        return types, data
+            raise GroupDataError("no instance types found for the instance requirements")
+        return types[0]
 
     def _launch_template_data(self, name_or_id: str, version: str) -> dict[str, Any]:
         key = "LaunchTemplateId" if _LAUNCH_TEMPLATE_ID.fullmatch(name_or_id) else "LaunchTemplateName"

@@ -32,6 +32,7 @@ class AwsNodeGroup:
     requirements: InstanceRequirements | None = None
     cluster_name: str = ""
     nodegroup: Mapping[str, Any] | None = None  # DescribeNodegroup's `nodegroup`, for managed groups
+    nodegroup_error: str = ""  # why a managed group has no `nodegroup`: its views are built without it
     error: str = ""
 
     @property
