@@ -27,6 +27,7 @@ import yaml
 from flask.testing import FlaskClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from prometheus_client import REGISTRY
 
 from tests.test_webhook_e2e import _worker_pids
 from tests.tlsfixtures import TlsFiles, client_ssl_context
@@ -235,10 +236,23 @@ def well_formed(document: Any) -> bool:
     )
 
 
+def internal_errors() -> tuple[float, int]:
+    """The app's internal-error counter (both endpoints) and the error records it logged."""
+    counted = [
+        REGISTRY.get_sample_value("fitguard_admission_errors_total", {"webhook": endpoint.strip("/")}) or 0.0
+        for endpoint in ENDPOINTS
+    ]
+    return sum(counted), INTERNAL_ERRORS.count
+
+
 def send(
     client: FlaskClient, endpoint: str, body: bytes, content_type: str = "application/json"
 ) -> tuple[int, Any]:
+    """One POST; every generated input must get an ordinary answer, never one made by the failure
+    policy: the internal-error counter and the error log are unchanged by it."""
+    before = internal_errors()
     answer = client.post(endpoint, data=body, headers={"Content-Type": content_type} if content_type else {})
+    assert internal_errors() == before, ("internal error on", body[:300], answer.get_data()[:300])
     return answer.status_code, answer.get_data()
 
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Iterator
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -55,6 +55,11 @@ def elector(fake_kube: FakeKubeServer) -> Iterator[Callable[..., tuple[LeaderEle
         each.stop(release=False, timeout=2.0)
 
 
+def renewed_at(fake: FakeKubeServer) -> datetime:
+    """The lease's renewTime as its holder wrote it (MicroTime, RFC 3339 with microseconds)."""
+    return datetime.fromisoformat(lease(fake)["spec"]["renewTime"])
+
+
 def lease(fake: FakeKubeServer) -> dict[str, Any]:
     return fake.get("Lease", "fitguard-controller", "kube-system", api_version="coordination.k8s.io/v1")
 
@@ -70,7 +75,11 @@ def test_one_leader_and_the_other_takes_over_when_it_stops_renewing(
     eventually(a.is_leader)
     eventually(lambda: len(a_calls.started) == 1)
     b.start()
-    time.sleep(0.5)  # several of b's attempts while a renews
+    eventually(lambda: b.observed_holder == "a")
+    # not a sleep: wait until a's renewals span more than a lease duration after b saw it lead,
+    # long enough for b to have taken a lease it wrongly judged expired
+    seen = renewed_at(fake_kube)
+    eventually(lambda: (renewed_at(fake_kube) - seen).total_seconds() > FAST["lease_duration"])
     assert a.is_leader() and not b.is_leader()
     assert b.observed_holder == "a"
     a.stop(release=False)  # a vanishes without freeing the lease: b must wait for it to expire

@@ -66,6 +66,8 @@ class Outcome:
     rotated_at: float
     seconds: float
     rotated: bool  # the new certificate was served afterwards
+    # reviews answered that started before the kill, between the kill and the rotation, after it
+    answered: tuple[int, int, int] = (0, 0, 0)
 
     @property
     def holds(self) -> bool:
@@ -224,7 +226,14 @@ def _load(server: Server, tls: TlsFiles, ca: tuple[Any, Any], plan: LoadPlan) ->
     rotated = all(served_certificate(server) == new_certificate for _ in range(4))
     failures = sum(1 for a in attempts if a.error)
     elapsed = max(a.ended for a in attempts) - begun if attempts else 0.0
-    return Outcome(len(attempts), failures, explained, unexplained, killed_at, rotated_at, elapsed, rotated)
+    answered = (
+        sum(1 for a in attempts if not a.error and a.started < killed_at),
+        sum(1 for a in attempts if not a.error and killed_at <= a.started < rotated_at),
+        sum(1 for a in attempts if not a.error and a.started >= rotated_at),
+    )
+    return Outcome(
+        len(attempts), failures, explained, unexplained, killed_at, rotated_at, elapsed, rotated, answered
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
