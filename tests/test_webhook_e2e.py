@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import jsonpatch
 import pytest
 import yaml
 
@@ -19,7 +20,7 @@ from tests.fakekube.server import FakeKubeServer
 from tests.tlsfixtures import TlsFiles
 from tests.waiting import eventually
 from tests.webhook_server import Server, admission_review, metric_sum, post, running, wait_ready
-from webhook.mutate import GUARD_KEY, apply_patch
+from webhook.mutate import GUARD_KEY
 
 pytestmark = pytest.mark.slow
 
@@ -77,7 +78,7 @@ def test_mutation_over_tls_merges_the_guard_and_reinvocation_adds_nothing(server
     assert (
         status == 200 and body["response"]["uid"] == "e2e-1" and body["apiVersion"] == "admission.k8s.io/v1"
     )
-    after = apply_patch(web_pod(), patch_of(body["response"]))
+    after = jsonpatch.apply_patch(web_pod(), patch_of(body["response"]))  # an independent applier
     terms = after["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
     assert all(term["matchExpressions"][-1] == GUARD for term in terms["nodeSelectorTerms"])
     assert after["spec"]["containers"][0]["resources"]["limits"] == {"vpc.amazonaws.com/pod-eni": "1"}
