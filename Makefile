@@ -45,7 +45,7 @@ reliability: $(STAMP)
 MUTANTS      ?=
 MUTATION_JOBS ?= 2
 mutation: $(STAMP)
-	$(VENV)/bin/mutmut run --max-children $(MUTATION_JOBS) $(MUTANTS)
+	HYPOTHESIS_PROFILE=mutation $(VENV)/bin/mutmut run --max-children $(MUTATION_JOBS) $(MUTANTS)
 	$(PY) scripts/mutation_summary.py
 
 clean:

@@ -175,7 +175,11 @@ def test_a_leader_killed_mid_scale_up_is_replaced_and_nothing_is_done_twice(
         assert gap >= LEASE["duration"], f"taken over {gap:.2f}s after the last renewal, before it expired"
         assert second["leaseTransitions"] == first["leaseTransitions"] + 1
         # several full cycles of the new leader: each reads the ASGs for discovery and for the plan
-        wait_for(lambda: len(proxy.actions("DescribeAutoScalingGroups", killed_at)) >= 8, "4 new cycles")
+        wait_for(
+            lambda: len(proxy.actions("DescribeAutoScalingGroups", killed_at)) >= 8,
+            "4 new cycles",
+            timeout=120.0,
+        )
         assert len(proxy.actions("SetDesiredCapacity")) == 1, "the scale-up was sent twice"
         groups = aws.client("autoscaling").describe_auto_scaling_groups()["AutoScalingGroups"]
         assert {g["AutoScalingGroupName"]: g["DesiredCapacity"] for g in groups} == {"ng-a": 1, "ng-b": 0}

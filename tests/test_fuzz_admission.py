@@ -1,8 +1,10 @@
 """Hostile AdmissionReviews never break the webhook: random JSON, a realistic review with a wrong
 value at every field, deep nesting, huge strings, invalid UTF-8, out-of-range quantities and odd
 content types, through the Flask app for both endpoints and every mode. Each answer is 400, 413,
-415 or a 200 carrying a valid AdmissionReview response with the request's uid; never a 5xx. A few
-of them also go through real gunicorn over TLS, whose workers must survive them.
+415 or a 200 carrying a valid AdmissionReview response with the request's uid; never a 5xx, and
+never an answer made by the failure policy: every request leaves the internal-error counter and
+the error log unchanged (the failure-policy path is tested on its own, by an injected fault). A
+few of them also go through real gunicorn over TLS, whose workers must survive them.
 
 `make test` runs about 5,600 cases here (the default profile's per-property `max_examples`);
 `make fuzz` runs FUZZ_EXAMPLES per property.
