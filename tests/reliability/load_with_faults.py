@@ -140,7 +140,7 @@ def _client_process(job: ClientJob, queue: Any, stop: Any, ready: Any) -> None:
     results: list[list[Attempt]] = [[] for _ in range(job.threads)]
     per_thread = job.rate / job.threads
     workers = [
-        threading.Thread(target=_client_thread, args=(job.port, job.ca, per_thread, stop, ready, results[i]))
+        threading.Thread(target=_client_thread, args=(job, per_thread, stop, ready, results[i]))
         for i in range(job.threads)
     ]
     for worker in workers:
