@@ -31,6 +31,13 @@ def test_a_rejected_quantity_names_its_field_value_and_reason(
     assert (err.value.value, err.value.field) == (value, field)
 
 
+def test_without_a_field_the_message_has_no_field_prefix() -> None:
+    """parse_quantity's own default: no field, no prefix."""
+    with pytest.raises(QuantityError) as err:
+        parse_quantity([1])
+    assert (str(err.value), err.value.field) == ("invalid quantity [1] (not a number or string)", "")
+
+
 def test_an_error_made_without_a_field_or_reason_says_only_what_was_invalid() -> None:
     """QuantityError's own defaults: no field prefix, no reason in brackets."""
     assert str(QuantityError("7q")) == "invalid quantity '7q'"
