@@ -37,6 +37,7 @@ class QuantityError(ValueError):
     def __init__(self, value: object, field: str = "", why: str = "") -> None:
         self.value = value
         self.field = field
+        self.why = why
         where = f"{field}: " if field else ""
         because = f" ({why})" if why else ""
         super().__init__(f"{where}invalid quantity {value!r}{because}")
@@ -58,7 +59,7 @@ def parse_quantity(value: object, field: str = "") -> int:
     try:
         return _parse(value)
     except QuantityError as err:
-        raise QuantityError(value, field, str(err.args[0]) if err.args else "") from None
+        raise QuantityError(value, field, err.why) from None  # the field added, the reason kept once
 
 
 @lru_cache(maxsize=4096)

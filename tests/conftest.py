@@ -16,4 +16,8 @@ settings.register_profile(
     max_examples=int(os.environ.get("FUZZ_EXAMPLES", "100000")),
     suppress_health_check=list(HealthCheck),
 )
+# `make mutation` runs each mutant's tests many times over: fewer examples per property there.
+settings.register_profile(
+    "mutation", deadline=None, max_examples=20, suppress_health_check=[HealthCheck.too_slow]
+)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))

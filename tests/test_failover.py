@@ -1,7 +1,7 @@
 """Leader failover with real processes: two `fitguard controller --leader-elect --scaling=on`
 against the fake API server and moto (behind a recording proxy on loopback). The leader is
 SIGKILLed while its SetDesiredCapacity is in flight (AWS has done it, the leader never hears back
-and never tags the group); the other replica takes the Lease within the lease duration, and the
+and never tags the group); the other replica takes the Lease once it has expired, and the
 call log shows SetDesiredCapacity sent once for that demand, however many cycles follow."""
 
 from __future__ import annotations
@@ -169,13 +169,18 @@ def test_a_leader_killed_mid_scale_up_is_replaced_and_nothing_is_done_twice(
             "the other replica leads",
         )
         assert second["holderIdentity"].rsplit("_", 1)[0] != leader
-        # taken within the lease duration of the dead leader's last renewal (plus one retry period)
+        # the takeover is the event waited for (its deadline only bounds a hang); what must hold
+        # whatever the load: the lease was not taken before it expired, a lease duration after the
+        # dead leader's last renewal the test saw (the replicas share this machine's clock)
         gap = (micro_time(second["acquireTime"]) - micro_time(first["renewTime"])).total_seconds()
-        assert gap <= LEASE["duration"] + LEASE["retry"] + 0.5, (
-            f"taken over {gap:.2f}s after the last renewal"
-        )
+        assert gap >= LEASE["duration"], f"taken over {gap:.2f}s after the last renewal, before it expired"
+        assert second["leaseTransitions"] == first["leaseTransitions"] + 1
         # several full cycles of the new leader: each reads the ASGs for discovery and for the plan
-        wait_for(lambda: len(proxy.actions("DescribeAutoScalingGroups", killed_at)) >= 8, "4 new cycles")
+        wait_for(
+            lambda: len(proxy.actions("DescribeAutoScalingGroups", killed_at)) >= 8,
+            "4 new cycles",
+            timeout=120.0,
+        )
         assert len(proxy.actions("SetDesiredCapacity")) == 1, "the scale-up was sent twice"
         groups = aws.client("autoscaling").describe_auto_scaling_groups()["AutoScalingGroups"]
         assert {g["AutoScalingGroupName"]: g["DesiredCapacity"] for g in groups} == {"ng-a": 1, "ng-b": 0}

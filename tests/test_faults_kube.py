@@ -263,11 +263,18 @@ def test_the_leader_never_acts_on_a_partial_pod_list(fake_kube: FakeKubeServer) 
         page_two = fake_kube.faults.fail(500, path=PODS_PATH, watch=False, count=None)
         eventually(lambda: any(r.fault == "fail" for r in fake_kube.requests.find(path=PODS_PATH)),
                    "page two failed")  # fmt: skip
-        for _ in range(10):
+        # not a sleep: a reconcile pass between each of three further failed list attempts
+        for _ in range(3):
+            failed = len([r for r in fake_kube.requests.find(path=PODS_PATH) if r.fault == "fail"])
             decisions = live.reconcile()
             assert not live.wait_synced(0)
             assert [d for d in decisions if d.action.startswith("label")] == []
-            time.sleep(0.05)
+            eventually(
+                lambda n=failed: (
+                    len([r for r in fake_kube.requests.find(path=PODS_PATH) if r.fault == "fail"]) > n
+                ),
+                "another failed list attempt",
+            )
         assert node_patches(fake_kube) == []
         fake_kube.faults.clear()
         assert page_two.remaining is None

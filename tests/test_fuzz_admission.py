@@ -1,8 +1,10 @@
 """Hostile AdmissionReviews never break the webhook: random JSON, a realistic review with a wrong
 value at every field, deep nesting, huge strings, invalid UTF-8, out-of-range quantities and odd
 content types, through the Flask app for both endpoints and every mode. Each answer is 400, 413,
-415 or a 200 carrying a valid AdmissionReview response with the request's uid; never a 5xx. A few
-of them also go through real gunicorn over TLS, whose workers must survive them.
+415 or a 200 carrying a valid AdmissionReview response with the request's uid; never a 5xx, and
+never an answer made by the failure policy: every request leaves the internal-error counter and
+the error log unchanged (the failure-policy path is tested on its own, by an injected fault). A
+few of them also go through real gunicorn over TLS, whose workers must survive them.
 
 `make test` runs about 5,600 cases here (the default profile's per-property `max_examples`);
 `make fuzz` runs FUZZ_EXAMPLES per property.
@@ -27,12 +29,14 @@ import yaml
 from flask.testing import FlaskClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from prometheus_client import REGISTRY
 
 from tests.test_webhook_e2e import _worker_pids
 from tests.tlsfixtures import TlsFiles, client_ssl_context
 from tests.webhook_server import Server, admission_review, post, running
 from webhook.app import API_VERSIONS, create_app
-from webhook.cluster import from_objects
+from webhook.cluster import ClusterView, from_objects
+from webhook.memo import RefusalMemo
 from webhook.review import MAX_BODY_BYTES, MODES, WebhookConfig
 
 
@@ -235,10 +239,23 @@ def well_formed(document: Any) -> bool:
     )
 
 
+def internal_errors() -> tuple[float, int]:
+    """The app's internal-error counter (both endpoints) and the error records it logged."""
+    counted = [
+        REGISTRY.get_sample_value("fitguard_admission_errors_total", {"webhook": endpoint.strip("/")}) or 0.0
+        for endpoint in ENDPOINTS
+    ]
+    return sum(counted), INTERNAL_ERRORS.count
+
+
 def send(
     client: FlaskClient, endpoint: str, body: bytes, content_type: str = "application/json"
 ) -> tuple[int, Any]:
+    """One POST; every generated input must get an ordinary answer, never one made by the failure
+    policy: the internal-error counter and the error log are unchanged by it."""
+    before = internal_errors()
     answer = client.post(endpoint, data=body, headers={"Content-Type": content_type} if content_type else {})
+    assert internal_errors() == before, ("internal error on", body[:300], answer.get_data()[:300])
     return answer.status_code, answer.get_data()
 
 
@@ -430,17 +447,78 @@ def test_a_chunked_body_over_the_limit_gets_413_even_when_its_head_is_a_review()
     assert _chunked(client, head + b" " * (MAX_BODY_BYTES - len(head) + 1))[0] == 413
 
 
-def test_internal_errors_stay_rare() -> None:
-    """The properties above ran the handlers on thousands of malformed objects; every internal
-    error they hit was answered by the failure policy (never a 5xx). This counts them, so a
-    regression that makes malformed input crash the handlers shows up as a number, not a hang."""
+@pytest.mark.parametrize("endpoint", ENDPOINTS)
+@pytest.mark.parametrize("base", range(len(BASES)))
+@pytest.mark.parametrize("value", [5, 1.5, True, "app=web", ["app"], {"app": 5}], ids=repr)
+@pytest.mark.parametrize("field", ["labels", "annotations"])
+def test_malformed_metadata_maps_get_an_ordinary_answer(
+    endpoint: str, base: int, value: Any, field: str
+) -> None:
+    """metadata.labels or annotations that are not a map of strings (a number, a list, a string,
+    a number as a value), on the pod or on a workload's pod template: answered 200 by the
+    handlers themselves, never by the failure policy (`send` checks the internal-error counter),
+    whatever hypothesis happens to draw."""
+    document = copy.deepcopy(BASES[base])
+    obj = document["request"]["object"]
+    meta = obj["metadata"] if obj["kind"] == "Pod" else obj["spec"]["template"]["metadata"]
+    meta[field] = value
+    for key in sorted(APPS):
+        status, data = send(APPS[key], endpoint, json.dumps(document).encode())
+        check(status, data, document)
+        assert status == 200
+        assert json.loads(data)["response"].get("status", {}).get("code") != 500
+
+
+def test_realistic_reviews_are_answered_without_an_internal_error() -> None:
+    """The three realistic reviews, both endpoints: a verdict of the handlers' own (the counter
+    and the error log unchanged, checked by `send`), not one made by the failure policy."""
     client = APPS[("enforce", "fail")]
-    before = INTERNAL_ERRORS.count
     for base in BASES:
         for endpoint in ENDPOINTS:
             status, data = send(client, endpoint, json.dumps(base).encode())
             assert status == 200 and json.loads(data)["response"].get("status", {}).get("code") != 500
-    assert INTERNAL_ERRORS.count == before, "a realistic review hit an internal error"
+
+
+FAILURE_ANSWERS = {
+    "ignore": {"allowed": True, "warnings": ["fitguard could not review this object (internal error)"]},
+    "fail": {
+        "allowed": False,
+        "status": {
+            "code": 500,
+            "message": "fitguard hit an internal error (see its logs)",
+            "reason": "InternalError",
+        },
+    },
+}
+
+
+@pytest.mark.parametrize("endpoint", ENDPOINTS)
+@pytest.mark.parametrize("policy", sorted(FAILURE_ANSWERS))
+def test_an_injected_fault_is_answered_by_the_failure_policy(
+    endpoint: str, policy: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The failure-policy path on its own: a fault injected into what the endpoint reads from the
+    cluster view (/mutate: the pod's security group lookup; /validate: the fit verdicts) is counted
+    once, logged once, and answered 200 with exactly the policy's answer and the request's uid;
+    nothing of the fault leaks into the answer."""
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("secret internals")
+
+    if endpoint == "/mutate":
+        monkeypatch.setattr(ClusterView, "security_groups", broken)
+    else:
+        monkeypatch.setattr(RefusalMemo, "refusals", broken)
+    client = create_app(VIEW, WebhookConfig(mode="enforce", failure_policy=policy)).test_client()
+    counted, logged = internal_errors()
+    answer = client.post(endpoint, data=json.dumps(BASES[0]), headers={"Content-Type": "application/json"})
+    assert internal_errors() == (counted + 1, logged + 1)
+    assert answer.status_code == 200
+    assert json.loads(answer.get_data()) == {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "response": {"uid": "fuzz-uid", **FAILURE_ANSWERS[policy]},
+    }
 
 
 # -- through gunicorn over TLS -------------------------------------------------------------------

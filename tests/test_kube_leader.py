@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Iterator
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -55,6 +55,11 @@ def elector(fake_kube: FakeKubeServer) -> Iterator[Callable[..., tuple[LeaderEle
         each.stop(release=False, timeout=2.0)
 
 
+def renewed_at(fake: FakeKubeServer) -> datetime:
+    """The lease's renewTime as its holder wrote it (MicroTime, RFC 3339 with microseconds)."""
+    return datetime.fromisoformat(lease(fake)["spec"]["renewTime"])
+
+
 def lease(fake: FakeKubeServer) -> dict[str, Any]:
     return fake.get("Lease", "fitguard-controller", "kube-system", api_version="coordination.k8s.io/v1")
 
@@ -70,7 +75,11 @@ def test_one_leader_and_the_other_takes_over_when_it_stops_renewing(
     eventually(a.is_leader)
     eventually(lambda: len(a_calls.started) == 1)
     b.start()
-    time.sleep(0.5)  # several of b's attempts while a renews
+    eventually(lambda: b.observed_holder == "a")
+    # not a sleep: wait until a's renewals span more than a lease duration after b saw it lead,
+    # long enough for b to have taken a lease it wrongly judged expired
+    seen = renewed_at(fake_kube)
+    eventually(lambda: (renewed_at(fake_kube) - seen).total_seconds() > FAST["lease_duration"])
     assert a.is_leader() and not b.is_leader()
     assert b.observed_holder == "a"
     a.stop(release=False)  # a vanishes without freeing the lease: b must wait for it to expire
@@ -94,9 +103,11 @@ def test_is_leader_turns_false_at_the_renew_deadline_while_the_api_hangs(
     a.start()
     eventually(a.is_leader)
     eventually(lambda: len(calls.started) == 1)
-    fake_kube.faults.delay(5.0, path="/leases", count=None)  # every lease call now hangs
-    eventually(lambda: not a.is_leader(), timeout=4.0)
-    eventually(lambda: calls.stopped == 1, timeout=4.0)
+    # every lease call now hangs until the test ends (the fake ends a delay when it closes): no
+    # answer ever comes, so only a's renew deadline can turn is_leader false; no time is asserted
+    fake_kube.faults.delay(600.0, path="/leases", count=None)
+    eventually(lambda: not a.is_leader())
+    eventually(lambda: calls.stopped == 1)
     assert calls.started[0].is_set()  # the leader's work was told to stop
     assert calls.exits == [1]  # and the process would have exited
     fake_kube.faults.clear()
@@ -116,8 +127,12 @@ def test_clean_stop_releases_the_lease_for_a_quick_takeover(
     assert spec["leaseDurationSeconds"] == 1
     assert calls.exits == []  # a clean shutdown is not a loss
     b, _ = elector("b", lease_duration=30.0, renew_deadline=20.0)
+    fake_kube.requests.clear()
     b.start()
-    eventually(b.is_leader, timeout=5.0)  # far sooner than a's 2 s lease would allow if unreleased
+    eventually(b.is_leader)
+    # released, not merely left to expire: b's first look finds it free and its first write takes
+    # it (an unreleased lease would make b read it again and again until a's 2 s ran out)
+    assert [r.method for r in fake_kube.requests.find(path="/leases")][:2] == ["GET", "PUT"]
     assert lease(fake_kube)["spec"]["leaseTransitions"] == 1
 
 
@@ -133,7 +148,7 @@ def test_a_leader_whose_lease_is_taken_stops_at_once(fake_kube: FakeKubeServer, 
         "kube-system",
         api_version="coordination.k8s.io/v1",
     )
-    eventually(lambda: calls.stopped == 1, timeout=5.0)
+    eventually(lambda: calls.stopped == 1)
     assert not a.is_leader()
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -107,9 +106,11 @@ def test_dropped_watch_resumes_from_last_rv_without_loss_or_duplicates(
     for i in range(6):
         fake_kube.create(pod(f"p{i}"))
     eventually(lambda: len(store) == 6)
-    time.sleep(0.3)  # room for a wrong duplicate to arrive
+    # a wrong duplicate would be streamed before anything created later: wait for a later pod
+    fake_kube.create(pod("later"))
+    eventually(lambda: "later" in names(store))
     added = [name for kind, name in recorder.calls if kind == "ADDED"]
-    assert sorted(added) == [f"p{i}" for i in range(6)]
+    assert added == [f"p{i}" for i in range(6)] + ["later"]
     assert recorder.count("MODIFIED") == 0  # no relist happened
     assert reflector.stats.lists == 1
     watches = fake_kube.requests.find("GET", "/api/v1/pods", watch=True)
@@ -133,9 +134,27 @@ def test_410_relists_and_reports_objects_removed_meanwhile_as_deleted(
     fake_kube.expire_history("Pod")
     fake_kube.start_listening()
     eventually(lambda: names(store) == {"a", "c", "d"})
-    assert reflector.stats.relists == 1
+    relisted_at = store.resource_version  # installed with the relist's objects
     assert recorder.calls.count(("DELETED", "b")) == 1
-    assert len(fake_kube.requests.find("GET", "/api/v1/pods", watch=False)) == 2
+    # the relist's resourceVersion must be the one the next watch starts from: kept stale, every
+    # watch is Gone again and the reflector relists forever. A pod created now arrives by a watch
+    # event on a held watch, and no list came after the relist.
+    fake_kube.create(pod("e"))
+    eventually(lambda: "e" in names(store))
+    assert reflector.stats.events == 1
+    assert reflector.stats.relists == 1
+    assert recorder.calls[-1] == ("ADDED", "e")
+    assert_one_relist_then_a_held_watch(fake_kube, relisted_at)
+
+
+def assert_one_relist_then_a_held_watch(fake_kube: FakeKubeServer, relisted_at: str) -> None:  # noqa: F811
+    """From the server's request record: exactly two lists, and after the second one a single watch,
+    started from the resourceVersion that list installed, not answered with a fault."""
+    record = fake_kube.requests.find("GET", "/api/v1/pods")
+    lists = [i for i, r in enumerate(record) if not r.watch]
+    assert len(lists) == 2
+    after = record[lists[1] + 1 :]
+    assert [(r.watch, r.query["resourceVersion"], r.fault) for r in after] == [(True, relisted_at, None)]
 
 
 def test_watch_error_event_410_relists(fake_kube: FakeKubeServer, make) -> None:  # noqa: F811
@@ -144,9 +163,12 @@ def test_watch_error_event_410_relists(fake_kube: FakeKubeServer, make) -> None:
     reflector, store, _ = make()
     reflector.start()
     eventually(lambda: reflector.stats.lists == 2)
-    assert reflector.stats.relists == 1
+    relisted_at = store.resource_version
     fake_kube.create(pod("b"))
     eventually(lambda: names(store) == {"a", "b"})
+    assert reflector.stats.events == 1  # b came on a watch, not by another list
+    assert reflector.stats.relists == 1
+    assert_one_relist_then_a_held_watch(fake_kube, relisted_at)
 
 
 def test_throttled_list_honours_retry_after_then_recovers(fake_kube: FakeKubeServer, make) -> None:  # noqa: F811

@@ -16,7 +16,9 @@ pytestmark = pytest.mark.slow
 def test_only_reviews_in_flight_on_the_killed_worker_fail(tmp_path: Path) -> None:
     outcome = run(LoadPlan(rate=150.0, seconds=6.0, processes=2, threads=4), tmp_path)
     print(outcome.summary())
-    assert outcome.attempts > 500, "the load did not run"
+    # the load ran through both faults: reviews were answered before the kill, between the kill
+    # and the rotation, and after the rotation (counted, not timed)
+    assert all(phase > 0 for phase in outcome.answered), outcome.answered
     assert outcome.unexplained == [], outcome.unexplained[:5]
     assert outcome.rotated, "the rotated certificate is not served"
     assert outcome.failures <= 2 * 4, "more failures than connections that could be in flight"

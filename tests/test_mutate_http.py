@@ -8,14 +8,22 @@ import json
 from pathlib import Path
 from typing import Any
 
+import jsonpatch
 import pytest
 from flask.testing import FlaskClient
 
 from webhook import status
 from webhook.app import create_app
 from webhook.cluster import ClusterView, from_objects
-from webhook.mutate import GUARD_KEY, apply_patch
+from webhook.mutate import GUARD_KEY
 from webhook.review import MAX_BODY_BYTES, WebhookConfig
+
+
+def apply_patch(document: Any, patch: list[dict[str, Any]]) -> Any:
+    """The webhook's patch applied by an independent RFC 6902 implementation (jsonpatch), not by
+    fitguard's own applier; a patch that does not apply cleanly to the pod fails the test."""
+    return jsonpatch.apply_patch(document, patch, in_place=False)
+
 
 CASES_FILE = (
     Path(__file__).resolve().parents[2]
@@ -182,9 +190,17 @@ def test_guard_adds_a_required_term_when_the_pod_has_no_affinity() -> None:
     """A matched pod gets pod-eni and a new required term holding only the guard expression."""
     pod = linux_pod()
     after = apply_patch(pod, patch_of(mutate(guarded_client(), admission_review(pod))))
-    required = after["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
-    assert required == {"nodeSelectorTerms": [{"matchExpressions": [GUARD]}]}
-    assert after["spec"]["containers"][0]["resources"]["requests"] == {"vpc.amazonaws.com/pod-eni": "1"}
+    eni = {"vpc.amazonaws.com/pod-eni": "1"}
+    required = {"nodeSelectorTerms": [{"matchExpressions": [GUARD]}]}
+    assert after == {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "web", "namespace": "shop", "labels": {"app": "web"}},
+        "spec": {
+            "containers": [{"name": "app", "resources": {"limits": eni, "requests": eni}}],
+            "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}},
+        },
+    }
 
 
 def test_guard_is_anded_into_every_existing_term_and_reinvocation_adds_nothing() -> None:
@@ -224,7 +240,12 @@ def test_guard_fills_in_missing_levels_of_an_existing_affinity() -> None:
         patch = patch_of(mutate(guarded_client(), admission_review(linux_pod(affinity=affinity))))
         assert [op["path"] for op in patch if "affinity" in op["path"]] == [path]
         after = apply_patch(linux_pod(affinity=affinity), patch)
-        assert all(after["spec"]["affinity"][k] == v for k, v in affinity.items() if k != "nodeAffinity")
+        required = {"nodeSelectorTerms": [{"matchExpressions": [GUARD]}]}
+        node = {
+            **affinity.get("nodeAffinity", {}),
+            "requiredDuringSchedulingIgnoredDuringExecution": required,
+        }
+        assert after["spec"]["affinity"] == {**affinity, "nodeAffinity": node}
 
 
 def test_guard_covers_pods_requesting_pod_eni_themselves_and_can_be_switched_off() -> None:

@@ -342,3 +342,30 @@ def test_a_cordoned_unlabelled_node_does_not_hide_an_exhausted_group() -> None:
     assert exhausted_groups([exhausted_node("n1"), cordoned]) == {"ng-sg"}
     cordoned["spec"] = {}
     assert exhausted_groups([exhausted_node("n1"), cordoned]) == set()
+
+
+def test_a_group_already_at_its_max_size_is_not_scaled_counted_or_tagged(
+    aws: AwsEnvironment, fake_kube: Any
+) -> None:
+    """The plan raised a group 2 -> 3; its max size fell to 2 before `act`. fitguard must not "scale"
+    2 -> 2: no SetDesiredCapacity, no scale-up counted, no last-scale-up tag (it would start a false
+    cooldown after a restart), no TriggeredScaleUp event, and the outcome says why."""
+    make_asg(aws, "ng-large", max_size=3, desired=2)
+    pod = fake_kube.create(pending("big", {"cpu": "1500m", "ephemeral-storage": "30Gi"}))
+    d = driver(ON, fake_kube, scope=ALL)
+    writes = [
+        inject_errors(d.autoscaling, op, times=0) for op in ("SetDesiredCapacity", "CreateOrUpdateTags")
+    ]
+    cycle = d.plan_cycle([template("ng-large", max_size=3, desired=2, nodes=2)], [pod], [], now=NOW)
+    assert [(s.node_group, s.from_size, s.to_size) for s in cycle.plan.scale_ups] == [("ng-large", 2, 3)]
+    aws.client("autoscaling").update_auto_scaling_group(AutoScalingGroupName="ng-large", MaxSize=2)
+
+    [result] = d.act(cycle, now=NOW)
+
+    assert result["outcome"] == "skipped: already at max size 2"
+    assert [w.calls for w in writes] == [[], []]
+    assert desired(aws, "ng-large") == 2
+    tags = aws.client("autoscaling").describe_tags(Filters=[{"Name": "key", "Values": [LAST_SCALE_UP_TAG]}])
+    assert tags["Tags"] == []
+    assert d.registry.get_sample_value("fitguard_scale_ups_total", {"node_group": "ng-large"}) is None
+    assert events(fake_kube, "TriggeredScaleUp") == []

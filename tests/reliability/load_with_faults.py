@@ -66,6 +66,8 @@ class Outcome:
     rotated_at: float
     seconds: float
     rotated: bool  # the new certificate was served afterwards
+    # reviews answered that started before the kill, between the kill and the rotation, after it
+    answered: tuple[int, int, int] = (0, 0, 0)
 
     @property
     def holds(self) -> bool:
@@ -80,16 +82,18 @@ class Outcome:
         )
 
 
-def _client_thread(port: int, ca: str, rate: float, until: float, out: list[Attempt]) -> None:
-    """One keep-alive connection at `rate` reviews/s; reconnects after a failure."""
-    context = client_ssl_context(Path(ca))
+def _client_thread(job: ClientJob, rate: float, stop: Any, ready: Any, out: list[Attempt]) -> None:
+    """One keep-alive connection at `rate` reviews/s until `stop` is set; reconnects after a
+    failure; sets `ready` once a review was answered."""
+    port = job.port
+    context = client_ssl_context(Path(job.ca))
     body = admission_review(POD, "load", namespace="shop")
     headers = {"Content-Type": "application/json"}
     conn: http.client.HTTPSConnection | None = None
     connected = 0.0
     interval = 1.0 / rate
     next_at = time.time()
-    while next_at < until:
+    while not stop.is_set():
         pause = next_at - time.time()
         if pause > 0:
             time.sleep(pause)
@@ -107,6 +111,8 @@ def _client_thread(port: int, ca: str, rate: float, until: float, out: list[Atte
         except (OSError, http.client.HTTPException, ValueError) as err:
             error = f"{type(err).__name__}: {err}"
         out.append(Attempt(started, time.time(), connected, error))
+        if not error:
+            ready.set()
         if error:
             conn.close()
             conn = None
@@ -128,14 +134,13 @@ class ClientJob:
     ca: str
     rate: float
     threads: int
-    until: float
 
 
-def _client_process(job: ClientJob, queue: Any) -> None:
+def _client_process(job: ClientJob, queue: Any, stop: Any, ready: Any) -> None:
     results: list[list[Attempt]] = [[] for _ in range(job.threads)]
     per_thread = job.rate / job.threads
     workers = [
-        threading.Thread(target=_client_thread, args=(job.port, job.ca, per_thread, job.until, results[i]))
+        threading.Thread(target=_client_thread, args=(job, per_thread, stop, ready, results[i]))
         for i in range(job.threads)
     ]
     for worker in workers:
@@ -204,12 +209,22 @@ def _load(server: Server, tls: TlsFiles, ca: tuple[Any, Any], plan: LoadPlan) ->
     context = multiprocessing.get_context("spawn")
     queue = context.Queue()
     seconds = plan.seconds
-    begun = time.time()
-    until = begun + seconds
-    job = ClientJob(server.port, str(tls.ca_path), plan.rate / plan.processes, plan.threads, until)
-    children = [context.Process(target=_client_process, args=(job, queue)) for _ in range(plan.processes)]
+    stop = context.Event()
+    job = ClientJob(server.port, str(tls.ca_path), plan.rate / plan.processes, plan.threads)
+    ready = [context.Event() for _ in range(plan.processes)]
+    children = [
+        context.Process(target=_client_process, args=(job, queue, stop, ready[i]))
+        for i in range(plan.processes)
+    ]
     for child in children:
         child.start()
+    # the run's clock starts once every load process has had a review answered (starting a
+    # process can take seconds on a loaded machine); the wait only bounds a hang
+    for event in ready:
+        if not event.wait(120):
+            stop.set()
+            raise RuntimeError("a load process never had a review answered")
+    begun = time.time()
     time.sleep(seconds / 3)
     victim = sorted(_worker_pids(server.process.pid))[0]
     killed_at = time.time()
@@ -217,14 +232,23 @@ def _load(server: Server, tls: TlsFiles, ca: tuple[Any, Any], plan: LoadPlan) ->
     time.sleep(max(0.0, begun + 2 * seconds / 3 - time.time()))
     rotated_at = time.time()
     new_certificate = rotate(tls, *ca)
-    attempts = [a for _ in children for a in queue.get(timeout=seconds + 120)]
+    time.sleep(max(0.0, begun + seconds - time.time()))
+    stop.set()
+    attempts = [a for _ in children for a in queue.get(timeout=120)]
     for child in children:
         child.join()
     explained, unexplained = classify(attempts, killed_at)
     rotated = all(served_certificate(server) == new_certificate for _ in range(4))
     failures = sum(1 for a in attempts if a.error)
     elapsed = max(a.ended for a in attempts) - begun if attempts else 0.0
-    return Outcome(len(attempts), failures, explained, unexplained, killed_at, rotated_at, elapsed, rotated)
+    answered = (
+        sum(1 for a in attempts if not a.error and a.started < killed_at),
+        sum(1 for a in attempts if not a.error and killed_at <= a.started < rotated_at),
+        sum(1 for a in attempts if not a.error and a.started >= rotated_at),
+    )
+    return Outcome(
+        len(attempts), failures, explained, unexplained, killed_at, rotated_at, elapsed, rotated, answered
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
