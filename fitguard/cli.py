@@ -18,6 +18,8 @@ SUBCOMMANDS: tuple[str, ...] = (
     "webhook.cli",
     "controller.cli",
     "fitguard.report",
+    "fitguard.check",
+    "fitguard.state_export",
     "certs.cli",
     "fitguard.instance_types",
     "fitguard.demo",
