@@ -12,9 +12,10 @@ Exit status: 0 every object admitted (mode warn or audit: admitted, with warning
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from webhook.review import MODES
 
@@ -54,7 +55,7 @@ def _cluster(args: argparse.Namespace) -> tuple[Any, dict[str, str], str]:
     return from_objects(state["items"]), header, args.namespace or identity.namespace
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     from fitguard.check_output import RENDERERS, Result
     from fitguard.judge import Judge
     from fitguard.manifests import ManifestError, read_manifests
@@ -78,8 +79,29 @@ def run(args: argparse.Namespace) -> int:
         own = str((item.obj.get("metadata") or {}).get("namespace") or namespace)
         judgement = judge.judge(item.obj, namespace) if judge.judges(item.obj) else None
         results.append(Result(item, own, judgement))
-    RENDERERS[args.output](results, header, sys.stdout)
-    return EXIT_DENIED if any(r.judgement is not None and r.judgement.denied for r in results) else EXIT_ADMITTED
+    RENDERERS[args.output](results, header, out or sys.stdout)
+    return (
+        EXIT_DENIED if any(r.judgement is not None and r.judgement.denied for r in results) else EXIT_ADMITTED
+    )
+
+
+def demo(out: TextIO, examples: Path) -> int:
+    """For `fitguard demo`: one check of the example application against the example state."""
+    from fitguard.cli import build_parser
+
+    argv = [
+        "check",
+        "-f",
+        os.path.relpath(examples / "check"),
+        "--state",
+        os.path.relpath(examples / "cluster.yaml"),
+    ]
+    out.write(f"$ fitguard {' '.join(argv)}\n")
+    status = run(build_parser(only="fitguard.check").parse_args(argv), out)
+    out.write(
+        f"(exit status {status}: the CronJob would be denied at deploy time, so CI fails the pull request)\n"
+    )
+    return status
 
 
 def register(subparsers: Any) -> None:
@@ -100,7 +122,9 @@ def register(subparsers: Any) -> None:
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--state", type=Path, metavar="PATH", help="judge against this state file")
     source.add_argument(
-        "--kubeconfig", metavar="PATH", help="judge against this cluster (default: $KUBECONFIG, ~/.kube/config)"
+        "--kubeconfig",
+        metavar="PATH",
+        help="judge against this cluster (default: $KUBECONFIG, ~/.kube/config)",
     )
     parser.add_argument("--context", help="kubeconfig context (default: the current one)")
     parser.add_argument(
@@ -112,7 +136,8 @@ def register(subparsers: Any) -> None:
         "--mode",
         choices=MODES,
         default="enforce",
-        help="as the webhook's --mode; the namespace label fitguard.io/mode overrides it (default: %(default)s)",
+        help="as the webhook's --mode; the namespace label fitguard.io/mode overrides it "
+        "(default: %(default)s)",
     )
     parser.add_argument("-o", "--output", choices=("text", "json", "junit"), default="text")
     parser.set_defaults(func=run)

@@ -56,7 +56,9 @@ class Result:
 
 def summary(results: list[Result]) -> dict[str, int]:
     counts = Counter(result.verdict for result in results)
-    return {verdict: counts.get(verdict, 0) for verdict in ("admitted", WARNED, AUDITED, EXEMPT, DENIED, SKIPPED)}
+    return {
+        verdict: counts.get(verdict, 0) for verdict in ("admitted", WARNED, AUDITED, EXEMPT, DENIED, SKIPPED)
+    }
 
 
 def summary_line(results: list[Result]) -> str:
@@ -64,7 +66,9 @@ def summary_line(results: list[Result]) -> str:
     judged = len(results) - counts[SKIPPED]
     parts = [f"{n} {verdict}" for verdict, n in counts.items() if n and verdict != SKIPPED]
     line = f"{judged} object(s) checked: {', '.join(parts) or 'none'}"
-    return line + (f"; {counts[SKIPPED]} skipped (kinds the webhook does not judge)" if counts[SKIPPED] else "")
+    return line + (
+        f"; {counts[SKIPPED]} skipped (kinds the webhook does not judge)" if counts[SKIPPED] else ""
+    )
 
 
 def _indent(text: str, prefix: str = "    ") -> list[str]:
@@ -125,7 +129,10 @@ def render_junit(results: list[Result], header: Mapping[str, str], out: TextIO) 
         ET.SubElement(properties, "property", name=key, value=value)
     for result in results:
         case = ET.SubElement(
-            suite, "testcase", classname=result.source.file, name=f"{result.subject} ({result.source.location})"
+            suite,
+            "testcase",
+            classname=result.source.file,
+            name=f"{result.subject} ({result.source.location})",
         )
         judgement = result.judgement
         if judgement is None:

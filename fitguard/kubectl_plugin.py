@@ -22,7 +22,12 @@ TAKES: dict[str, tuple[str, ...]] = {
     "report": ("--kubeconfig", "--context"),
     "state": ("--kubeconfig", "--context"),
 }
-_LONG = {"--kubeconfig": "--kubeconfig", "--context": "--context", "--namespace": "--namespace", "-n": "--namespace"}
+_LONG = {
+    "--kubeconfig": "--kubeconfig",
+    "--context": "--context",
+    "--namespace": "--namespace",
+    "-n": "--namespace",
+}
 
 
 class PluginUsageError(ValueError):

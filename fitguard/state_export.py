@@ -43,7 +43,11 @@ def project(obj: Mapping[str, Any]) -> dict[str, Any]:
         return {**head, "metadata": _meta(obj, labels=True)}
     if kind == "ConfigMap":
         data = obj.get("data") or {}
-        return {**head, "metadata": _meta(obj, labels=False), "data": {k: data[k] for k in CONFIG_KEYS if k in data}}
+        return {
+            **head,
+            "metadata": _meta(obj, labels=False),
+            "data": {k: data[k] for k in CONFIG_KEYS if k in data},
+        }
     # SecurityGroupPolicy, NodeGroupTemplate: the spec is the verdict's input
     return {**head, "metadata": _meta(obj, labels=kind == "NodeGroupTemplate"), "spec": obj.get("spec") or {}}
 
@@ -101,7 +105,9 @@ def provenance(path: str | Path) -> dict[str, str]:
     annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
     if not isinstance(annotations, Mapping):
         return {}
-    return {key.removeprefix("fitguard.io/"): str(annotations[key]) for key in PROVENANCE if key in annotations}
+    return {
+        key.removeprefix("fitguard.io/"): str(annotations[key]) for key in PROVENANCE if key in annotations
+    }
 
 
 def run(args: argparse.Namespace) -> int:
@@ -126,7 +132,9 @@ def run(args: argparse.Namespace) -> int:
         for item in state["items"]:
             kinds[item["kind"]] = kinds.get(item["kind"], 0) + 1
         counts = ", ".join(f"{n} {kind}" for kind, n in kinds.items()) or "no objects"
-        print(f"wrote {args.output}: {counts} from {state['metadata']['annotations'][SERVER]}", file=sys.stderr)
+        print(
+            f"wrote {args.output}: {counts} from {state['metadata']['annotations'][SERVER]}", file=sys.stderr
+        )
     return 0
 
 
@@ -143,7 +151,9 @@ def register(subparsers: Any) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    export.add_argument("--kubeconfig", metavar="PATH", help="kubeconfig (default: $KUBECONFIG, ~/.kube/config)")
+    export.add_argument(
+        "--kubeconfig", metavar="PATH", help="kubeconfig (default: $KUBECONFIG, ~/.kube/config)"
+    )
     export.add_argument("--context", help="kubeconfig context (default: the current one)")
     export.add_argument("-o", "--output", metavar="PATH", help="write here (default: standard output)")
     export.set_defaults(func=run)

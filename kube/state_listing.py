@@ -61,7 +61,9 @@ def identify(kubeconfig: str | None = None, context: str | None = None) -> Clust
     client = load_api_client(kubeconfig, context)
     server = str(client.configuration.host)
     client.close()
-    return ClusterIdentity(str(chosen["name"]), cluster_name, server, str(details.get("namespace") or "default"))
+    return ClusterIdentity(
+        str(chosen["name"]), cluster_name, server, str(details.get("namespace") or "default")
+    )
 
 
 def list_objects(

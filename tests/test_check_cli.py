@@ -128,7 +128,10 @@ def test_namespace_flag_places_objects_that_name_none(tmp_path: Path) -> None:
     manifest = write(tmp_path / "app.yaml", f"{DEPLOYMENT}---\n{BAD}")
     run = check("-f", str(manifest), "--state", str(STATE), "-n", "kube-system", "-o", "json")
     assert run.returncode == 1
-    assert [(r["namespace"], r["verdict"]) for r in results(run)] == [("kube-system", "exempt"), ("default", "denied")]
+    assert [(r["namespace"], r["verdict"]) for r in results(run)] == [
+        ("kube-system", "exempt"),
+        ("default", "denied"),
+    ]
 
 
 @pytest.mark.parametrize(
@@ -140,7 +143,9 @@ def test_namespace_flag_places_objects_that_name_none(tmp_path: Path) -> None:
     ],
     ids=["yaml-syntax", "not-an-object", "no-kind"],
 )
-def test_unreadable_input_exits_2_naming_file_and_line(tmp_path: Path, text: str, line: int, problem: str) -> None:
+def test_unreadable_input_exits_2_naming_file_and_line(
+    tmp_path: Path, text: str, line: int, problem: str
+) -> None:
     """Broken input: exit 2, nothing judged, stderr names the file and the line of the problem."""
     manifest = write(tmp_path / "broken.yaml", text)
     run = check("-f", str(manifest), "--state", str(STATE))
@@ -155,7 +160,10 @@ def test_usage_errors_exit_2(tmp_path: Path) -> None:
     assert check("--state", str(STATE)).returncode == 2
     assert check("-f", str(manifest), "--state", str(STATE), "--kubeconfig", "k").returncode == 2
     missing = check("-f", str(tmp_path / "nope.yaml"), "--state", str(STATE))
-    assert (missing.returncode, missing.stderr.startswith(f"fitguard check: {tmp_path / 'nope.yaml'}: ")) == (2, True)
+    assert (missing.returncode, missing.stderr.startswith(f"fitguard check: {tmp_path / 'nope.yaml'}: ")) == (
+        2,
+        True,
+    )
     no_state = check("-f", str(manifest), "--state", str(tmp_path / "none.yaml"))
     assert no_state.returncode == 2 and "none.yaml" in no_state.stderr
 
@@ -192,12 +200,18 @@ def test_lists_json_directories_and_stdin(tmp_path: Path) -> None:
     """A `kind: List` (items located by line), a JSON file, a directory read recursively in name
     order (non-manifest files ignored), and standard input all feed the same judgement."""
     items = [yaml.safe_load(GOOD), yaml.safe_load(BAD)]
-    write(tmp_path / "dir" / "a" / "list.yaml", yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items}))
+    write(
+        tmp_path / "dir" / "a" / "list.yaml",
+        yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items}),
+    )
     write(tmp_path / "dir" / "b.json", json.dumps(yaml.safe_load(BAD), indent=2))
     write(tmp_path / "dir" / "notes.txt", "not a manifest")
     run = check("-f", str(tmp_path / "dir"), "-f", "-", "--state", str(STATE), "-o", "json", stdin=GOOD)
     assert run.returncode == 1, run.stderr
-    located = [(Path(r["file"]).name, r["document"], r["item"], r["line"], r["name"], r["verdict"]) for r in results(run)]
+    located = [
+        (Path(r["file"]).name, r["document"], r["item"], r["line"], r["name"], r["verdict"])
+        for r in results(run)
+    ]
     assert located == [
         ("list.yaml", 1, 1, 3, "web-0", "admitted"),
         ("list.yaml", 1, 2, 14, "scratch-build", "denied"),
@@ -208,6 +222,27 @@ def test_lists_json_directories_and_stdin(tmp_path: Path) -> None:
 
 def test_parse_manifests_reports_json_errors_by_line() -> None:
     """A second JSON object that breaks is reported at its own line, not as YAML."""
-    text = '{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a"}}\n{"apiVersion": "v1",\n "kind": }\n'
+    text = (
+        '{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a"}}\n{"apiVersion": "v1",\n "kind": }\n'
+    )
     with pytest.raises(ManifestError, match=r"^in\.json:3: not JSON: "):
         parse_manifests(text, "in.json")
+
+
+def test_the_demo_section_checks_the_example_application() -> None:
+    """`fitguard demo`'s check section: the command it shows, the CronJob denied with the
+    webhook's message, the Deployment admitted, the count, and status 1 reported."""
+    from io import StringIO
+
+    from fitguard.check import demo
+
+    out = StringIO()
+    assert demo(out, ROOT / "examples") == 1
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("$ fitguard check -f ") and lines[0].endswith("examples/cluster.yaml")
+    assert any(
+        line.endswith("transcode.yaml:3 (document 1): CronJob default/transcode: denied") for line in lines
+    )
+    assert any(line.endswith("web.yaml:1 (document 1): Deployment default/web: admitted") for line in lines)
+    assert "2 object(s) checked: 1 admitted, 1 denied; 3 skipped (kinds the webhook does not judge)" in lines
+    assert lines[-1].startswith("(exit status 1: ")

@@ -87,9 +87,16 @@ def pod(name: str, requests: dict[str, str], ns: str = "default", **spec: Any) -
 
 
 def job(kind: str) -> dict[str, Any]:
-    template = {"spec": {"containers": [{"name": "c", "resources": {"requests": {"ephemeral-storage": "900Gi"}}}]}}
+    template = {
+        "spec": {"containers": [{"name": "c", "resources": {"requests": {"ephemeral-storage": "900Gi"}}}]}
+    }
     spec = {"template": template} if kind == "Job" else {"jobTemplate": {"spec": {"template": template}}}
-    return {"apiVersion": "batch/v1", "kind": kind, "metadata": {"name": "j", "namespace": "default"}, "spec": spec}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": kind,
+        "metadata": {"name": "j", "namespace": "default"},
+        "spec": spec,
+    }
 
 
 def payments_deployment(app: str) -> dict[str, Any]:
@@ -138,7 +145,9 @@ CASES = [
     Case("pod-eni-on-m5", pod("eni", {POD_ENI: "1"}), True),
     Case("selector-fits", pod("big", {"cpu": "3"}, nodeSelector={"workload": "general"}), True),
     Case("selector-too-small", pod("big", {"cpu": "3800m"}, nodeSelector={"workload": "general"}), False),
-    Case("untolerated-taint", pod("eni", {POD_ENI: "1"}), False, changed_template("ng-general", taint_general)),
+    Case(
+        "untolerated-taint", pod("eni", {POD_ENI: "1"}), False, changed_template("ng-general", taint_general)
+    ),
     Case(
         "tolerated-taint",
         pod("eni", {POD_ENI: "1"}, tolerations=TOLERATES),
@@ -174,7 +183,12 @@ CASES = [
         changed_template("ng-general", spec_set(maxSize=0, nodes=0)),
         says="ng-general: max size is 0",
     ),
-    Case("malformed-quantity", pod("bad", {"cpu": "lots"}), True, says="spec.containers[0].resources.requests.cpu"),
+    Case(
+        "malformed-quantity",
+        pod("bad", {"cpu": "lots"}),
+        True,
+        says="spec.containers[0].resources.requests.cpu",
+    ),
     # pods meet /mutate first: pod-eni injected by a SecurityGroupPolicy decides the verdict
     Case("mutated-pod-fits", WORKLOADS["payments-api-0"], True),
     Case("mutated-pod-on-t3", WORKLOADS["payments-worker-0"], False, says="supports no branch ENIs"),
@@ -184,7 +198,9 @@ CASES = [
         False,
         says='serviceaccount "nobody" not found',
     ),
-    Case("exempt-namespace", pod("sys", {"cpu": "900"}, ns="kube-system"), True, says="kube-system is exempt"),
+    Case(
+        "exempt-namespace", pod("sys", {"cpu": "900"}, ns="kube-system"), True, says="kube-system is exempt"
+    ),
 ]
 
 Answer = tuple[bool, str, list[str]]
@@ -227,7 +243,9 @@ def through_check(case: Case, tmp_path: Path) -> tuple[int, Answer]:
     manifest.write_text(yaml.safe_dump(case.obj))
     out = io.StringIO()
     with redirect_stdout(out):
-        status = main(["check", "-f", str(manifest), "--state", str(state), "--mode", case.mode, "-o", "json"])
+        status = main(
+            ["check", "-f", str(manifest), "--state", str(state), "--mode", case.mode, "-o", "json"]
+        )
     results = json.loads(out.getvalue())["results"]
     assert len(results) == 1
     result = results[0]

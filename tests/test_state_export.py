@@ -37,18 +37,41 @@ ENV = {**os.environ, "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,l
 
 # what must never reach a state file: a Secret, a pod, another ConfigMap, annotations
 NOT_NEEDED = [
-    {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "db", "namespace": "payments"},
-     "data": {"password": "aHVudGVyMg=="}},
-    {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "app-settings", "namespace": "payments"},
-     "data": {"token": "x"}},
-    {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "running", "namespace": "payments"},
-     "spec": {"containers": [{"name": "c", "image": "busybox"}]}},
-]  # fmt: skip
+    {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "db", "namespace": "payments"},
+        "data": {"password": "aHVudGVyMg=="},
+    },
+    {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "app-settings", "namespace": "payments"},
+        "data": {"token": "x"},
+    },
+    {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "running", "namespace": "payments"},
+        "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+    },
+]
 RELAXED = [
-    {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "relaxed", "labels": {MODE_LABEL: "warn"}}},
-    {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default", "namespace": "relaxed",
-     "annotations": {"eks.amazonaws.com/role-arn": "arn:aws:iam::111122223333:role/secret-role"}}},
-]  # fmt: skip
+    {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": "relaxed", "labels": {MODE_LABEL: "warn"}},
+    },
+    {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": {
+            "name": "default",
+            "namespace": "relaxed",
+            "annotations": {"eks.amazonaws.com/role-arn": "arn:aws:iam::111122223333:role/secret-role"},
+        },
+    },
+]
 
 
 def seed(fake_kube: FakeKubeServer) -> None:
@@ -62,9 +85,24 @@ def seed(fake_kube: FakeKubeServer) -> None:
 
 def export(kubeconfig: Path, out: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "fitguard", "state", "export", "--kubeconfig", str(kubeconfig), "-o", str(out)],
-        capture_output=True, text=True, cwd=ROOT, env=ENV, check=False, timeout=120,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "fitguard",
+            "state",
+            "export",
+            "--kubeconfig",
+            str(kubeconfig),
+            "-o",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=ENV,
+        check=False,
+        timeout=120,
+    )
 
 
 def test_the_export_holds_only_what_a_verdict_needs_and_says_where_from(
@@ -96,14 +134,22 @@ def test_the_export_holds_only_what_a_verdict_needs_and_says_where_from(
             "data": next(o for o in CLUSTER if o["kind"] == "ConfigMap")["data"],
         }
     ]
-    relaxed_sa = [i for i in items if i["kind"] == "ServiceAccount" and i["metadata"]["namespace"] == "relaxed"]
+    relaxed_sa = [
+        i for i in items if i["kind"] == "ServiceAccount" and i["metadata"]["namespace"] == "relaxed"
+    ]
     assert relaxed_sa == [
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default", "namespace": "relaxed"}}
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {"name": "default", "namespace": "relaxed"},
+        }
     ]
     assert "hunter" not in (tmp_path / "state.yaml").read_text()
     assert "aHVudGVyMg" not in (tmp_path / "state.yaml").read_text()
     templates = {i["metadata"]["name"]: i["spec"] for i in items if i["kind"] == "NodeGroupTemplate"}
-    assert templates == {o["metadata"]["name"]: o["spec"] for o in CLUSTER if o["kind"] == "NodeGroupTemplate"}
+    assert templates == {
+        o["metadata"]["name"]: o["spec"] for o in CLUSTER if o["kind"] == "NodeGroupTemplate"
+    }
 
 
 def test_the_export_is_listed_page_by_page(
@@ -162,8 +208,13 @@ def test_the_webhook_answers_the_same_from_the_export_as_from_the_live_api(
     runs = [
         subprocess.run(
             [sys.executable, "-m", "fitguard", "check", "-f", str(manifest), *source, "-o", "json"],
-            capture_output=True, text=True, cwd=ROOT, env=ENV, check=False, timeout=120,
-        )  # fmt: skip
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            env=ENV,
+            check=False,
+            timeout=120,
+        )
         for source in (["--state", str(tmp_path / "state.yaml")], ["--kubeconfig", str(kubeconfig)])
     ]
     assert [r.returncode for r in runs] == [1, 1], [r.stderr for r in runs]
