@@ -52,6 +52,7 @@ def _cluster(args: argparse.Namespace) -> tuple[Any, dict[str, str], str]:
     except KubeError as err:
         raise UnreadableCluster(f"cannot read the cluster: {err}") from None
     header = {"cluster": identity.server, "context": identity.context}
+    # kubectl's order (client-go clientcmd DirectClientConfig.Namespace): -n, the context's, default
     return from_objects(state["items"]), header, args.namespace or identity.namespace
 
 
@@ -77,7 +78,13 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     results = []
     for item in located:
         own = str((item.obj.get("metadata") or {}).get("namespace") or namespace)
-        judgement = judge.judge(item.obj, namespace) if judge.judges(item.obj) else None
+        if args.namespace and own != args.namespace and judge.judges(item.obj):
+            # as kubectl refuses it (cli-runtime resource/visitor.go RequireNamespace)
+            return _fail(f"{item.location}: the object's namespace {own} does not match -n {args.namespace}")
+        try:
+            judgement = judge.judge(item.obj, namespace) if judge.judges(item.obj) else None
+        except ValueError as err:  # the webhook refused the review itself (e.g. over its size limit)
+            return _fail(f"{item.location}: {item.obj.get('kind')} could not be reviewed: {err}")
         results.append(Result(item, own, judgement))
     RENDERERS[args.output](results, header, out or sys.stdout)
     return (

@@ -2,11 +2,13 @@
 `kubectl fitguard report`).
 
 kubectl runs the executable named `kubectl-fitguard` on PATH with the words after `fitguard`, and
-parses none of its own flags for a plugin. So this entry takes kubectl's connection flags itself,
-wherever they are written (`kubectl fitguard -n prod check ...` as well as after the command):
-`--kubeconfig PATH`, `--context NAME` and `-n/--namespace NAME`, and hands them to the subcommand
-that uses them. As kubectl does for cluster-scoped resources, `-n` is accepted and has no effect on
-`report` (branch ENI books are per node) and `state export` (the state is cluster-wide).
+parses none of its own flags for a plugin; it even refuses flags placed before the plugin name
+(kubernetes/kubernetes staging/src/k8s.io/kubectl/pkg/cmd/cmd.go, HandlePluginCommand). So this
+entry takes kubectl's connection flags itself, wherever they are written
+(`kubectl fitguard -n prod check ...` as well as after the command): `--kubeconfig PATH`,
+`--context NAME` and `-n/--namespace NAME`, and hands them to the subcommand that uses them. As
+kubectl does for cluster-scoped resources, `-n` is accepted and has no effect on `report` (branch
+ENI books are per node) and `state export` (the state is cluster-wide).
 """
 
 from __future__ import annotations

@@ -53,6 +53,8 @@ def _objects(doc: object, file: str, document: int, line: int, item_lines: list[
     if not _is_list(doc):
         if not doc.get("kind") or not doc.get("apiVersion"):
             raise ManifestError(f"{file}:{line}: document {document} has no kind or apiVersion")
+        if not isinstance(doc.get("metadata", {}), Mapping):
+            raise ManifestError(f"{file}:{line}: document {document}: metadata must be an object")
         yield Located(dict(doc), file, document, line)
         return
     items = doc.get("items") or []
@@ -60,8 +62,16 @@ def _objects(doc: object, file: str, document: int, line: int, item_lines: list[
         raise ManifestError(f"{file}:{line}: document {document}: items must be a list")
     for i, entry in enumerate(items):
         at = item_lines[i] if i < len(item_lines) else line
-        if not isinstance(entry, Mapping) or not entry.get("kind") or not entry.get("apiVersion"):
-            raise ManifestError(f"{file}:{at}: document {document}, item {i + 1}: not an object with kind")
+        if (
+            not isinstance(entry, Mapping)
+            or not entry.get("kind")
+            or not entry.get("apiVersion")
+            or not isinstance(entry.get("metadata", {}), Mapping)
+        ):
+            raise ManifestError(
+                f"{file}:{at}: document {document}, item {i + 1}: "
+                "not an object with kind, apiVersion and metadata"
+            )
         yield Located(dict(entry), file, document, at, i + 1)
 
 

@@ -124,14 +124,19 @@ def test_warn_mode_exits_0_with_the_warnings(tmp_path: Path) -> None:
 
 
 def test_namespace_flag_places_objects_that_name_none(tmp_path: Path) -> None:
-    """-n sets the namespace of objects without one (kube-system is exempt); an object's own wins."""
-    manifest = write(tmp_path / "app.yaml", f"{DEPLOYMENT}---\n{BAD}")
+    """-n sets the namespace of objects without one (kube-system is exempt); an object naming
+    another namespace than an explicit -n is refused as kubectl refuses it, naming the object."""
+    manifest = write(tmp_path / "app.yaml", DEPLOYMENT)
     run = check("-f", str(manifest), "--state", str(STATE), "-n", "kube-system", "-o", "json")
-    assert run.returncode == 1
-    assert [(r["namespace"], r["verdict"]) for r in results(run)] == [
-        ("kube-system", "exempt"),
-        ("default", "denied"),
-    ]
+    assert run.returncode == 0, run.stderr
+    assert [(r["namespace"], r["verdict"]) for r in results(run)] == [("kube-system", "exempt")]
+    mixed = write(tmp_path / "mixed.yaml", f"{DEPLOYMENT}---\n{BAD}")
+    refused = check("-f", str(mixed), "--state", str(STATE), "-n", "kube-system")
+    assert (refused.returncode, refused.stdout) == (2, "")
+    assert refused.stderr == (
+        f"fitguard check: {mixed}:12 (document 2): "
+        "the object's namespace default does not match -n kube-system\n"
+    )
 
 
 @pytest.mark.parametrize(
