@@ -51,6 +51,12 @@ NOT_NEEDED = [
     },
     {
         "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "coredns", "namespace": "kube-system"},
+        "data": {"Corefile": ".:53 {}"},
+    },
+    {
+        "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": "running", "namespace": "payments"},
         "spec": {"containers": [{"name": "c", "image": "busybox"}]},
