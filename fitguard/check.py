@@ -48,7 +48,7 @@ def _cluster(args: argparse.Namespace) -> tuple[Any, dict[str, str], str]:
 
     try:
         identity = identify(args.kubeconfig, args.context)
-        state = export_state(args.kubeconfig, args.context)
+        state = export_state(args.kubeconfig, args.context, identity=identity)
     except KubeError as err:
         raise UnreadableCluster(f"cannot read the cluster: {err}") from None
     header = {"cluster": identity.server, "context": identity.context}

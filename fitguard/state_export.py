@@ -67,13 +67,18 @@ def listings() -> list[Any]:
 
 
 def export_state(
-    kubeconfig: str | None, context: str | None, now: float | None = None, page_size: int | None = None
+    kubeconfig: str | None,
+    context: str | None,
+    now: float | None = None,
+    page_size: int | None = None,
+    identity: Any = None,
 ) -> dict[str, Any]:
-    """The state file's content: a `kind: List` of the projected objects, with its provenance."""
+    """The state file's content: a `kind: List` of the projected objects, with its provenance
+    (`identity`: the kubeconfig's ClusterIdentity when the caller has it already)."""
     from kube.client import KubeClient, load_api_client
     from kube.state_listing import PAGE_SIZE, identify, list_objects
 
-    identity = identify(kubeconfig, context)
+    identity = identity or identify(kubeconfig, context)
     api = load_api_client(kubeconfig, context)
     try:
         objects = list_objects(KubeClient(api), listings(), page_size or PAGE_SIZE)
