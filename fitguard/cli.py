@@ -19,6 +19,8 @@ COMMANDS: dict[str, str] = {
     "webhook": "webhook.cli",
     "controller": "controller.cli",
     "report": "fitguard.report",
+    "check": "fitguard.check",
+    "state": "fitguard.state_export",
     "certs": "certs.cli",
     "instance-types": "fitguard.instance_types",
     "demo": "fitguard.demo",

@@ -77,6 +77,12 @@ def run(args: argparse.Namespace) -> int:
         show_scaling(out, report)
     section(out, "6. Branch ENI books: held ENIs the scheduler cannot see (fitguard report)")
     show_books(out, examples / "snapshot-classic.json")
+    section(
+        out, "7. Shift left: the same verdicts in CI, before anything reaches the cluster (fitguard check)"
+    )
+    from fitguard.check import demo as check_demo
+
+    check_demo(out, examples)
     return 0
 
 

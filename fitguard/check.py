@@ -1,0 +1,150 @@
+"""`fitguard check`: the webhook's verdicts on manifests, before they reach a cluster.
+
+Reads manifests (files, directories recursively, `-` for standard input; multi-document YAML, JSON,
+`kind: List`), and judges every Pod and workload exactly as `kubectl apply` would meet fitguard:
+through the webhook's own /mutate and /validate code, against a state file (`fitguard state export`)
+or the cluster a kubeconfig points at. Other kinds are counted as skipped.
+
+Exit status: 0 every object admitted (mode warn or audit: admitted, with warnings or findings),
+1 any object denied, 2 usage errors or unreadable input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from webhook.review import MODES
+
+EXIT_ADMITTED, EXIT_DENIED, EXIT_USAGE = 0, 1, 2
+
+
+class UnreadableCluster(Exception):
+    """The state file or the cluster could not be read."""
+
+
+def _fail(message: str) -> int:
+    print(f"fitguard check: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def _cluster(args: argparse.Namespace) -> tuple[Any, dict[str, str], str]:
+    """(cluster view, what the output says about its source, the default namespace)."""
+    from fitguard.state_export import provenance
+
+    if args.state is not None:
+        from webhook.cluster import from_state_file
+
+        header = {"state": str(args.state)}
+        header.update({f"state {key}": value for key, value in provenance(args.state).items()})
+        return from_state_file(args.state), header, args.namespace or "default"
+    from fitguard.state_export import export_state
+    from kube.client import KubeError
+    from kube.state_listing import identify
+    from webhook.cluster import from_objects
+
+    try:
+        identity = identify(args.kubeconfig, args.context)
+        state = export_state(args.kubeconfig, args.context, identity=identity)
+    except KubeError as err:
+        raise UnreadableCluster(f"cannot read the cluster: {err}") from None
+    header = {"cluster": identity.server, "context": identity.context}
+    # kubectl's order (client-go clientcmd DirectClientConfig.Namespace): -n, the context's, default
+    return from_objects(state["items"]), header, args.namespace or identity.namespace
+
+
+def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    from fitguard.check_output import RENDERERS, Result
+    from fitguard.judge import Judge
+    from fitguard.manifests import ManifestError, read_manifests
+    from kube.statefile import StateFileError
+    from webhook.review import WebhookConfig
+
+    if args.state is not None and args.context is not None:
+        return _fail("--context needs --kubeconfig (or the default kubeconfig), not --state")
+    try:
+        located = read_manifests(args.filename)
+    except ManifestError as err:
+        return _fail(str(err))
+    try:
+        cluster, header, namespace = _cluster(args)
+    except (StateFileError, UnreadableCluster) as err:
+        return _fail(str(err))
+    header = {**header, "mode": args.mode}
+    judge = Judge(cluster, WebhookConfig(mode=args.mode))
+    results = []
+    for item in located:
+        own = str((item.obj.get("metadata") or {}).get("namespace") or namespace)
+        if args.namespace and own != args.namespace and judge.judges(item.obj):
+            # as kubectl refuses it (cli-runtime resource/visitor.go RequireNamespace)
+            return _fail(f"{item.location}: the object's namespace {own} does not match -n {args.namespace}")
+        try:
+            judgement = judge.judge(item.obj, namespace) if judge.judges(item.obj) else None
+        except ValueError as err:  # the webhook refused the review itself (e.g. over its size limit)
+            return _fail(f"{item.location}: {item.obj.get('kind')} could not be reviewed: {err}")
+        results.append(Result(item, own, judgement))
+    RENDERERS[args.output](results, header, out or sys.stdout)
+    return (
+        EXIT_DENIED if any(r.judgement is not None and r.judgement.denied for r in results) else EXIT_ADMITTED
+    )
+
+
+def demo(out: TextIO, examples: Path) -> int:
+    """For `fitguard demo`: one check of the example application against the example state."""
+    from fitguard.cli import build_parser
+
+    argv = [
+        "check",
+        "-f",
+        os.path.relpath(examples / "check"),
+        "--state",
+        os.path.relpath(examples / "cluster.yaml"),
+    ]
+    out.write(f"$ fitguard {' '.join(argv)}\n")
+    status = run(build_parser(only="fitguard.check").parse_args(argv), out)
+    out.write(
+        f"(exit status {status}: the CronJob would be denied at deploy time, so CI fails the pull request)\n"
+    )
+    return status
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "check",
+        help="judge manifests as the webhook would (CI, terminal)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "-f",
+        "--filename",
+        action="append",
+        required=True,
+        metavar="PATH|DIR|-",
+        help="a manifest file, a directory (read recursively) or - for standard input; repeatable",
+    )
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("--state", type=Path, metavar="PATH", help="judge against this state file")
+    source.add_argument(
+        "--kubeconfig",
+        metavar="PATH",
+        help="judge against this cluster (default: $KUBECONFIG, ~/.kube/config)",
+    )
+    parser.add_argument("--context", help="kubeconfig context (default: the current one)")
+    parser.add_argument(
+        "-n",
+        "--namespace",
+        help="namespace of objects that name none (default: the kubeconfig context's, else default)",
+    )
+    parser.add_argument(
+        "--mode",
+        choices=MODES,
+        default="enforce",
+        help="as the webhook's --mode; the namespace label fitguard.io/mode overrides it "
+        "(default: %(default)s)",
+    )
+    parser.add_argument("-o", "--output", choices=("text", "json", "junit"), default="text")
+    parser.set_defaults(func=run)

@@ -1,0 +1,164 @@
+"""`fitguard state export`: the state file the webhook (`--state`) and `fitguard check` read, taken
+from the cluster a kubeconfig points at.
+
+Exactly what a verdict needs is written: NodeGroupTemplates, SecurityGroupPolicies, ServiceAccounts
+and Namespaces with their labels, and the VPC CNI ConfigMap's keys the webhook reads. Each object is
+cut down to those fields (no annotations, no managedFields, no other ConfigMap data); Secrets, pods
+and every other kind are never listed. The List records when it was taken and from which cluster.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from webhook.cluster import CONFIG_KEYS, VPC_CNI_CONFIG
+
+EXPORTED_AT = "fitguard.io/exported-at"
+CLUSTER = "fitguard.io/cluster"
+SERVER = "fitguard.io/server"
+CONTEXT = "fitguard.io/context"
+PROVENANCE = (EXPORTED_AT, CONTEXT, CLUSTER, SERVER)
+
+
+def _meta(obj: Mapping[str, Any], *, labels: bool) -> dict[str, Any]:
+    meta = obj.get("metadata") or {}
+    kept = {key: meta[key] for key in ("name", "namespace") if meta.get(key)}
+    if labels and meta.get("labels"):
+        kept["labels"] = dict(meta["labels"])
+    return kept
+
+
+def project(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields of one exported object that the webhook reads, and nothing else."""
+    kind = obj["kind"]
+    head = {"apiVersion": obj["apiVersion"], "kind": kind}
+    if kind in ("Namespace", "ServiceAccount"):
+        return {**head, "metadata": _meta(obj, labels=True)}
+    if kind == "ConfigMap":
+        data = obj.get("data") or {}
+        return {
+            **head,
+            "metadata": _meta(obj, labels=False),
+            "data": {k: data[k] for k in CONFIG_KEYS if k in data},
+        }
+    # SecurityGroupPolicy, NodeGroupTemplate: the spec is the verdict's input
+    return {**head, "metadata": _meta(obj, labels=kind == "NodeGroupTemplate"), "spec": obj.get("spec") or {}}
+
+
+def listings() -> list[Any]:
+    """The kinds exported, as the webhook's reflectors watch them (webhook/cluster.py WATCHES)."""
+    from kube import client
+    from kube.state_listing import Listing
+
+    return [
+        Listing("Namespace", client.NAMESPACES),
+        Listing("ServiceAccount", client.SERVICE_ACCOUNTS),
+        Listing("SecurityGroupPolicy", client.SECURITY_GROUP_POLICIES, optional=True),
+        Listing("ConfigMap", client.CONFIG_MAPS, VPC_CNI_CONFIG[0], f"metadata.name={VPC_CNI_CONFIG[1]}"),
+        Listing("NodeGroupTemplate", client.NODE_GROUP_TEMPLATES, optional=True),
+    ]
+
+
+def export_state(
+    kubeconfig: str | None,
+    context: str | None,
+    now: float | None = None,
+    page_size: int | None = None,
+    identity: Any = None,
+) -> dict[str, Any]:
+    """The state file's content: a `kind: List` of the projected objects, with its provenance
+    (`identity`: the kubeconfig's ClusterIdentity when the caller has it already)."""
+    from kube.client import KubeClient, load_api_client
+    from kube.state_listing import PAGE_SIZE, identify, list_objects
+
+    identity = identity or identify(kubeconfig, context)
+    api = load_api_client(kubeconfig, context)
+    try:
+        objects = list_objects(KubeClient(api), listings(), page_size or PAGE_SIZE)
+    finally:
+        api.close()
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() if now is None else now))
+    annotations = {
+        EXPORTED_AT: stamp,
+        CONTEXT: identity.context,
+        CLUSTER: identity.cluster,
+        SERVER: identity.server,
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "List",
+        "metadata": {"annotations": annotations},
+        "items": [project(obj) for obj in objects],
+    }
+
+
+def provenance(path: str | Path) -> dict[str, str]:
+    """What an exported state file records about itself (empty for a hand-written one)."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            doc = next(iter(yaml.safe_load_all(handle)), None)
+    except (OSError, yaml.YAMLError, UnicodeDecodeError):
+        return {}
+    meta = doc.get("metadata") if isinstance(doc, Mapping) else None
+    annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
+    if not isinstance(annotations, Mapping):
+        return {}
+    return {
+        key.removeprefix("fitguard.io/"): str(annotations[key]) for key in PROVENANCE if key in annotations
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    from kube.client import KubeError
+
+    try:
+        state = export_state(args.kubeconfig, args.context)
+    except KubeError as err:
+        print(f"fitguard state export: {err}", file=sys.stderr)
+        return 1
+    text = yaml.safe_dump(state, sort_keys=False, default_flow_style=False)
+    header = "# fitguard state: read by `fitguard check --state` and `fitguard webhook --state`\n"
+    if args.output in (None, "-"):
+        sys.stdout.write(header + text)
+    else:
+        try:
+            Path(args.output).write_text(header + text, encoding="utf-8")
+        except OSError as err:
+            print(f"fitguard state export: {args.output}: {err.strerror or err}", file=sys.stderr)
+            return 1
+        kinds: dict[str, int] = {}
+        for item in state["items"]:
+            kinds[item["kind"]] = kinds.get(item["kind"], 0) + 1
+        counts = ", ".join(f"{n} {kind}" for kind, n in kinds.items()) or "no objects"
+        print(
+            f"wrote {args.output}: {counts} from {state['metadata']['annotations'][SERVER]}", file=sys.stderr
+        )
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "state",
+        help="the cluster state the webhook and `fitguard check` judge by",
+        description="Work with fitguard state files.",
+    )
+    actions = parser.add_subparsers(dest="state_command", metavar="ACTION", required=True)
+    export = actions.add_parser(
+        "export",
+        help="write the state file of the cluster a kubeconfig points at",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    export.add_argument(
+        "--kubeconfig", metavar="PATH", help="kubeconfig (default: $KUBECONFIG, ~/.kube/config)"
+    )
+    export.add_argument("--context", help="kubeconfig context (default: the current one)")
+    export.add_argument("-o", "--output", metavar="PATH", help="write here (default: standard output)")
+    export.set_defaults(func=run)
