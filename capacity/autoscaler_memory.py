@@ -1,4 +1,4 @@
-"""cluster-autoscaler's memory of a node group's last live node (DESIGN.md failure 1: a group that
+"""cluster-autoscaler's memory of a node group's last live node (docs/design.md failure 1: a group that
 once had a node "works" until cluster-autoscaler restarts). Pure: objects and times in, verdicts out.
 
 Upstream (sigs.k8s.io/cluster-autoscaler, pkg/processors/nodeinfosprovider, formerly

@@ -1,4 +1,4 @@
-"""The branch ENI books: what each node's branch ENIs are really doing (DESIGN.md failure 2).
+"""The branch ENI books: what each node's branch ENIs are really doing (docs/design.md failure 2).
 
 Per node: capacity (allocatable `vpc.amazonaws.com/pod-eni`, what the scheduler counts; 0 when the
 node advertises none, whatever its instance type could offer), in use (pod-eni requested by its

@@ -3,7 +3,7 @@
 A group serves a pod when the pod fits the view that will really be used for its next node
 (`NodeGroupTemplate.judged_view`), after the DaemonSet overhead of a new node. When the group is
 judged by its autoscaler view and the actual view would fit, the pod is in the classic trap of
-DESIGN.md failure 1: cluster-autoscaler will not scale for it until the ASG carries the tag. While
+docs/design.md failure 1: cluster-autoscaler will not scale for it until the ASG carries the tag. While
 cluster-autoscaler remembers a live node of a group at zero, the group is judged by that node; a pod
 that only the remembered node serves is admitted with a warning (`memory_reliance`).
 """

@@ -1,4 +1,4 @@
-"""SecurityGroupPolicy matching, as the VPC resource controller does it (DESIGN.md failure 3).
+"""SecurityGroupPolicy matching, as the VPC resource controller does it (docs/design.md failure 3).
 
 Upstream: aws/amazon-vpc-resource-controller-k8s pkg/utils/helper.go (filterPodSecurityGroups):
 - a policy with neither podSelector nor serviceAccountSelector, or with no group ids, is ignored;

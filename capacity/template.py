@@ -1,4 +1,4 @@
-"""Node group templates: what a new node of a group offers, seen two ways (DESIGN.md failure 1).
+"""Node group templates: what a new node of a group offers, seen two ways (docs/design.md failure 1).
 
 - The actual view: what a node really offers (a live node's allocatable, or an estimate from the
   launch template's instance type and root volume, or what a person wrote down).
@@ -174,7 +174,7 @@ class NodeGroupTemplate:
         return self.instance_types[0] if self.instance_types else ""
 
     def judged_view(self, with_memory: bool = True) -> tuple[View | None, str]:
-        """The view that will really be used for a new pod, and why (DESIGN.md, validating webhook).
+        """The view that will really be used for a new pod, and why (docs/design.md, validating webhook).
 
         Live nodes: the actual view. No node: the autoscaler view, unless fitguard scales the group
         from zero itself, nothing autoscales it (manual capacity), or cluster-autoscaler still

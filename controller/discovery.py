@@ -1,5 +1,5 @@
 """From what AWS says about the node groups and what the API says about nodes and DaemonSets, the
-NodeGroupTemplate of each group with both views (DESIGN.md, failure 1). No I/O here.
+NodeGroupTemplate of each group with both views (docs/design.md, failure 1). No I/O here.
 
 A group whose AWS data is incomplete keeps its last known template, with the reason; it is never
 rebuilt from half the data.

@@ -22,7 +22,7 @@ from capacity.taints import Taint
 from capacity.template import View
 
 # Set by the VPC resource controller once it has attached branch ENIs to the pod: a JSON list of
-# {eniId, ifAddress, privateIp, vlanId, subnetCidr}; never removed afterwards (DESIGN.md failure 2).
+# {eniId, ifAddress, privateIp, vlanId, subnetCidr}; never removed afterwards (docs/design.md failure 2).
 POD_ENI_ANNOTATION = "vpc.amazonaws.com/pod-eni"
 KEEP_LABEL = "fitguard.io/keep"
 EXHAUSTED_LABEL = "fitguard.io/branch-eni-exhausted"

@@ -268,7 +268,7 @@ Tombstone = tuple[str, int, float]  # node, branch ENIs, until
 
 
 def _expected(current: dict[str, PodRecord], tombstones: list[Tombstone], release: str, now: float):
-    """Brute force from the definitions in DESIGN.md, nothing shared with the implementation."""
+    """Brute force from the definitions in docs/design.md, nothing shared with the implementation."""
     out = {}
     for node in ("n1", "n2"):
         pods = [p for p in current.values() if p.node == node]

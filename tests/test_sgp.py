@@ -1,5 +1,5 @@
 """SecurityGroupPolicy matching against the VPC resource controller's own test cases, and the rules
-of DESIGN.md failure 3 that those cases do not pin down."""
+of docs/design.md failure 3 that those cases do not pin down."""
 
 from __future__ import annotations
 

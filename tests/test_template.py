@@ -1,4 +1,4 @@
-"""NodeGroupTemplate objects parse and render the DESIGN.md shape, and pick the view that will
+"""NodeGroupTemplate objects parse and render the docs/design.md shape, and pick the view that will
 really be used for a new pod."""
 
 import pytest
