@@ -112,6 +112,7 @@ def create_app(
     # no static route (Flask would serve ./static of the working directory) and no automatic
     # OPTIONS: the port answers the contract's paths and methods only, anything else 404/405
     app = Flask("fitguard-webhook", static_folder=None)
+    metrics.set_build_info("webhook")
     app.config["PROVIDE_AUTOMATIC_OPTIONS"] = False
     # One byte over the limit: werkzeug cuts a chunked body at MAX_CONTENT_LENGTH without an error,
     # so reading limit + 1 bytes is how an oversized chunked body is told from one at the limit.
@@ -140,17 +141,21 @@ def create_app(
                 metrics.INVALID.labels(name, str(err.code)).inc()
                 return _json({"message": err.message}, err.code)
             reason = exemption(req, cluster, config)
+            outcome = "allow"
             if reason is not None:
                 verdict = Verdict(allowed=True, message=reason)
             else:
                 try:
                     verdict = handler(req, cluster, config)
+                    outcome = _verdict_label(verdict, mutating)
                 except Exception:  # any bug becomes the failure policy's answer, never a 500
                     log.exception("%s: review %s failed", name, req.get("uid"))
                     metrics.ERRORS.labels(name).inc()
                     verdict = failure_verdict(config)
+                    outcome = "error"
                 if verdict.allowed and verdict.message and not mutating and req.get("dryRun") is not True:
                     _audit(req, verdict.message)  # a dry run gets the same answer and causes nothing else
+            metrics.REVIEWS.labels(name, _kind(req), str(req.get("operation") or ""), outcome).inc()
             answer = review_response(api_version, req["uid"], verdict, mutating)
             metrics.REQUESTS.labels(
                 name,
@@ -219,6 +224,17 @@ def create_app(
         return _json({"message": "internal error"}, 500)
 
     return app
+
+
+def _verdict_label(verdict: Verdict, mutating: bool) -> str:
+    """deny; audit (validating, allowed with a finding); warn (allowed with warnings); else allow."""
+    if not verdict.allowed:
+        return "deny"
+    if verdict.message and not mutating:
+        return "audit"
+    if verdict.warnings:
+        return "warn"
+    return "allow"
 
 
 def _kind(req: Mapping[str, Any]) -> str:
