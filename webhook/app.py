@@ -113,6 +113,8 @@ def create_app(
     # OPTIONS: the port answers the contract's paths and methods only, anything else 404/405
     app = Flask("fitguard-webhook", static_folder=None)
     metrics.set_build_info("webhook")
+    for webhook in ("mutate", "validate"):
+        metrics.ERRORS.labels(webhook)  # a zero series from the start: alert rules can rate() it
     app.config["PROVIDE_AUTOMATIC_OPTIONS"] = False
     # One byte over the limit: werkzeug cuts a chunked body at MAX_CONTENT_LENGTH without an error,
     # so reading limit + 1 bytes is how an oversized chunked body is told from one at the limit.
