@@ -487,6 +487,16 @@ class BooksCollector(Collector):
                 per_group[name].add_metric([group_name], float(value))
         yield from per_node.values()
         yield from per_group.values()
+        labelled = GaugeMetricFamily(
+            "fitguard_branch_eni_node_exhausted",
+            f"1 when the node carries the {EXHAUSTED_LABEL}=true label (as the informer sees it)",
+            labels=["node", "node_group"],
+        )
+        for row in rows:
+            node = self.live.nodes.get("", row.name)
+            if node is not None:
+                labelled.add_metric([row.name, row.node_group], 1.0 if node.exhausted else 0.0)
+        yield labelled
         yield GaugeMetricFamily(
             "fitguard_branch_eni_waiting_pods", "Pods bound without their branch ENI", waiting
         )

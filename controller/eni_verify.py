@@ -85,7 +85,7 @@ class Ec2Verifier:
         claimed = {eni for pod in pods for eni in pod.eni_ids}
         instances = {node.instance_id: node.name for node in nodes if node.instance_id}
         audit = self.tracker.audit(enis, trunks, claimed, instances, now)
-        self._publish(audit)
+        self._publish(audit, instances.values())
         return {
             "perNode": dict(sorted(audit.per_node.items())),
             "leaked": [
@@ -99,9 +99,11 @@ class Ec2Verifier:
             ],
         }
 
-    def _publish(self, audit: Audit) -> None:
+    def _publish(self, audit: Audit, nodes: Iterable[str] = ()) -> None:
         self.held.clear()
         self.leaked.clear()
+        for node in nodes:
+            self.leaked.labels(node=node)  # a 0 series for every node: a leak is a change, not a new series
         for node, count in audit.per_node.items():
             self.held.labels(node=node).set(count)
         for leak in audit.leaks:

@@ -19,6 +19,7 @@ from capacity.guard import DEFAULT_GRACE
 from controller.books import LiveBooks
 from controller.eni_verify import Ec2Verifier
 from controller.http import ControllerHttp
+from controller.metrics import ControllerMetrics
 from controller.rescue import carry_out, pods_on_node, reclaim_candidates, rescue_candidates
 from controller.run import ControllerOptions, ScalingInputs, run_once
 from controller.scaling import ON, ScalingConfig, list_unschedulable_pods
@@ -87,11 +88,17 @@ class ControllerLoop:
             build_driver(options.scaling, self.recorder, region=region) if options.scaling else None
         )
         self.verifier = self._verifier() if options.verify_with_ec2 else None
+        self.metrics = ControllerMetrics(
+            is_leader=self.is_leader,
+            synced=lambda: self.books.wait_synced(0),
+            last_cycle=lambda: self.last_cycle,
+        )
+        sources = (self.metrics, self.books, self.scaling, self.verifier)
         self.http = ControllerHttp(
             options.metrics_bind,
             ready=self._waiting,
             snapshot=self.snapshot,
-            registries=tuple(x.registry for x in (self.books, self.scaling, self.verifier) if x is not None),
+            registries=tuple(x.registry for x in sources if x is not None),
         )
 
     def _verifier(self) -> Ec2Verifier:
@@ -157,8 +164,10 @@ class ControllerLoop:
             started = time.monotonic()
             try:
                 self.last_cycle = self.cycle()
+                self.metrics.cycle_done(self.last_cycle, time.time())
             except Exception:  # one failed cycle must not end leadership; the next one retries
                 log.exception("controller cycle failed")
+                self.metrics.cycle_failed()
             stop.wait(max(0.0, self.options.interval - (time.monotonic() - started)))
 
     def cycle(self) -> dict[str, Any]:

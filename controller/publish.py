@@ -4,13 +4,15 @@ deleted when its group is gone; objects marked manual (by a person) are never to
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from controller.discovery import GroupOutcome
+from controller.status import desired_status, status_patch
 from kube.client import NODE_GROUP_TEMPLATES, KubeClient, KubeError, as_kube_client
-from kube.patch import apply_object, delete_object
+from kube.patch import apply_object, delete_object, merge_patch
 
 log = logging.getLogger(__name__)
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
@@ -88,13 +90,23 @@ class PublishResult:
     deleted: list[str] = field(default_factory=list)
     unchanged: int = 0
     errors: list[str] = field(default_factory=list)
+    statuses: list[str] = field(default_factory=list)  # names whose status was written
 
 
-def publish(api: KubeClient | Any, outcomes: Iterable[GroupOutcome]) -> PublishResult:
-    """Lists the NodeGroupTemplates, then creates, replaces or deletes as planned. API errors on
-    one object are reported and do not stop the others."""
+def publish(
+    api: KubeClient | Any,
+    outcomes: Iterable[GroupOutcome],
+    *,
+    now: float | None = None,
+    autoscaling_groups: Mapping[str, str] | None = None,
+) -> PublishResult:
+    """Lists the NodeGroupTemplates, then creates, replaces or deletes as planned, then writes the
+    status of each of ours (controller/status.py). API errors on one object are reported and do
+    not stop the others."""
     client = as_kube_client(api)
+    outcomes = list(outcomes)
     existing = (client.get(NODE_GROUP_TEMPLATES.path()) or {}).get("items") or []
+    stored = {str(o["metadata"]["name"]): o for o in existing}
     desired = desired_objects(outcomes)
     plan = plan_publish(desired, existing)
     result = PublishResult(unchanged=len(desired) - len(plan.writes) - len(plan.manual))
@@ -103,8 +115,9 @@ def publish(api: KubeClient | Any, outcomes: Iterable[GroupOutcome]) -> PublishR
     for obj in plan.writes:
         name = obj["metadata"]["name"]
         try:
-            action, _ = apply_object(client, NODE_GROUP_TEMPLATES, obj)
+            action, stored[name] = apply_object(client, NODE_GROUP_TEMPLATES, obj)
         except KubeError as err:
+            stored.pop(name, None)  # its status would describe a spec that was not written
             result.errors.append(f"{name}: {err}")
             log.warning("NodeGroupTemplate %s not written: %s", name, err)
             continue
@@ -125,4 +138,49 @@ def publish(api: KubeClient | Any, outcomes: Iterable[GroupOutcome]) -> PublishR
             continue
         log.info("NodeGroupTemplate %s deleted: its node group is gone", meta["name"])
         result.deleted.append(meta["name"])
+    skip = set(plan.manual)
+    mine = [o for o in outcomes if o.name not in skip and o.name in stored]
+    write_statuses(client, mine, stored, now=now, autoscaling_groups=autoscaling_groups, result=result)
+    return result
+
+
+def write_statuses(
+    api: KubeClient | Any,
+    outcomes: Iterable[GroupOutcome],
+    stored: Mapping[str, Mapping[str, Any]] | None = None,
+    *,
+    now: float | None = None,
+    autoscaling_groups: Mapping[str, str] | None = None,
+    result: PublishResult | None = None,
+) -> PublishResult:
+    """PATCHes the status subresource of each outcome's object (ours only) when it differs from
+    what is stored. `stored` by name; listed when not given (the discovery-failed path)."""
+    client = as_kube_client(api)
+    result = result if result is not None else PublishResult()
+    if stored is None:
+        listed = (client.get(NODE_GROUP_TEMPLATES.path()) or {}).get("items") or []
+        stored = {str(o["metadata"]["name"]): o for o in listed}
+    now = time.time() if now is None else now
+    for outcome in outcomes:
+        current = stored.get(outcome.name)
+        if current is None or not is_ours(current) or is_manual(current):
+            continue
+        desired = desired_status(outcome, current, now, (autoscaling_groups or {}).get(outcome.name, ""))
+        patch = status_patch(current, desired) if desired is not None else None
+        if patch is None:
+            continue
+        try:
+            merge_patch(
+                client,
+                NODE_GROUP_TEMPLATES,
+                outcome.name,
+                patch,
+                uid=str(current["metadata"].get("uid") or ""),
+                subresource="status",
+            )
+        except KubeError as err:
+            result.errors.append(f"{outcome.name} status: {err}")
+            log.warning("NodeGroupTemplate %s status not written: %s", outcome.name, err)
+            continue
+        result.statuses.append(outcome.name)
     return result

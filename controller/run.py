@@ -19,7 +19,7 @@ from controller.aws.discovery import AwsDiscovery, DiscoveryError
 from controller.aws.records import AwsNodeGroup, DiscoverySelection
 from controller.discovery import GroupOutcome, build_templates
 from controller.memory import observe, remember
-from controller.publish import desired_objects, is_manual, publish
+from controller.publish import desired_objects, is_manual, publish, write_statuses
 from controller.scaling import ScalingConfig, ScalingDriver, groups_to_mark, scale_ups_json
 from controller.tagsync import TagChange, apply_tag_sync, log_plan, plan_tag_sync
 
@@ -131,6 +131,8 @@ def run_once(
     except DiscoveryError as err:
         log.error("node group discovery failed, every template kept as it was: %s", err)
         outcomes = [GroupOutcome(name, t, str(err)) for name, t in sorted(previous.items())]
+        if not options.dry_run and not options.state:
+            write_statuses(api, outcomes)  # Discovered False, with the error, on every kept template
         return _report(outcomes, [], {}, {"": str(err)})
     outcomes = build_templates(
         groups, objects.nodes, objects.daemonsets, previous, facts=facts, group_label=options.node_group_label
@@ -140,7 +142,7 @@ def run_once(
         outcomes = _mark_scaled_from_zero(outcomes, scaling.driver.config)
     changes, written = _sync_tags(options, clients, groups, outcomes, note)
     if not options.dry_run and not options.state:
-        result = publish(api, outcomes)
+        result = publish(api, outcomes, autoscaling_groups={g.name: g.asg_name for g in groups})
         log.info(
             "NodeGroupTemplates: %d created, %d updated, %d deleted, %d unchanged",
             len(result.created),

@@ -15,6 +15,7 @@ import pytest
 
 from controller.demo_seed import seed_moto
 from controller.loop import LEASE_NAME, ControllerLoop, LoopOptions
+from controller.records import EXHAUSTED_LABEL
 from controller.run import ControllerOptions
 from kube.client import as_kube_client
 from kube.statefile import load_state
@@ -145,3 +146,67 @@ def test_readyz_waits_until_every_cache_completed_its_first_list(cluster: Any) -
         assert [r.fault for r in cluster.requests.find("GET", "/api/v1/pods", watch=False)][:1] == ["delay"]
     finally:
         stop.set()
+
+
+def samples(text: str, name: str) -> dict[tuple[tuple[str, str], ...], float]:
+    """Every sample of one metric family in an exposition: its whole label set -> value."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    found = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == name:
+                found[tuple(sorted(sample.labels.items()))] = sample.value
+    return found
+
+
+@pytest.mark.slow
+def test_metrics_show_the_leader_the_blind_groups_and_the_build(replicas: list[Any], cluster: Any) -> None:
+    """After a cycle, the leader's /metrics says it leads and, per node group and resource, whether
+    cluster-autoscaler's view lacks what a real node offers (tags planned, not written: all blind);
+    the follower says it does not lead; both name their build."""
+    from fitguard import __version__
+
+    leader = wait_for(lambda: leaders(replicas))[0]
+    follower = next(loop for loop, _ in replicas if loop is not leader)
+    base = f"http://127.0.0.1:{leader.http.port}"
+    blind = wait_for(lambda: samples(get(f"{base}/metrics")[1], "fitguard_node_group_blind"), "a cycle")
+    text = get(f"{base}/metrics")[1]
+    storage, eni = "ephemeral-storage", "vpc.amazonaws.com/pod-eni"
+    assert blind == {
+        (("node_group", "ng-batch"), ("resource", storage)): 1.0,
+        (("node_group", "ng-batch"), ("resource", eni)): 1.0,
+        (("node_group", "ng-burst"), ("resource", storage)): 1.0,
+        (("node_group", "ng-general"), ("resource", storage)): 1.0,
+        (("node_group", "ng-general"), ("resource", eni)): 1.0,
+    }
+    assert samples(text, "fitguard_node_group_autoscaler_scales_from_zero") == {
+        (("node_group", "ng-batch"),): 0.0,
+        (("node_group", "ng-burst"),): 0.0,
+        (("node_group", "ng-general"),): 0.0,
+    }
+    assert samples(text, "fitguard_leader") == {(): 1.0}
+    # the test process also holds the webhook's metrics (one global registry): its own is left out
+    builds = {
+        k: v for k, v in samples(text, "fitguard_build_info").items() if ("component", "webhook") not in k
+    }
+    assert builds == {(("component", "controller"), ("version", __version__)): 1.0}
+    follower_text = get(f"http://127.0.0.1:{follower.http.port}/metrics")[1]
+    assert samples(follower_text, "fitguard_leader") == {(): 0.0}
+    assert samples(follower_text, "fitguard_node_group_blind") == {}
+
+    def exhausted_in_api() -> dict[tuple[tuple[str, str], ...], float]:
+        found = {}
+        for node in cluster.objects("Node"):
+            labels = node["metadata"].get("labels") or {}
+            group = labels.get("eks.amazonaws.com/nodegroup", "")
+            value = 1.0 if labels.get(EXHAUSTED_LABEL) == "true" else 0.0
+            found[(("node", node["metadata"]["name"]), ("node_group", group))] = value
+        return found
+
+    def exhausted_metric() -> dict[tuple[tuple[str, str], ...], float]:
+        return samples(get(f"{base}/metrics")[1], "fitguard_branch_eni_node_exhausted")
+
+    # the informer's view of the label catches up with the API's: every node, 1 where labelled
+    wait_for(lambda: exhausted_metric() == exhausted_in_api(), "the exhausted gauge")
+    assert sorted(exhausted_in_api().values()) == [0.0, 0.0, 0.0, 0.0]  # no node is exhausted here

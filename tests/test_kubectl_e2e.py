@@ -21,6 +21,7 @@ import pytest
 import yaml
 
 from tests.kubectl_cluster import Cluster, kubectl_path, running_cluster, webhook_configurations
+from tests.waiting import eventually
 
 pytestmark = [
     pytest.mark.slow,
@@ -317,28 +318,43 @@ def test_the_fail_closed_overlay_still_exempts_kube_system(fresh: Cluster) -> No
 
 
 def test_kubectl_get_ngt_shows_the_printer_columns(cluster: Cluster) -> None:
-    """The CRD's short name and additionalPrinterColumns, as kubectl prints the API server's Table."""
+    """The CRD's short name and additionalPrinterColumns, as kubectl prints the API server's Table.
+    AWS is unreachable here: once the controller has written Discovered False on every template
+    (status subresource), CA FROM ZERO shows its judgement and GROUP stays empty (never discovered)."""
+    eventually(lambda: all(_discovered(o) == "False" for o in _templates(cluster)), "statuses", timeout=90)
     result = cluster.kubectl("get", "ngt")
     assert (result.returncode, result.stderr) == (0, "")
     lines = result.stdout.splitlines()
     assert re.split(r"\s{2,}", lines[0]) == [
         "NAME",
+        "GROUP",
         "SOURCE",
         "INSTANCE TYPES",
         "EPHEMERAL STORAGE",
         "POD ENI",
         "NODES",
         "CA REMEMBERS",
+        "CA FROM ZERO",
         "AGE",
     ]
     rows = [re.split(r"\s{2,}", line) for line in lines[1:]]
     ages = [row.pop() for row in rows]
     assert all(re.fullmatch(r"\d+(s|m\d*s?|h\d*m?)", age) for age in ages), ages
     assert rows == [
-        ["ng-batch", "launch-template", '["m5.large"]', "44Gi", "9", "0"],
-        ["ng-burst", "live-node", '["t3.large"]', "19136439364", "2"],  # no pod-eni: an empty cell
-        ["ng-general", "live-node", '["m5.xlarge"]', "19136439364", "18", "2"],
+        # every group's autoscaler view lacks ephemeral-storage (no tag): none scales from zero
+        ["ng-batch", "launch-template", '["m5.large"]', "44Gi", "9", "0", "false"],
+        ["ng-burst", "live-node", '["t3.large"]', "19136439364", "2", "false"],  # no pod-eni: empty
+        ["ng-general", "live-node", '["m5.xlarge"]', "19136439364", "18", "2", "false"],
     ]
+
+
+def _templates(cluster: Cluster) -> list[dict[str, Any]]:
+    return cluster.fake.objects("NodeGroupTemplate", api_version="fitguard.io/v1alpha1")
+
+
+def _discovered(obj: dict[str, Any]) -> str:
+    conditions = (obj.get("status") or {}).get("conditions") or []
+    return next((c["status"] for c in conditions if c["type"] == "Discovered"), "")
 
 
 def test_the_rendered_configurations_are_what_the_cluster_runs(cluster: Cluster) -> None:

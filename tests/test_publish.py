@@ -11,6 +11,7 @@ from controller.publish import MANAGED_BY, MANAGED_BY_LABEL, publish
 from kube.client import KubeClient
 
 PATH = "/apis/fitguard.io/v1alpha1/nodegrouptemplates"
+NOW = 1_800_000_000.0  # status carries the discovery time: a fixed one keeps a second cycle identical
 
 
 def template(name: str, eph_gib: int = 44, nodes: int = 0) -> NodeGroupTemplate:
@@ -32,26 +33,31 @@ def test_templates_created_then_untouched_when_unchanged(fake_kube: Any) -> None
     """First cycle creates one object per group; an identical second cycle writes nothing."""
     api = KubeClient(fake_kube.api_client())
     outcomes = [GroupOutcome("ng-a", template("ng-a")), GroupOutcome("ng-b", template("ng-b"))]
-    result = publish(api, outcomes)
+    result = publish(api, outcomes, now=NOW)
     assert sorted(result.created) == ["ng-a", "ng-b"]
     stored = fake_kube.get("NodeGroupTemplate", "ng-a", api_version="fitguard.io/v1alpha1")
     assert stored["metadata"]["labels"][MANAGED_BY_LABEL] == MANAGED_BY
     assert NodeGroupTemplate.from_object(stored) == template("ng-a")
 
     fake_kube.requests.clear()
-    again = publish(api, outcomes)
+    again = publish(api, outcomes, now=NOW)
     assert again.unchanged == 2 and not again.created and not again.updated
     assert writes(fake_kube) == []
 
 
 def test_changed_template_is_replaced_and_gone_group_deleted(fake_kube: Any) -> None:
-    """A changed view is written (one PUT); a group no longer discovered loses its object."""
+    """A changed view is written (one PUT); a group no longer discovered loses its object; the
+    changed one's status follows its new generation (one PATCH of the status subresource)."""
     api = KubeClient(fake_kube.api_client())
-    publish(api, [GroupOutcome("ng-a", template("ng-a")), GroupOutcome("ng-b", template("ng-b"))])
+    publish(api, [GroupOutcome("ng-a", template("ng-a")), GroupOutcome("ng-b", template("ng-b"))], now=NOW)
     fake_kube.requests.clear()
-    result = publish(api, [GroupOutcome("ng-a", template("ng-a", eph_gib=90, nodes=1))])
+    result = publish(api, [GroupOutcome("ng-a", template("ng-a", eph_gib=90, nodes=1))], now=NOW)
     assert result.updated == ["ng-a"] and result.deleted == ["ng-b"]
-    assert [r.method for r in writes(fake_kube)] == ["PUT", "DELETE"]
+    assert [(r.method, r.path) for r in writes(fake_kube)] == [
+        ("PUT", f"{PATH}/ng-a"),
+        ("DELETE", f"{PATH}/ng-b"),
+        ("PATCH", f"{PATH}/ng-a/status"),
+    ]
     names = [
         o["metadata"]["name"]
         for o in fake_kube.objects("NodeGroupTemplate", api_version="fitguard.io/v1alpha1")

@@ -421,6 +421,29 @@ def test_readiness_follows_the_validity_of_the_loaded_certificate(tmp_path: Path
     assert certificate.current is not None and certificate.current.serial == renewed.cert.serial_number
 
 
+def test_the_expiry_metric_follows_the_certificate_in_use(tmp_path: Path) -> None:
+    """fitguard_certificate_expiry_timestamp_seconds is the loaded certificate's notAfter; a
+    renewal moves it, a refused (expired) renewal leaves it at the certificate still served."""
+    from prometheus_client import REGISTRY
+
+    def expiry() -> float | None:
+        return REGISTRY.get_sample_value("fitguard_certificate_expiry_timestamp_seconds")
+
+    now = datetime.now(UTC)
+    first = issue(valid_for=timedelta(hours=1), now=now)
+    write_pair(tmp_path, first)
+    certificate = ReloadingCertificate(tmp_path / files.CERT_FILE, tmp_path / files.KEY_FILE)
+    assert certificate.reload()
+    assert expiry() == first.cert.not_valid_after_utc.timestamp()
+    write_pair(tmp_path, issue(valid_for=timedelta(hours=1), now=now - timedelta(hours=2)))
+    assert not certificate.reload()
+    assert expiry() == first.cert.not_valid_after_utc.timestamp()
+    renewed = issue(valid_for=timedelta(days=3), now=now)
+    write_pair(tmp_path, renewed)
+    assert certificate.reload()
+    assert expiry() == renewed.cert.not_valid_after_utc.timestamp()
+
+
 # --- policy, over the wire ----------------------------------------------------------------------------
 
 

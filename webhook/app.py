@@ -108,6 +108,9 @@ def create_app(cluster: ClusterView, config: WebhookConfig, audit: AuditSink | N
     # no static route (Flask would serve ./static of the working directory) and no automatic
     # OPTIONS: the port answers the contract's paths and methods only, anything else 404/405
     app = Flask("fitguard-webhook", static_folder=None)
+    metrics.set_build_info("webhook")
+    for webhook in ("mutate", "validate"):
+        metrics.ERRORS.labels(webhook)  # a zero series from the start: alert rules can rate() it
     app.config["PROVIDE_AUTOMATIC_OPTIONS"] = False
     # One byte over the limit: werkzeug cuts a chunked body at MAX_CONTENT_LENGTH without an error,
     # so reading limit + 1 bytes is how an oversized chunked body is told from one at the limit.
@@ -136,18 +139,22 @@ def create_app(cluster: ClusterView, config: WebhookConfig, audit: AuditSink | N
                 metrics.INVALID.labels(name, str(err.code)).inc()
                 return _json({"message": err.message}, err.code)
             reason = exemption(req, cluster, config)
+            outcome = "allow"
             if reason is not None:
                 verdict = Verdict(allowed=True, message=reason)
             else:
                 try:
                     verdict = handler(req, cluster, config)
+                    outcome = _verdict_label(verdict, mutating)
                 except Exception:  # any bug becomes the failure policy's answer, never a 500
                     log.exception("%s: review %s failed", name, req.get("uid"))
                     metrics.ERRORS.labels(name).inc()
                     verdict = failure_verdict(config)
+                    outcome = "error"
                 if verdict.allowed and verdict.finding and not mutating and req.get("dryRun") is not True:
                     # a dry run gets the same answer and causes nothing else
                     _finding(req, verdict.finding, verdict.finding_mode)
+            metrics.REVIEWS.labels(name, _kind(req), str(req.get("operation") or ""), outcome).inc()
             answer = review_response(api_version, req["uid"], verdict, mutating)
             metrics.REQUESTS.labels(
                 name,
@@ -187,6 +194,18 @@ def create_app(cluster: ClusterView, config: WebhookConfig, audit: AuditSink | N
         return _json({"message": "internal error"}, 500)
 
     return app
+
+
+def _verdict_label(verdict: Verdict, mutating: bool) -> str:
+    """deny; the finding's mode (validating, allowed with a warn or audit finding); warn (allowed
+    with warnings); else allow."""
+    if not verdict.allowed:
+        return "deny"
+    if verdict.finding and not mutating:
+        return verdict.finding_mode
+    if verdict.warnings:
+        return "warn"
+    return "allow"
 
 
 def _kind(req: Mapping[str, Any]) -> str:

@@ -73,6 +73,33 @@ MEMORY_ADMISSIONS = Counter(
     "Objects allowed only because cluster-autoscaler remembers a node group's last live node (warned).",
 )
 
+# The build, the serving certificate, and every review by kind and verdict (the counters above keep
+# their labels).
+BUILD_INFO = Gauge(
+    "fitguard_build_info",
+    "Always 1: the component and the version it runs.",
+    ["component", "version"],
+    multiprocess_mode="max",
+)
+CERTIFICATE_EXPIRY = Gauge(
+    "fitguard_certificate_expiry_timestamp_seconds",
+    "When the serving certificate in use expires (Unix time); the soonest among live workers.",
+    multiprocess_mode="livemin",
+)
+REVIEWS = Counter(
+    "fitguard_admission_reviews_total",
+    "Admission reviews answered, by webhook, resource kind, operation and verdict "
+    "(allow, deny, warn, audit, error).",
+    ["webhook", "kind", "operation", "verdict"],
+)
+VERDICTS = ("allow", "deny", "warn", "audit", "error")
+
+
+def set_build_info(component: str) -> None:
+    from fitguard import __version__
+
+    BUILD_INFO.labels(component, __version__).set(1)
+
 
 def render() -> tuple[bytes, str]:
     """The exposition text and its content type."""

@@ -165,6 +165,9 @@ class ReloadingCertificate:
             return False
         self._current = candidate
         self._last_failure = ""
+        from webhook.metrics import CERTIFICATE_EXPIRY  # here: prometheus_client only when serving
+
+        CERTIFICATE_EXPIRY.set(candidate.not_after.timestamp())
         log.info(
             "serving certificate serial %x loaded from %s, valid until %s",
             candidate.serial,

@@ -10,6 +10,7 @@ from typing import Any
 import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
+from prometheus_client import Counter
 
 # botocore's standard mode retries throttling and transient errors with exponential backoff and
 # jitter (botocore/retries/standard.py); adaptive adds client-side rate limiting on top.
@@ -56,8 +57,18 @@ def error_code(err: Exception) -> str:
     return type(err).__name__
 
 
+# Every AWS error the controller acts on passes through describe_error (after botocore's retries).
+AWS_ERRORS_TOTAL = Counter(
+    "fitguard_aws_errors_total",
+    "AWS calls that failed after botocore's retries, by operation and error code.",
+    ["operation", "code"],
+)
+
+
 def describe_error(operation: str, err: Exception) -> str:
-    """A one-line reason for a group's template: the operation, the AWS code and its message."""
+    """A one-line reason for a group's template: the operation, the AWS code and its message.
+    Counts the error in fitguard_aws_errors_total."""
+    AWS_ERRORS_TOTAL.labels(operation, error_code(err)).inc()
     if isinstance(err, ClientError):
         message = str(err.response.get("Error", {}).get("Message") or "")
         code = error_code(err)

@@ -2,9 +2,8 @@
 
 The resource types themselves are in registry.REGISTRY; `check_registry` (run on import) makes a
 CRD in manifests/crds/ that the registry serves differently (kind, scope) an error, so the fake
-serves what the manifests define. Not checked: the status subresource. The registry serves
-NodeGroupTemplate with one (tests of the fake's custom-resource status semantics use it) although
-the CRD declares none; nothing of fitguard writes a NodeGroupTemplate's status. What kubectl reads from a CRD:
+serves what the manifests define, the status subresource included (the controller writes a
+NodeGroupTemplate's status through it). What kubectl reads from a CRD:
 - discovery lists shortNames and categories beside the resource (kubectl get ngt);
 - a GET asking for `as=Table` gets a meta.k8s.io/v1 Table with a Name column and the version's
   additionalPrinterColumns, as k8s.io/apiextensions-apiserver pkg/registry/customresource/
@@ -56,12 +55,13 @@ def check_registry(crds: dict[tuple[str, str], dict[str, Any]] = _CRDS) -> None:
                 (r for r in REGISTRY if (r.group, r.version, r.plural) == (group, version["name"], plural)),
                 None,
             )
-            expected = (spec["names"]["kind"], spec["scope"] == "Namespaced", False)
-            actual = (rt.kind, rt.namespaced, rt.builtin) if rt else None
+            has_status = "status" in (version.get("subresources") or {})
+            expected = (spec["names"]["kind"], spec["scope"] == "Namespaced", False, has_status)
+            actual = (rt.kind, rt.namespaced, rt.builtin, rt.has_status) if rt else None
             if actual != expected:
                 raise RuntimeError(
                     f"fakekube registry serves {group}/{version['name']} {plural} as {actual}, "
-                    f"the CRD defines (kind, namespaced, builtin) {expected}"
+                    f"the CRD defines (kind, namespaced, builtin, status subresource) {expected}"
                 )
 
 

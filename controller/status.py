@@ -1,0 +1,127 @@
+"""The status fitguard writes on each of its NodeGroupTemplates (through the status subresource):
+what a person looks at first when a pod is denied or a group does not scale.
+
+- `Discovered`: True when this cycle read the group completely from AWS; False with the AWS error
+  when the template shown is the last known one.
+- `AutoscalerViewMatches`: True when cluster-autoscaler's view offers what the actual view does;
+  False with each missing resource and the tag that fixes it; Unknown without both views.
+- `autoscalerScalesFromZero` (a printer column), `autoscalingGroup`, `observedGeneration` (the
+  generation the status describes) and `lastDiscoveryTime` (the last complete read from AWS).
+
+Conditions follow metav1.Condition as k8s.io/apimachinery pkg/api/meta/conditions.go
+SetStatusCondition keeps them: lastTransitionTime changes only when the status does.
+No I/O here: the caller passes the time and the object's current status.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from capacity.quantity import canonical_quantity
+from capacity.template import NodeGroupTemplate
+from capacity.view_match import autoscaler_scales_from_zero, missing_resources
+from controller.discovery import GroupOutcome
+
+DISCOVERED = "Discovered"
+VIEW_MATCHES = "AutoscalerViewMatches"
+
+
+def rfc3339(now: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now))
+
+
+def _condition(kind: str, status: str, reason: str, message: str) -> dict[str, Any]:
+    return {"type": kind, "status": status, "reason": reason, "message": message}
+
+
+def discovered_condition(outcome: GroupOutcome) -> dict[str, Any]:
+    if outcome.stale:
+        return _condition(DISCOVERED, "False", "DiscoveryFailed", outcome.reason)
+    return _condition(DISCOVERED, "True", "Discovered", "node group read completely from AWS this cycle")
+
+
+def view_condition(template: NodeGroupTemplate) -> dict[str, Any]:
+    missing = missing_resources(template)
+    if missing is None:
+        return _condition(VIEW_MATCHES, "Unknown", "NoAutoscalerView", "no autoscaler view to compare with")
+    if not missing:
+        return _condition(
+            VIEW_MATCHES, "True", "ViewsMatch", "cluster-autoscaler's template offers what a real node does"
+        )
+    parts = [
+        f"{m.resource} (a real node offers {canonical_quantity(m.actual, m.resource)}, "
+        f"cluster-autoscaler's template {canonical_quantity(m.autoscaler, m.resource)}): tag {m.tag} fixes it"
+        for m in missing
+    ]
+    return _condition(
+        VIEW_MATCHES,
+        "False",
+        "ResourcesMissing",
+        "cluster-autoscaler's template lacks " + "; ".join(parts),
+    )
+
+
+def merge_conditions(
+    previous: Any, wanted: list[dict[str, Any]], now: float, generation: int
+) -> list[dict[str, Any]]:
+    """The wanted conditions with lastTransitionTime kept from the previous one of the same type
+    and status, else now; conditions of other types (another writer's) are kept as they were."""
+    before = {
+        c["type"]: c for c in previous or [] if isinstance(c, Mapping) and isinstance(c.get("type"), str)
+    }
+    merged = []
+    for condition in wanted:
+        old = before.pop(condition["type"], None)
+        kept = old is not None and old.get("status") == condition["status"] and old.get("lastTransitionTime")
+        merged.append(
+            {
+                **condition,
+                "observedGeneration": generation,
+                "lastTransitionTime": old["lastTransitionTime"] if kept and old else rfc3339(now),
+            }
+        )
+    merged += [dict(c) for c in before.values()]
+    return sorted(merged, key=lambda c: str(c["type"]))
+
+
+def desired_status(
+    outcome: GroupOutcome,
+    current: Mapping[str, Any],
+    now: float,
+    autoscaling_group: str = "",
+) -> dict[str, Any] | None:
+    """The status of the group's object given its stored form `current`; None without a template."""
+    template = outcome.template
+    if template is None:
+        return None
+    meta = current.get("metadata") or {}
+    previous = current.get("status") if isinstance(current.get("status"), Mapping) else {}
+    generation = int(meta.get("generation") or 0)
+    status: dict[str, Any] = {
+        "observedGeneration": generation,
+        "autoscalerScalesFromZero": autoscaler_scales_from_zero(template),
+        "conditions": merge_conditions(
+            previous.get("conditions"),
+            [discovered_condition(outcome), view_condition(template)],
+            now,
+            generation,
+        ),
+    }
+    group = autoscaling_group or str(previous.get("autoscalingGroup") or "")
+    if group:
+        status["autoscalingGroup"] = group
+    last = rfc3339(now) if not outcome.stale else previous.get("lastDiscoveryTime")
+    if last:
+        status["lastDiscoveryTime"] = last
+    return status
+
+
+def status_patch(current: Mapping[str, Any], desired: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A merge patch of `status` turning the current status into the desired one (null removes a
+    field we no longer set); None when they are equal."""
+    have = current.get("status") if isinstance(current.get("status"), Mapping) else {}
+    if dict(have) == dict(desired):
+        return None
+    return {"status": {**{key: None for key in have if key not in desired}, **desired}}

@@ -1,0 +1,74 @@
+"""manifests/monitoring/ renders (our loader and `kubectl kustomize` agree), its Service validates
+against the Kubernetes schemas and selects the controller's pods on a port they expose, and its
+ServiceMonitor and PrometheusRule validate against their CRDs' schemas (tests/monitoring_schemas.py)."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import kubernetes_validate
+import pytest
+
+from tests.kustomize import build, kubectl_available, object_id, render_with_kubectl
+from tests.monitoring_schemas import SCHEMAS
+
+ROOT = Path(__file__).resolve().parent.parent
+MONITORING = ROOT / "manifests" / "monitoring"
+
+
+def test_monitoring_renders_the_same_with_kubectl() -> None:
+    """Our loader is trusted as long as it agrees with kustomize where kubectl exists."""
+    if not kubectl_available():
+        pytest.skip("kubectl is not on PATH")
+    ours = {object_id(obj): obj for obj in build(MONITORING)}
+    theirs = {object_id(obj): obj for obj in render_with_kubectl(MONITORING)}
+    assert ours == theirs
+
+
+def test_every_object_validates() -> None:
+    """Built-in kinds against the Kubernetes schemas, the operator's kinds against their CRDs'."""
+    objects = build(MONITORING)
+    assert sorted((o["kind"], o["metadata"]["name"]) for o in objects) == [
+        ("PrometheusRule", "fitguard"),
+        ("Service", "fitguard-controller-metrics"),
+        ("ServiceMonitor", "fitguard-controller"),
+    ]
+    for obj in objects:
+        schema = SCHEMAS.get((obj["apiVersion"], obj["kind"]))
+        if schema is not None:
+            jsonschema.validate(obj, schema)
+        else:
+            kubernetes_validate.validate(obj, kubernetes_validate.latest_version(), strict=True)
+
+
+def test_the_schemas_reject_what_the_crds_would() -> None:
+    """A malformed duration and a rule without expr are refused: the schemas are not empty."""
+    rule = next(o for o in build(MONITORING) if o["kind"] == "PrometheusRule")
+    bad_for: dict[str, Any] = copy.deepcopy(rule)
+    bad_for["spec"]["groups"][0]["rules"][0]["for"] = "ten minutes"
+    no_expr: dict[str, Any] = copy.deepcopy(rule)
+    del no_expr["spec"]["groups"][0]["rules"][0]["expr"]
+    for bad in (bad_for, no_expr):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(bad, SCHEMAS[("monitoring.coreos.com/v1", "PrometheusRule")])
+
+
+def test_the_service_monitor_reaches_the_controllers_metrics_port() -> None:
+    """ServiceMonitor -> Service (labels, port name) -> controller pods (selector, container port)."""
+    objects = {o["kind"]: o for o in build(MONITORING)}
+    deployment = next(
+        o
+        for o in build(ROOT / "manifests")
+        if (o["kind"], o["metadata"]["name"]) == ("Deployment", "fitguard-controller")
+    )
+    service, monitor = objects["Service"], objects["ServiceMonitor"]
+    labels = service["metadata"]["labels"]
+    assert all(labels.get(k) == v for k, v in monitor["spec"]["selector"]["matchLabels"].items())
+    assert [e["port"] for e in monitor["spec"]["endpoints"]] == [p["name"] for p in service["spec"]["ports"]]
+    pod_labels = deployment["spec"]["template"]["metadata"]["labels"]
+    assert all(pod_labels.get(k) == v for k, v in service["spec"]["selector"].items())
+    ports = deployment["spec"]["template"]["spec"]["containers"][0]["ports"]
+    assert service["spec"]["ports"][0]["targetPort"] in [p["name"] for p in ports]

@@ -1,0 +1,192 @@
+"""NodeGroupTemplate status against the fake API server: written through the status subresource
+(never the main resource), with the Discovered and AutoscalerViewMatches conditions, the group,
+observedGeneration and the last discovery time, and lastTransitionTime kept while a condition holds."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from capacity.template import NodeGroupTemplate, View
+from controller.discovery import GroupOutcome
+from controller.publish import publish, write_statuses
+from kube.client import KubeClient
+
+PATH = "/apis/fitguard.io/v1alpha1/nodegrouptemplates"
+GIB = 2**30 * 1000  # milli-units
+T0 = 1_800_000_000.0  # 2027-01-15T08:00:00Z
+T0_TEXT = "2027-01-15T08:00:00Z"
+T1 = T0 + 60
+T1_TEXT = "2027-01-15T08:01:00Z"
+ALL_TAG = "k8s.io/cluster-autoscaler/node-template/resources/ephemeral-storage=44Gi"
+
+
+def template(name: str, autoscaler_gib: int = 0, nodes: int = 0, max_size: int = 10) -> NodeGroupTemplate:
+    actual = View(allocatable={"cpu": 1930, "ephemeral-storage": 44 * GIB}, source="launch-template")
+    autoscaler_allocatable = {"cpu": 2000}
+    if autoscaler_gib:
+        autoscaler_allocatable["ephemeral-storage"] = autoscaler_gib * GIB
+    autoscaler = View(allocatable=autoscaler_allocatable, source="tags")
+    return NodeGroupTemplate(
+        name=name,
+        provider="aws-asg",
+        instance_types=("m5.large",),
+        max_size=max_size,
+        nodes=nodes,
+        actual=actual,
+        autoscaler=autoscaler,
+    )
+
+
+def stored(fake_kube: Any, name: str) -> dict[str, Any]:
+    return fake_kube.get("NodeGroupTemplate", name, api_version="fitguard.io/v1alpha1")
+
+
+def status_writes(fake_kube: Any) -> list[Any]:
+    return [r for r in fake_kube.requests.find(path=PATH) if r.method in ("PUT", "PATCH", "POST")]
+
+
+def discovered(status: str, reason: str, message: str, since: str, generation: int) -> dict[str, Any]:
+    return {
+        "type": "Discovered",
+        "status": status,
+        "reason": reason,
+        "message": message,
+        "observedGeneration": generation,
+        "lastTransitionTime": since,
+    }
+
+
+MATCH_MESSAGE = "cluster-autoscaler's template offers what a real node does"
+BLIND_MESSAGE = (
+    "cluster-autoscaler's template lacks ephemeral-storage (a real node offers 44Gi, "
+    f"cluster-autoscaler's template 0): tag {ALL_TAG} fixes it"
+)
+
+
+def view(status: str, reason: str, message: str, since: str, generation: int) -> dict[str, Any]:
+    return {
+        "type": "AutoscalerViewMatches",
+        "status": status,
+        "reason": reason,
+        "message": message,
+        "observedGeneration": generation,
+        "lastTransitionTime": since,
+    }
+
+
+def test_status_is_written_through_the_subresource_with_both_conditions(fake_kube: Any) -> None:
+    """A blind group's status says which resource CA's template lacks and the tag that fixes it;
+    a matching group's says True; both through PATCH .../status, whole status compared."""
+    api = KubeClient(fake_kube.api_client())
+    outcomes = [GroupOutcome("ng-blind", template("ng-blind")), GroupOutcome("ng-ok", template("ng-ok", 44))]
+    result = publish(api, outcomes, now=T0, autoscaling_groups={"ng-blind": "asg-blind", "ng-ok": "asg-ok"})
+    assert sorted(result.statuses) == ["ng-blind", "ng-ok"]
+    patches = [(r.method, r.path) for r in status_writes(fake_kube) if r.method == "PATCH"]
+    assert patches == [("PATCH", f"{PATH}/ng-blind/status"), ("PATCH", f"{PATH}/ng-ok/status")]
+    ok_message = "node group read completely from AWS this cycle"
+    assert stored(fake_kube, "ng-blind")["status"] == {
+        "observedGeneration": 1,
+        "autoscalerScalesFromZero": False,
+        "autoscalingGroup": "asg-blind",
+        "lastDiscoveryTime": T0_TEXT,
+        "conditions": [
+            view("False", "ResourcesMissing", BLIND_MESSAGE, T0_TEXT, 1),
+            discovered("True", "Discovered", ok_message, T0_TEXT, 1),
+        ],
+    }
+    assert stored(fake_kube, "ng-ok")["status"] == {
+        "observedGeneration": 1,
+        "autoscalerScalesFromZero": True,
+        "autoscalingGroup": "asg-ok",
+        "lastDiscoveryTime": T0_TEXT,
+        "conditions": [
+            view("True", "ViewsMatch", MATCH_MESSAGE, T0_TEXT, 1),
+            discovered("True", "Discovered", ok_message, T0_TEXT, 1),
+        ],
+    }
+
+
+def test_a_spec_change_bumps_observed_generation_and_keeps_unchanged_transitions(fake_kube: Any) -> None:
+    """The spec written again (generation 2): observedGeneration follows; a condition whose status
+    did not change keeps its lastTransitionTime, one that flipped gets the new time."""
+    api = KubeClient(fake_kube.api_client())
+    publish(api, [GroupOutcome("ng-a", template("ng-a"))], now=T0, autoscaling_groups={"ng-a": "asg-a"})
+    publish(api, [GroupOutcome("ng-a", template("ng-a", 44))], now=T1, autoscaling_groups={"ng-a": "asg-a"})
+    status = stored(fake_kube, "ng-a")["status"]
+    assert stored(fake_kube, "ng-a")["metadata"]["generation"] == 2
+    ok_message = "node group read completely from AWS this cycle"
+    assert status == {
+        "observedGeneration": 2,
+        "autoscalerScalesFromZero": True,
+        "autoscalingGroup": "asg-a",
+        "lastDiscoveryTime": T1_TEXT,
+        "conditions": [
+            view("True", "ViewsMatch", MATCH_MESSAGE, T1_TEXT, 2),
+            discovered("True", "Discovered", ok_message, T0_TEXT, 2),
+        ],
+    }
+
+
+def test_unchanged_status_is_not_written_again(fake_kube: Any) -> None:
+    """The same cycle at the same time writes nothing: neither spec nor status."""
+    api = KubeClient(fake_kube.api_client())
+    outcomes = [GroupOutcome("ng-a", template("ng-a"))]
+    publish(api, outcomes, now=T0)
+    fake_kube.requests.clear()
+    again = publish(api, outcomes, now=T0)
+    assert again.statuses == [] and status_writes(fake_kube) == []
+
+
+def test_failed_discovery_sets_discovered_false_and_keeps_the_last_discovery_time(fake_kube: Any) -> None:
+    """AWS failing: Discovered False with the AWS error, lastDiscoveryTime still the last success,
+    the group name kept from before."""
+    api = KubeClient(fake_kube.api_client())
+    publish(api, [GroupOutcome("ng-a", template("ng-a", 44))], now=T0, autoscaling_groups={"ng-a": "asg-a"})
+    error = "DescribeAutoScalingGroups: AccessDenied: not authorized"
+    result = write_statuses(api, [GroupOutcome("ng-a", template("ng-a", 44), error)], now=T1)
+    assert result.statuses == ["ng-a"]
+    assert stored(fake_kube, "ng-a")["status"] == {
+        "observedGeneration": 1,
+        "autoscalerScalesFromZero": True,
+        "autoscalingGroup": "asg-a",
+        "lastDiscoveryTime": T0_TEXT,
+        "conditions": [
+            view("True", "ViewsMatch", MATCH_MESSAGE, T0_TEXT, 1),
+            discovered("False", "DiscoveryFailed", error, T1_TEXT, 1),
+        ],
+    }
+
+
+def test_a_spec_rewrite_does_not_reset_the_status(fake_kube: Any) -> None:
+    """The main resource's PUT cannot change the status: after a spec change and a failed status
+    write nothing of the earlier status is lost (the status subresource is the only writer)."""
+    api = KubeClient(fake_kube.api_client())
+    publish(api, [GroupOutcome("ng-a", template("ng-a"))], now=T0, autoscaling_groups={"ng-a": "asg-a"})
+    before = stored(fake_kube, "ng-a")["status"]
+    fake_kube.faults.fail(method="PATCH", path=f"{PATH}/ng-a/status", code=500)
+    result = publish(api, [GroupOutcome("ng-a", template("ng-a", nodes=1))], now=T1)
+    assert result.updated == ["ng-a"] and result.statuses == []
+    assert [e.split(":")[0] for e in result.errors] == ["ng-a status"]
+    assert stored(fake_kube, "ng-a")["status"] == before
+
+
+def test_manual_templates_get_no_status(fake_kube: Any) -> None:
+    """A person's template is never written, its status included."""
+    manual = template("ng-manual").to_object()
+    manual["spec"]["provider"] = "manual"
+    fake_kube.create(manual)
+    api = KubeClient(fake_kube.api_client())
+    result = publish(api, [GroupOutcome("ng-manual", template("ng-manual"))], now=T0)
+    assert result.statuses == [] and "status" not in stored(fake_kube, "ng-manual")
+
+
+def test_no_status_for_a_spec_that_was_not_written(fake_kube: Any) -> None:
+    """The spec PUT refused: the status is not written either (it would describe the new spec
+    under the old generation)."""
+    api = KubeClient(fake_kube.api_client())
+    publish(api, [GroupOutcome("ng-a", template("ng-a"))], now=T0)
+    before = stored(fake_kube, "ng-a")["status"]
+    fake_kube.faults.fail(method="PUT", path=f"{PATH}/ng-a", code=500)
+    result = publish(api, [GroupOutcome("ng-a", template("ng-a", 44))], now=T1)
+    assert result.updated == [] and result.statuses == []
+    assert stored(fake_kube, "ng-a")["status"] == before
