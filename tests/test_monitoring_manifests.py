@@ -34,7 +34,9 @@ def test_every_object_validates() -> None:
     assert sorted((o["kind"], o["metadata"]["name"]) for o in objects) == [
         ("PrometheusRule", "fitguard"),
         ("Service", "fitguard-controller-metrics"),
+        ("Service", "fitguard-webhook-metrics"),
         ("ServiceMonitor", "fitguard-controller"),
+        ("ServiceMonitor", "fitguard-webhook"),
     ]
     for obj in objects:
         schema = SCHEMAS.get((obj["apiVersion"], obj["kind"]))
@@ -56,19 +58,27 @@ def test_the_schemas_reject_what_the_crds_would() -> None:
             jsonschema.validate(bad, SCHEMAS[("monitoring.coreos.com/v1", "PrometheusRule")])
 
 
-def test_the_service_monitor_reaches_the_controllers_metrics_port() -> None:
-    """ServiceMonitor -> Service (labels, port name) -> controller pods (selector, container port)."""
-    objects = {o["kind"]: o for o in build(MONITORING)}
+@pytest.mark.parametrize("component", ["fitguard-controller", "fitguard-webhook"])
+def test_each_service_monitor_reaches_its_components_metrics_port(component: str) -> None:
+    """ServiceMonitor -> Service (labels, port name) -> the component's pods (selector, the container
+    port that serves /metrics over plain HTTP)."""
+    objects = build(MONITORING)
+    monitor = next(o for o in objects if (o["kind"], o["metadata"]["name"]) == ("ServiceMonitor", component))
+    service = next(
+        o for o in objects if (o["kind"], o["metadata"]["name"]) == ("Service", f"{component}-metrics")
+    )
     deployment = next(
         o
         for o in build(ROOT / "manifests")
-        if (o["kind"], o["metadata"]["name"]) == ("Deployment", "fitguard-controller")
+        if (o["kind"], o["metadata"]["name"]) == ("Deployment", component)
     )
-    service, monitor = objects["Service"], objects["ServiceMonitor"]
     labels = service["metadata"]["labels"]
     assert all(labels.get(k) == v for k, v in monitor["spec"]["selector"]["matchLabels"].items())
     assert [e["port"] for e in monitor["spec"]["endpoints"]] == [p["name"] for p in service["spec"]["ports"]]
     pod_labels = deployment["spec"]["template"]["metadata"]["labels"]
     assert all(pod_labels.get(k) == v for k, v in service["spec"]["selector"].items())
-    ports = deployment["spec"]["template"]["spec"]["containers"][0]["ports"]
-    assert service["spec"]["ports"][0]["targetPort"] in [p["name"] for p in ports]
+    ports = {
+        p["name"]: p["containerPort"]
+        for p in deployment["spec"]["template"]["spec"]["containers"][0]["ports"]
+    }
+    assert ports[service["spec"]["ports"][0]["targetPort"]] == 8080
