@@ -13,7 +13,6 @@ when a container other than the first already requests pod-eni, nothing is added
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -290,26 +289,3 @@ def apply_patch(document: Any, patch: Patch) -> Any:
         else:
             del target[last]
     return doc
-
-
-def demo_lines(pod: Mapping[str, Any], cluster: SecurityGroupSource, config: WebhookConfig) -> list[str]:
-    """For `fitguard demo`: the pod's type and matched groups, the JSON patch, the pod after it."""
-    namespace = str((pod.get("metadata") or {}).get("namespace") or "default")
-    name = (pod.get("metadata") or {}).get("name", "?")
-    try:
-        mutation = mutate_pod(pod, namespace, cluster, config)
-    except (PodError, LookupError) as err:
-        return [f"pod {namespace}/{name}: denied: {err}"]
-    lines = [
-        f"pod {namespace}/{name} ({mutation.pod_type}): {mutation.message}",
-        f"security groups: {', '.join(mutation.groups) or '(none)'}",
-        "JSON patch:" if mutation.patch else "JSON patch: (none: the pod is admitted unchanged)",
-    ]
-    lines += [f"  {json.dumps(op, sort_keys=True)}" for op in mutation.patch]
-    if mutation.patch:
-        after = apply_patch(pod, mutation.patch)
-        lines.append("pod spec after the patch:")
-        lines += [
-            f"  {line}" for line in json.dumps(after.get("spec"), indent=2, sort_keys=True).splitlines()
-        ]
-    return lines
