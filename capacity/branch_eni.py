@@ -32,18 +32,17 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from capacity.names import TERMINAL_PHASES
+
 COOLDOWN = "cooldown"
 ON_DELETE = "on-delete"
 RELEASE_MODELS = (COOLDOWN, ON_DELETE)
 COOLDOWN_KEY = "branch-eni-cooldown"
-CONFIGMAP_NAMESPACE = "kube-system"
-CONFIGMAP_NAME = "amazon-vpc-cni"
 DEFAULT_COOLDOWN = 60.0
 MINIMUM_COOLDOWN = 30.0
 PROCESSING_PERIOD = 30.0
 # The VPC resource controller annotates a pod within seconds of binding; past this it is waiting.
 DEFAULT_WAITING_GRACE = 30.0
-TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
 
 class PodFacts(Protocol):

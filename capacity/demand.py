@@ -21,13 +21,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from capacity.fit import PodNeeds, check_fit
+from capacity.names import EXHAUSTED_LABEL, IGNORE_LABEL
 from capacity.template import NodeGroupTemplate, View
 
 BLIND = "blind"
 ALL = "all"
 SCOPES = (BLIND, ALL)
-EXHAUSTED_LABEL = "fitguard.io/branch-eni-exhausted"
-IGNORE_LABEL = "fitguard.io/ignore"
 SCALABLE_PROVIDERS = frozenset({"aws-asg", "eks-managed"})
 
 

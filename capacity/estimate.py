@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from itertools import pairwise
 from typing import Any
 
+from capacity.names import EXHAUSTED_LABEL
 from capacity.quantity import MILLI, parse_quantity
 from capacity.resources import CPU, EPHEMERAL_STORAGE, MEMORY, POD_ENI, PODS, Resources
 from capacity.taints import Taint
@@ -30,7 +31,6 @@ GIB = 2**30
 KUBE_RESERVED_STORAGE = 1 * GIB
 EVICTION_MEMORY = 100 * MIB
 EVICTION_NODEFS_PERCENT = 10
-EXHAUSTED_LABEL = "fitguard.io/branch-eni-exhausted"
 # Labels that name one node, not the group: dropped from a live node's labels.
 NODE_SPECIFIC_LABELS = frozenset({"kubernetes.io/hostname", EXHAUSTED_LABEL})
 

@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from capacity.fit import AFFINITY_MISMATCH, PodNeeds, check_fit
+from capacity.names import EXHAUSTED_LABEL
 from capacity.template import View
 
-EXHAUSTED_LABEL = "fitguard.io/branch-eni-exhausted"
 DEFAULT_GRACE = 30.0
 # The scheduler's nodeaffinity filter names itself so in the PodScheduled message.
 AFFINITY_WORDS = ("node affinity", AFFINITY_MISMATCH)

@@ -13,12 +13,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from capacity.names import API_VERSION, TEMPLATE_KIND
 from capacity.resources import Resources, parse_resources, to_quantities
 from capacity.taints import Taint
 from capacity.template_pods import template_node_pods
 
-API_VERSION = "fitguard.io/v1alpha1"
-KIND = "NodeGroupTemplate"
 PROVIDERS = ("aws-asg", "eks-managed", "manual")
 SOURCES = ("live-node", "launch-template", "manual", "tags", "autoscaler-memory")
 
@@ -264,7 +263,12 @@ class NodeGroupTemplate:
         spec["scaleFromZero"] = self.scale_from_zero
         if self.memory is not None:
             spec["autoscalerMemory"] = self.memory.to_object()
-        return {"apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": self.name}, "spec": spec}
+        return {
+            "apiVersion": API_VERSION,
+            "kind": TEMPLATE_KIND,
+            "metadata": {"name": self.name},
+            "spec": spec,
+        }
 
 
 def _is_time(text: str) -> bool:

@@ -19,8 +19,6 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from capacity.branch_eni import (
-    CONFIGMAP_NAME,
-    CONFIGMAP_NAMESPACE,
     COOLDOWN,
     COOLDOWN_KEY,
     DEFAULT_WAITING_GRACE,
@@ -42,7 +40,8 @@ from capacity.guard import (
     decide,
     pending_pod,
 )
-from controller.records import EXHAUSTED_LABEL, NodeRecord, PodRecord, project_node, project_pod
+from capacity.names import EXHAUSTED_LABEL, VPC_CNI_CONFIG_NAME, VPC_CNI_CONFIG_NAMESPACE
+from controller.records import NodeRecord, PodRecord, project_node, project_pod
 from kube.client import CONFIG_MAPS, NODES, PODS, KubeClient, KubeError, as_kube_client
 from kube.events import EventRecorder, ObjectRef, TokenBucket
 from kube.patch import remove_node_label, set_node_label
@@ -68,8 +67,8 @@ def vpc_cni_data(objects: Iterable[Mapping[str, Any]]) -> Mapping[str, Any] | No
         meta = obj.get("metadata") or {}
         if (
             obj.get("kind") == "ConfigMap"
-            and meta.get("namespace") == CONFIGMAP_NAMESPACE
-            and meta.get("name") == CONFIGMAP_NAME
+            and meta.get("namespace") == VPC_CNI_CONFIG_NAMESPACE
+            and meta.get("name") == VPC_CNI_CONFIG_NAME
         ):
             data = obj.get("data")
             return data if isinstance(data, Mapping) else {}
@@ -206,7 +205,7 @@ class LiveBooks:
         if self._fixed_window is not None:
             return self._fixed_window
         try:
-            config_map = self.api.get(CONFIG_MAPS.path(CONFIGMAP_NAMESPACE, CONFIGMAP_NAME)) or {}
+            config_map = self.api.get(CONFIG_MAPS.path(VPC_CNI_CONFIG_NAMESPACE, VPC_CNI_CONFIG_NAME)) or {}
         except KubeError as err:
             if not err.not_found:
                 log.warning(

@@ -28,6 +28,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric.types import CertificateIssuerPrivateKeyTypes
 
+from capacity.names import CERTIFICATE_MANAGER, MANAGED_BY_LABEL
 from certs import material
 from kube.client import JSON_PATCH, KubeClient, KubeError, Resource, as_kube_client
 
@@ -38,7 +39,7 @@ MUTATING_WEBHOOKS = Resource("admissionregistration.k8s.io", "v1", "mutatingwebh
 VALIDATING_WEBHOOKS = Resource("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations", False)
 TLS_SECRET_TYPE = "kubernetes.io/tls"
 CA_BUNDLE_KEY = "ca.crt"
-MANAGED_BY = {"app.kubernetes.io/managed-by": "fitguard"}
+MANAGED_BY = {MANAGED_BY_LABEL: CERTIFICATE_MANAGER}
 # Once per 30 s: a reset caBundle is put back well within the minute a webhook call may fail for.
 DEFAULT_INTERVAL_SECONDS = 30.0
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from capacity.guard import DEFAULT_GRACE
+from capacity.names import API_VERSION, TEMPLATE_KIND
 from controller.books import LiveBooks
 from controller.eni_verify import Ec2Verifier
 from controller.http import ControllerHttp
@@ -225,5 +226,5 @@ class ControllerLoop:
         return results
 
     def _note_tag_change(self, change: TagChange, message: str) -> None:
-        ref = ObjectRef("NodeGroupTemplate", change.node_group, api_version="fitguard.io/v1alpha1")
+        ref = ObjectRef(TEMPLATE_KIND, change.node_group, api_version=API_VERSION)
         self.recorder.normal(ref, "AutoscalerTagSynced", message, action="SyncTags")

@@ -9,15 +9,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from capacity.names import MANAGED_BY_LABEL, MANUAL_MARK, TEMPLATE_MANAGER
 from controller.discovery import GroupOutcome
 from controller.status import desired_status, status_patch
 from kube.client import NODE_GROUP_TEMPLATES, KubeClient, KubeError, as_kube_client
 from kube.patch import apply_object, delete_object, merge_patch
 
 log = logging.getLogger(__name__)
-MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
-MANAGED_BY = "fitguard-controller"
-MANUAL_MARK = "fitguard.io/manual"  # label or annotation "true": a person owns this object
 STALE_REASON_FIELD = "staleReason"  # spec field: why the template is the last known one
 
 
@@ -32,7 +30,7 @@ def is_manual(obj: Mapping[str, Any]) -> bool:
 
 
 def is_ours(obj: Mapping[str, Any]) -> bool:
-    return ((obj.get("metadata") or {}).get("labels") or {}).get(MANAGED_BY_LABEL) == MANAGED_BY
+    return ((obj.get("metadata") or {}).get("labels") or {}).get(MANAGED_BY_LABEL) == TEMPLATE_MANAGER
 
 
 def desired_objects(outcomes: Iterable[GroupOutcome]) -> list[dict[str, Any]]:
@@ -42,7 +40,7 @@ def desired_objects(outcomes: Iterable[GroupOutcome]) -> list[dict[str, Any]]:
         if outcome.template is None:
             continue
         obj = outcome.template.to_object()
-        obj["metadata"]["labels"] = {MANAGED_BY_LABEL: MANAGED_BY}
+        obj["metadata"]["labels"] = {MANAGED_BY_LABEL: TEMPLATE_MANAGER}
         if outcome.reason:
             obj["spec"][STALE_REASON_FIELD] = f"kept from an earlier discovery: {outcome.reason}"
         objects.append(obj)

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from capacity.names import EXHAUSTED_LABEL, KEEP_LABEL, TERMINAL_PHASES
 from capacity.quantity import milli_to_units, parse_quantity
 from capacity.requests import pod_requests
 from capacity.resources import CPU, EPHEMERAL_STORAGE, MEMORY, POD_ENI, parse_resources
@@ -24,8 +25,6 @@ from capacity.template import View
 # Set by the VPC resource controller once it has attached branch ENIs to the pod: a JSON list of
 # {eniId, ifAddress, privateIp, vlanId, subnetCidr}; never removed afterwards (docs/design.md failure 2).
 POD_ENI_ANNOTATION = "vpc.amazonaws.com/pod-eni"
-KEEP_LABEL = "fitguard.io/keep"
-EXHAUSTED_LABEL = "fitguard.io/branch-eni-exhausted"
 INSTANCE_TYPE_LABELS = ("node.kubernetes.io/instance-type", "beta.kubernetes.io/instance-type")
 # Which label names a node's group, most specific first: EKS managed node groups, eksctl, Karpenter.
 NODE_GROUP_LABELS = (
@@ -34,7 +33,6 @@ NODE_GROUP_LABELS = (
     "karpenter.sh/nodepool",
     "karpenter.sh/provisioner-name",
 )
-TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 MILLI = 1000
 
 

@@ -13,6 +13,7 @@ from typing import Any
 from capacity.autoscaler_memory import DEFAULT_SELECTOR
 from capacity.autoscaler_specs import default_discovery_tags, parse_auto_discovery_spec, parse_nodes_spec
 from capacity.expander import PRIORITY, parse_priorities
+from capacity.names import TEMPLATE_KIND
 from capacity.template import NodeGroupTemplate
 from controller.aws.clients import AwsClients
 from controller.aws.discovery import AwsDiscovery, DiscoveryError
@@ -70,7 +71,7 @@ def read_state(path: str) -> ClusterObjects:
     return ClusterObjects(
         kinds.get("Node", []),
         kinds.get("DaemonSet", []),
-        kinds.get("NodeGroupTemplate", []),
+        kinds.get(TEMPLATE_KIND, []),
         kinds.get("Pod", []),
         kinds.get("ConfigMap", []),
     )
@@ -288,11 +289,11 @@ def _true_free(options: ControllerOptions, objects: ClusterObjects, api: Any) ->
 
     config_maps = objects.config_maps
     if not options.state:
-        from capacity.branch_eni import CONFIGMAP_NAME, CONFIGMAP_NAMESPACE
+        from capacity.names import VPC_CNI_CONFIG_NAME, VPC_CNI_CONFIG_NAMESPACE
         from kube.client import CONFIG_MAPS, KubeError, as_kube_client
 
         try:
-            found = as_kube_client(api).get(CONFIG_MAPS.path(CONFIGMAP_NAMESPACE, CONFIGMAP_NAME))
+            found = as_kube_client(api).get(CONFIG_MAPS.path(VPC_CNI_CONFIG_NAMESPACE, VPC_CNI_CONFIG_NAME))
             config_maps = [{**found, "kind": "ConfigMap"}]
         except KubeError as err:
             if not err.not_found:

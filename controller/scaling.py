@@ -24,18 +24,18 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from capacity.demand import ALL, BLIND, classify, is_scalable, pending_shapes
 from capacity.expander import usable
+from capacity.names import EXHAUSTED_LABEL, LAST_SCALE_UP_TAG, TERMINAL_PHASES
 from capacity.planner import NodeFree, Plan, PlannerConfig, ScaleUp, plan
 from capacity.resources import POD_ENI, PODS, parse_resources
 from capacity.taints import Taint
 from capacity.template import NodeGroupTemplate
 from controller.aws.clients import AWS_ERRORS, describe_error
-from controller.records import EXHAUSTED_LABEL, NODE_GROUP_LABELS, TERMINAL_PHASES
+from controller.records import NODE_GROUP_LABELS
 from kube.events import EventRecorder, ObjectRef
 
 log = logging.getLogger(__name__)
 OFF, PLAN, ON = "off", "plan", "on"
 MODES = (OFF, PLAN, ON)
-LAST_SCALE_UP_TAG = "fitguard.io/last-scale-up"
 # Event reasons on the pods of a scale-up: cluster-autoscaler's for one made, fitguard's for a plan.
 TRIGGERED = "TriggeredScaleUp"
 PLANNED = "ScaleUpPlanned"

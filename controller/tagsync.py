@@ -19,6 +19,7 @@ from capacity.autoscaler_view import (
     resources_from_tags,
     tag_pairs,
 )
+from capacity.names import GROUP
 from capacity.quantity import canonical_quantity
 from capacity.resources import EPHEMERAL_STORAGE, POD_ENI
 from capacity.template import NodeGroupTemplate
@@ -73,7 +74,7 @@ GENERATED_LABEL_PREFIXES = (
     "k8s.io/",
     "eks.amazonaws.com/",
     "vpc.amazonaws.com/",
-    "fitguard.io/",
+    f"{GROUP}/",
 )
 
 

@@ -21,6 +21,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
+from capacity.names import TEMPLATE_KIND
+
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 RULE = "=" * 100
 
@@ -206,7 +208,7 @@ def webhook_client(examples: Path, templates: list[dict[str, Any]]) -> Any:
     from webhook.cluster import from_objects
     from webhook.review import WebhookConfig
 
-    objects = [o for o in load(examples / "cluster.yaml") if o["kind"] != "NodeGroupTemplate"]
+    objects = [o for o in load(examples / "cluster.yaml") if o["kind"] != TEMPLATE_KIND]
     view = from_objects([*objects, *templates])
     return create_app(view, WebhookConfig(mode="enforce")).test_client()
 

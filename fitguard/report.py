@@ -20,18 +20,16 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from capacity.branch_eni import (
-    CONFIGMAP_NAME,
-    CONFIGMAP_NAMESPACE,
     DEFAULT_WAITING_GRACE,
     RELEASE_MODELS,
     NodeSummary,
     held_message,
     waiting_message,
 )
+from capacity.names import CAPTURED_AT, VPC_CNI_CONFIG_NAME, VPC_CNI_CONFIG_NAMESPACE
 from controller.books import books_from_objects
 from controller.records import parse_time
 
-CAPTURED_AT = "fitguard.io/captured-at"
 COLUMNS = ("NODE", "GROUP", "INSTANCE TYPE", "CAPACITY", "IN USE", "HELD", "SCHEDULER FREE", "TRUE FREE")
 
 
@@ -133,7 +131,7 @@ def load_live(kubeconfig: str | None, context: str | None) -> list[dict[str, Any
     for resource, kind in ((NODES, "Node"), (PODS, "Pod")):
         objects.extend({**item, "kind": kind} for item in client.list_all(resource.path()))
     try:
-        config_map = client.get(CONFIG_MAPS.path(CONFIGMAP_NAMESPACE, CONFIGMAP_NAME))
+        config_map = client.get(CONFIG_MAPS.path(VPC_CNI_CONFIG_NAMESPACE, VPC_CNI_CONFIG_NAME))
         objects.append({**config_map, "kind": "ConfigMap"})
     except KubeError as err:
         if not err.not_found:  # absent means the default cooldown, anything else is a real failure

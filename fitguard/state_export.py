@@ -18,13 +18,19 @@ from typing import Any
 
 import yaml
 
-from webhook.cluster import CONFIG_KEYS, VPC_CNI_CONFIG
+from capacity.names import (
+    EXPORTED_AT,
+    EXPORTED_CLUSTER,
+    EXPORTED_CONTEXT,
+    EXPORTED_SERVER,
+    GROUP,
+    TEMPLATE_KIND,
+    VPC_CNI_CONFIG_NAME,
+    VPC_CNI_CONFIG_NAMESPACE,
+)
+from webhook.cluster import CONFIG_KEYS
 
-EXPORTED_AT = "fitguard.io/exported-at"
-CLUSTER = "fitguard.io/cluster"
-SERVER = "fitguard.io/server"
-CONTEXT = "fitguard.io/context"
-PROVENANCE = (EXPORTED_AT, CONTEXT, CLUSTER, SERVER)
+PROVENANCE = (EXPORTED_AT, EXPORTED_CONTEXT, EXPORTED_CLUSTER, EXPORTED_SERVER)
 
 
 def _meta(obj: Mapping[str, Any], *, labels: bool) -> dict[str, Any]:
@@ -49,7 +55,7 @@ def project(obj: Mapping[str, Any]) -> dict[str, Any]:
             "data": {k: data[k] for k in CONFIG_KEYS if k in data},
         }
     # SecurityGroupPolicy, NodeGroupTemplate: the spec is the verdict's input
-    return {**head, "metadata": _meta(obj, labels=kind == "NodeGroupTemplate"), "spec": obj.get("spec") or {}}
+    return {**head, "metadata": _meta(obj, labels=kind == TEMPLATE_KIND), "spec": obj.get("spec") or {}}
 
 
 def listings() -> list[Any]:
@@ -61,8 +67,10 @@ def listings() -> list[Any]:
         Listing("Namespace", client.NAMESPACES),
         Listing("ServiceAccount", client.SERVICE_ACCOUNTS),
         Listing("SecurityGroupPolicy", client.SECURITY_GROUP_POLICIES, optional=True),
-        Listing("ConfigMap", client.CONFIG_MAPS, VPC_CNI_CONFIG[0], f"metadata.name={VPC_CNI_CONFIG[1]}"),
-        Listing("NodeGroupTemplate", client.NODE_GROUP_TEMPLATES, optional=True),
+        Listing(
+            "ConfigMap", client.CONFIG_MAPS, VPC_CNI_CONFIG_NAMESPACE, f"metadata.name={VPC_CNI_CONFIG_NAME}"
+        ),
+        Listing(TEMPLATE_KIND, client.NODE_GROUP_TEMPLATES, optional=True),
     ]
 
 
@@ -87,9 +95,9 @@ def export_state(
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() if now is None else now))
     annotations = {
         EXPORTED_AT: stamp,
-        CONTEXT: identity.context,
-        CLUSTER: identity.cluster,
-        SERVER: identity.server,
+        EXPORTED_CONTEXT: identity.context,
+        EXPORTED_CLUSTER: identity.cluster,
+        EXPORTED_SERVER: identity.server,
     }
     return {
         "apiVersion": "v1",
@@ -110,9 +118,7 @@ def provenance(path: str | Path) -> dict[str, str]:
     annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
     if not isinstance(annotations, Mapping):
         return {}
-    return {
-        key.removeprefix("fitguard.io/"): str(annotations[key]) for key in PROVENANCE if key in annotations
-    }
+    return {key.removeprefix(f"{GROUP}/"): str(annotations[key]) for key in PROVENANCE if key in annotations}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -138,7 +144,8 @@ def run(args: argparse.Namespace) -> int:
             kinds[item["kind"]] = kinds.get(item["kind"], 0) + 1
         counts = ", ".join(f"{n} {kind}" for kind, n in kinds.items()) or "no objects"
         print(
-            f"wrote {args.output}: {counts} from {state['metadata']['annotations'][SERVER]}", file=sys.stderr
+            f"wrote {args.output}: {counts} from {state['metadata']['annotations'][EXPORTED_SERVER]}",
+            file=sys.stderr,
         )
     return 0
 

@@ -16,6 +16,8 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.config.config_exception import ConfigException
 
+from capacity.names import GROUP, TEMPLATE_PLURAL, VERSION
+
 # (connect, read) seconds for ordinary requests; watches set their own read timeout.
 DEFAULT_TIMEOUT: tuple[float, float] = (5.0, 30.0)
 JSON = "application/json"
@@ -103,7 +105,7 @@ DAEMON_SETS = Resource("apps", "v1", "daemonsets", True)
 LEASES = Resource("coordination.k8s.io", "v1", "leases", True)
 EVENTS = Resource("events.k8s.io", "v1", "events", True)
 SECURITY_GROUP_POLICIES = Resource("vpcresources.k8s.aws", "v1beta1", "securitygrouppolicies", True)
-NODE_GROUP_TEMPLATES = Resource("fitguard.io", "v1alpha1", "nodegrouptemplates", False)
+NODE_GROUP_TEMPLATES = Resource(GROUP, VERSION, TEMPLATE_PLURAL, False)
 
 
 def load_api_client(

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from capacity.names import CONTROLLER_REPORTER
 from kube.client import EVENTS, MERGE_PATCH, KubeClient, KubeError, as_kube_client
 
-REPORTING_CONTROLLER = "fitguard.io/controller"
 SERIES_WINDOW = 6 * 60.0  # client-go events finishTime
 PER_OBJECT_BURST = 25.0  # client-go record defaultSpamBurst
 PER_OBJECT_RATE = 1.0 / 300.0  # client-go record defaultSpamQPS
@@ -126,7 +126,7 @@ class EventRecorder:
         api: KubeClient | Any | None,
         reporting_instance: str,
         *,
-        reporting_controller: str = REPORTING_CONTROLLER,
+        reporting_controller: str = CONTROLLER_REPORTER,
         dry_run: bool = False,
         clock: Callable[[], float] = time.time,
         window: float = SERIES_WINDOW,

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from capacity.autoscaler_memory import format_time, parse_time
+from capacity.names import MANAGED_BY_LABEL, TEMPLATE_MANAGER
 from capacity.template import AutoscalerMemory, NodeGroupTemplate, View
 from controller.aws.clients import AwsClients
-from controller.publish import MANAGED_BY, MANAGED_BY_LABEL
 from fitguard.cli import main as fitguard_main
 from tests.awsfixtures import AwsEnvironment
 from tests.fakekube.server import FakeKubeServer
@@ -322,7 +322,7 @@ def recorded(name: str, last_seen: float) -> dict[str, Any]:
     )
     memory = AutoscalerMemory(True, "recorded before", view, format_time(last_seen), "kube-system/old")
     obj = NodeGroupTemplate(name, "aws-asg", ("m5.large",), 0, 10, 0, memory=memory).to_object()
-    obj["metadata"]["labels"] = {MANAGED_BY_LABEL: MANAGED_BY}
+    obj["metadata"]["labels"] = {MANAGED_BY_LABEL: TEMPLATE_MANAGER}
     return obj
 
 

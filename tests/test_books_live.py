@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from capacity.names import EXHAUSTED_LABEL
 from controller.books import LiveBooks
-from controller.records import EXHAUSTED_LABEL
 from kube.events import EventRecorder
 from tests.waiting import eventually
 

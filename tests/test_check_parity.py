@@ -20,12 +20,13 @@ from typing import Any
 import pytest
 import yaml
 
+from capacity.names import MODE_LABEL
 from fitguard.cli import main
 from kube.statefile import load_state
 from tests.fakekube.patch import json_patch
 from webhook.app import create_app
 from webhook.cluster import from_objects
-from webhook.review import MODE_LABEL, WebhookConfig
+from webhook.review import WebhookConfig
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 CLUSTER = load_state(EXAMPLES / "cluster.yaml")

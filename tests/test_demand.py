@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from capacity.demand import ALL, BLIND, EXHAUSTED_LABEL, classify, is_unschedulable, pending_shapes
+from capacity.demand import ALL, BLIND, classify, is_unschedulable, pending_shapes
+from capacity.names import EXHAUSTED_LABEL
 from capacity.resources import POD_ENI
 from capacity.template import NodeGroupTemplate
 

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
+from capacity.names import EXHAUSTED_LABEL
 from controller.books import LiveBooks
-from controller.records import EXHAUSTED_LABEL
 from kube.reflector import Reflector
 from tests.fakekube.server import FakeKubeServer
 from tests.waiting import eventually

@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 from capacity.guard import (
     BLIND,
     CLEAR,
-    EXHAUSTED_LABEL,
     GRACE,
     LIFTED,
     SCALING,
@@ -22,6 +21,7 @@ from capacity.guard import (
     decide,
     pending_pod,
 )
+from capacity.names import EXHAUSTED_LABEL
 from capacity.resources import POD_ENI, parse_resources
 from capacity.template import View
 from tests import autoscaler_template

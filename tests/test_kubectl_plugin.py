@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
+from capacity.names import MODE_LABEL
 from fitguard.kubectl_plugin import PluginUsageError, plugin_argv
 from kube.statefile import load_state
 from tests.fakekube.server import FakeKubeServer
-from webhook.review import MODE_LABEL
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"

@@ -12,10 +12,10 @@ import jsonpatch
 import pytest
 from flask.testing import FlaskClient
 
+from capacity.names import EXHAUSTED_LABEL
 from webhook import status
 from webhook.app import create_app
 from webhook.cluster import ClusterView, from_objects
-from webhook.mutate import GUARD_KEY
 from webhook.review import MAX_BODY_BYTES, WebhookConfig
 
 
@@ -32,7 +32,7 @@ CASES_FILE = (
     / "vpc-resource-controller-pod-webhook.json"
 )
 POD_KIND = {"group": "", "version": "v1", "kind": "Pod"}
-GUARD = {"key": GUARD_KEY, "operator": "DoesNotExist"}
+GUARD = {"key": EXHAUSTED_LABEL, "operator": "DoesNotExist"}
 
 
 def _cases(*groups: str) -> list[Any]:

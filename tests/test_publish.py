@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from capacity.names import MANAGED_BY_LABEL, TEMPLATE_MANAGER
 from capacity.template import NodeGroupTemplate, View
 from controller.discovery import GroupOutcome
-from controller.publish import MANAGED_BY, MANAGED_BY_LABEL, publish
+from controller.publish import publish
 from kube.client import KubeClient
 
 PATH = "/apis/fitguard.io/v1alpha1/nodegrouptemplates"
@@ -36,7 +37,7 @@ def test_templates_created_then_untouched_when_unchanged(fake_kube: Any) -> None
     result = publish(api, outcomes, now=NOW)
     assert sorted(result.created) == ["ng-a", "ng-b"]
     stored = fake_kube.get("NodeGroupTemplate", "ng-a", api_version="fitguard.io/v1alpha1")
-    assert stored["metadata"]["labels"][MANAGED_BY_LABEL] == MANAGED_BY
+    assert stored["metadata"]["labels"][MANAGED_BY_LABEL] == TEMPLATE_MANAGER
     assert NodeGroupTemplate.from_object(stored) == template("ng-a")
 
     fake_kube.requests.clear()

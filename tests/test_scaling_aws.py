@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from capacity.demand import ALL, EXHAUSTED_LABEL
+from capacity.demand import ALL
+from capacity.names import EXHAUSTED_LABEL, LAST_SCALE_UP_TAG
 from capacity.resources import POD_ENI
 from capacity.template import NodeGroupTemplate
 from controller.aws.clients import AwsClients
 from controller.records import project_pod
 from controller.scaling import (
-    LAST_SCALE_UP_TAG,
     ON,
     PLAN,
     ScalingConfig,

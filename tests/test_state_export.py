@@ -17,14 +17,13 @@ from typing import Any
 import pytest
 import yaml
 
-from fitguard.state_export import CLUSTER as CLUSTER_KEY
-from fitguard.state_export import CONTEXT, EXPORTED_AT, SERVER, export_state
+from capacity.names import EXPORTED_AT, EXPORTED_CLUSTER, EXPORTED_CONTEXT, EXPORTED_SERVER, MODE_LABEL
+from fitguard.state_export import export_state
 from kube.statefile import load_state
 from tests.fakekube.server import FakeKubeServer
 from tests.tlsfixtures import TlsFiles
 from tests.webhook_server import admission_review, post, running
 from webhook.cluster import WATCHES
-from webhook.review import MODE_LABEL
 
 pytestmark = pytest.mark.slow
 
@@ -123,9 +122,9 @@ def test_the_export_holds_only_what_a_verdict_needs_and_says_where_from(
     assert run.returncode == 0, run.stderr
     doc = yaml.safe_load((tmp_path / "state.yaml").read_text())
     annotations = doc["metadata"]["annotations"]
-    assert set(annotations) == {EXPORTED_AT, CONTEXT, CLUSTER_KEY, SERVER}
+    assert set(annotations) == {EXPORTED_AT, EXPORTED_CONTEXT, EXPORTED_CLUSTER, EXPORTED_SERVER}
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", annotations[EXPORTED_AT])
-    assert (annotations[CONTEXT], annotations[CLUSTER_KEY], annotations[SERVER]) == (
+    assert (annotations[EXPORTED_CONTEXT], annotations[EXPORTED_CLUSTER], annotations[EXPORTED_SERVER]) == (
         "fakekube",
         "fakekube",
         fake_kube.url,

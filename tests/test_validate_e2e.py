@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from capacity.names import IGNORE_LABEL, MODE_LABEL
 from kube.statefile import load_state
 from tests.fakekube.server import FakeKubeServer
 from tests.tlsfixtures import TlsFiles
@@ -23,7 +24,6 @@ from tests.waiting import eventually
 from tests.webhook_server import Server, admission_review, metric_sum, post, running
 from webhook.audit import REASON
 from webhook.cluster import WATCHES
-from webhook.review import IGNORE_LABEL, MODE_LABEL
 from webhook.validate import COLD_START, MAX_WARNING
 
 pytestmark = pytest.mark.slow

@@ -17,6 +17,7 @@ import jsonpatch
 import pytest
 import yaml
 
+from capacity.names import EXHAUSTED_LABEL
 from tests.fakekube.server import FakeKubeServer
 from tests.tlsfixtures import TlsFiles
 from tests.waiting import eventually
@@ -30,11 +31,10 @@ from tests.webhook_server import (
     running,
     wait_ready,
 )
-from webhook.mutate import GUARD_KEY
 
 pytestmark = pytest.mark.slow
 
-GUARD = {"key": GUARD_KEY, "operator": "DoesNotExist"}
+GUARD = {"key": EXHAUSTED_LABEL, "operator": "DoesNotExist"}
 STATE = [
     {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}},
     {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"namespace": "shop", "name": "default"}},

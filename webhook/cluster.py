@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from capacity.names import TEMPLATE_KIND, VPC_CNI_CONFIG_NAME, VPC_CNI_CONFIG_NAMESPACE
 from capacity.sgp import SecurityGroupPolicy, compile_policy, matching_groups
 from capacity.template import NodeGroupTemplate
 from kube.statefile import by_kind, load_state
@@ -20,7 +21,6 @@ from webhook.review import string_map
 
 log = logging.getLogger(__name__)
 
-VPC_CNI_CONFIG = ("kube-system", "amazon-vpc-cni")
 WINDOWS_IPAM_KEY = "enable-windows-ipam"
 # ConfigMap keys the webhook reads; the rest of a ConfigMap is not kept.
 CONFIG_KEYS = (WINDOWS_IPAM_KEY, "branch-eni-cooldown")
@@ -65,7 +65,7 @@ class ClusterView:
     )
     config_maps: Store[dict[str, str]] = field(default_factory=lambda: Store("ConfigMap", config_data))
     templates: Store[NodeGroupTemplate] = field(
-        default_factory=lambda: Store("NodeGroupTemplate", NodeGroupTemplate.from_object)
+        default_factory=lambda: Store(TEMPLATE_KIND, NodeGroupTemplate.from_object)
     )
     verdicts: RefusalMemo = field(default_factory=RefusalMemo)
 
@@ -76,7 +76,7 @@ class ClusterView:
             "ServiceAccount": self.service_accounts,
             "SecurityGroupPolicy": self.policies,
             "ConfigMap": self.config_maps,
-            "NodeGroupTemplate": self.templates,
+            TEMPLATE_KIND: self.templates,
         }
 
     def ready(self) -> bool:
@@ -94,7 +94,7 @@ class ClusterView:
         return self.namespaces.get("", namespace) or EMPTY
 
     def windows_ipam_enabled(self) -> bool:
-        data = self.config_maps.get(*VPC_CNI_CONFIG) or EMPTY
+        data = self.config_maps.get(VPC_CNI_CONFIG_NAMESPACE, VPC_CNI_CONFIG_NAME) or EMPTY
         return parse_bool(data.get(WINDOWS_IPAM_KEY))
 
     def security_groups(self, namespace: str, pod: Mapping[str, Any]) -> list[str]:
@@ -145,8 +145,8 @@ WATCHES: tuple[tuple[str, str | None, str], ...] = (
     ("Namespace", None, ""),
     ("ServiceAccount", None, ""),
     ("SecurityGroupPolicy", None, ""),
-    ("ConfigMap", VPC_CNI_CONFIG[0], f"metadata.name={VPC_CNI_CONFIG[1]}"),
-    ("NodeGroupTemplate", None, ""),
+    ("ConfigMap", VPC_CNI_CONFIG_NAMESPACE, f"metadata.name={VPC_CNI_CONFIG_NAME}"),
+    (TEMPLATE_KIND, None, ""),
 )
 
 
@@ -161,7 +161,7 @@ def start_reflectors(view: ClusterView, api: Any) -> list[Any]:
         "ServiceAccount": client.SERVICE_ACCOUNTS,
         "SecurityGroupPolicy": client.SECURITY_GROUP_POLICIES,
         "ConfigMap": client.CONFIG_MAPS,
-        "NodeGroupTemplate": client.NODE_GROUP_TEMPLATES,
+        TEMPLATE_KIND: client.NODE_GROUP_TEMPLATES,
     }
     stores = view.stores()
     kube = client.as_kube_client(api)

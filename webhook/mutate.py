@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from capacity.names import EXHAUSTED_LABEL
 from capacity.resources import POD_ENI
 from capacity.sgp import pod_has_eni_request
 from webhook.review import Verdict, WebhookConfig, effective_mode, request_namespace, soften
@@ -26,8 +27,7 @@ FARGATE_LABEL = "eks.amazonaws.com/fargate-profile"
 FARGATE_SG_ANNOTATION = "fargate.amazonaws.com/pod-sg"
 OS_LABELS = ("kubernetes.io/os", "beta.kubernetes.io/os")
 RESOURCE_COUNT = "1"
-GUARD_KEY = "fitguard.io/branch-eni-exhausted"
-GUARD_EXPRESSION: Mapping[str, str] = {"key": GUARD_KEY, "operator": "DoesNotExist"}
+GUARD_EXPRESSION: Mapping[str, str] = {"key": EXHAUSTED_LABEL, "operator": "DoesNotExist"}
 REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 
 HOST_NETWORK, FARGATE, WINDOWS, LINUX = "host-network", "fargate", "windows", "linux"
@@ -146,7 +146,7 @@ def requests_pod_eni_elsewhere(pod: Mapping[str, Any]) -> bool:
 
 def _has_guard(expressions: list[Any]) -> bool:
     return any(
-        isinstance(e, Mapping) and e.get("key") == GUARD_KEY and e.get("operator") == "DoesNotExist"
+        isinstance(e, Mapping) and e.get("key") == EXHAUSTED_LABEL and e.get("operator") == "DoesNotExist"
         for e in expressions
     )
 

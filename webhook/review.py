@@ -7,10 +7,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from capacity.names import IGNORE_LABEL, MODE_LABEL
+
 MODES = ("enforce", "warn", "audit")
 FAILURE_POLICIES = ("ignore", "fail")
-IGNORE_LABEL = "fitguard.io/ignore"
-MODE_LABEL = "fitguard.io/mode"
 # A review carries object and oldObject, each up to the apiserver's 3 MiB request body limit.
 MAX_BODY_BYTES = 7 * 1024 * 1024
 

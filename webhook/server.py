@@ -23,6 +23,7 @@ from typing import Any
 
 from gunicorn.app.base import BaseApplication
 
+from capacity.names import WEBHOOK_REPORTER
 from webhook.review import WebhookConfig
 from webhook.tls import (
     DEFAULT_RELOAD_INTERVAL_SECONDS,
@@ -115,7 +116,7 @@ def build_app(options: ServeOptions) -> tuple[Any, Any]:
         # own caches synced, well within gunicorn's worker timeout.
         if not view.wait_ready(SYNC_WAIT_SECONDS):
             log.warning("caches not synced after %s s; /readyz says what is missing", SYNC_WAIT_SECONDS)
-        recorder = EventRecorder(api, default_identity(), reporting_controller="fitguard.io/webhook")
+        recorder = EventRecorder(api, default_identity(), reporting_controller=WEBHOOK_REPORTER)
         audit = AuditEvents(recorder).submit
     # The caches are long-lived: out of every garbage collection, they do not make a review's
     # collection pauses grow with the cluster.
