@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from capacity.autoscaler_flags import parse_go_duration
 from capacity.autoscaler_view import InstanceRequirements
 
 OPTIONS_PREFIX = "k8s.io/cluster-autoscaler/node-template/autoscaling-options/"
@@ -112,8 +113,8 @@ def asg_options(options: Mapping[str, str], defaults: AsgOptions) -> AsgOptions:
     parsers: dict[str, tuple[str, Callable[[str], Any]]] = {
         "scaledownutilizationthreshold": ("scale_down_utilization_threshold", go_parse_float),
         "scaledowngpuutilizationthreshold": ("scale_down_gpu_utilization_threshold", go_parse_float),
-        "scaledownunneededtime": ("scale_down_unneeded_time", go_parse_duration),
-        "scaledownunreadytime": ("scale_down_unready_time", go_parse_duration),
+        "scaledownunneededtime": ("scale_down_unneeded_time", parse_go_duration),
+        "scaledownunreadytime": ("scale_down_unready_time", parse_go_duration),
         "ignoredaemonsetsutilization": ("ignore_daemonsets_utilization", go_parse_bool),
     }
     result = defaults
@@ -128,17 +129,6 @@ def asg_options(options: Mapping[str, str], defaults: AsgOptions) -> AsgOptions:
 
 
 _FLOAT = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|[+-]?(?:inf|infinity|nan)", re.IGNORECASE)
-_DURATION_PART = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
-_DURATION_UNITS = {
-    "ns": 1e-9,
-    "us": 1e-6,
-    "µs": 1e-6,
-    "μs": 1e-6,
-    "ms": 1e-3,
-    "s": 1.0,
-    "m": 60.0,
-    "h": 3600.0,
-}
 _BOOLS = {"1": True, "t": True, "T": True, "TRUE": True, "true": True, "True": True}
 _BOOLS |= {"0": False, "f": False, "F": False, "FALSE": False, "false": False, "False": False}
 
@@ -155,17 +145,6 @@ def go_parse_bool(text: str) -> bool:
         return _BOOLS[text]
     except KeyError:
         raise ValueError(f"invalid bool {text!r}") from None
-
-
-def go_parse_duration(text: str) -> float:
-    """time.ParseDuration in seconds: `1h30m`, `25m`, `1.5s`, `-2s`, and a bare `0`."""
-    sign = -1.0 if text.startswith("-") else 1.0
-    body = text[1:] if text[:1] in "+-" else text
-    if body == "0":
-        return 0.0
-    if not body or not re.fullmatch(f"(?:{_DURATION_PART.pattern})+", body):
-        raise ValueError(f"invalid duration {text!r}")
-    return sign * sum(float(n) * _DURATION_UNITS[u] for n, u in _DURATION_PART.findall(body))
 
 
 @dataclass(frozen=True, slots=True)

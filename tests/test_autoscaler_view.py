@@ -15,6 +15,7 @@ import pytest
 
 from capacity import autoscaler_specs as specs
 from capacity import autoscaler_view as av
+from capacity.autoscaler_flags import parse_go_duration
 from capacity.quantity import milli_to_units, parse_quantity
 from capacity.taints import Taint
 
@@ -157,8 +158,8 @@ def _options(raw: Mapping[str, Any]) -> specs.AsgOptions:
     return specs.AsgOptions(
         scale_down_utilization_threshold=raw["ScaleDownUtilizationThreshold"],
         scale_down_gpu_utilization_threshold=raw["ScaleDownGpuUtilizationThreshold"],
-        scale_down_unneeded_time=specs.go_parse_duration(raw["ScaleDownUnneededTime"]),
-        scale_down_unready_time=specs.go_parse_duration(raw["ScaleDownUnreadyTime"]),
+        scale_down_unneeded_time=parse_go_duration(raw["ScaleDownUnneededTime"]),
+        scale_down_unready_time=parse_go_duration(raw["ScaleDownUnreadyTime"]),
         ignore_daemonsets_utilization=raw["IgnoreDaemonSetsUtilization"],
     )
 

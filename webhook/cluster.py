@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from capacity.branch_eni import COOLDOWN_KEY
 from capacity.names import TEMPLATE_KIND, VPC_CNI_CONFIG_NAME, VPC_CNI_CONFIG_NAMESPACE
 from capacity.sgp import SecurityGroupPolicy, compile_policy, matching_groups
 from capacity.template import NodeGroupTemplate
@@ -23,7 +24,7 @@ log = logging.getLogger(__name__)
 
 WINDOWS_IPAM_KEY = "enable-windows-ipam"
 # ConfigMap keys the webhook reads; the rest of a ConfigMap is not kept.
-CONFIG_KEYS = (WINDOWS_IPAM_KEY, "branch-eni-cooldown")
+CONFIG_KEYS = (WINDOWS_IPAM_KEY, COOLDOWN_KEY)
 DEFAULT_SERVICE_ACCOUNT = "default"
 EMPTY: Mapping[str, str] = {}
 
