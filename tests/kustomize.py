@@ -1,8 +1,8 @@
 """Render a kustomization the way `kubectl kustomize` does, for the subset fitguard's manifests use.
 
-Supported: `resources` (YAML files and kustomization directories), `patches` (strategic merge or
-JSON 6902, inline or from a file, with or without a `target`), `namespace`, `labels`, `commonLabels`
-and `images`. Anything else in a kustomization is refused rather than silently ignored, so a
+Supported: `resources` (YAML files and kustomization directories), `components` (directories of
+`kind: Component`), `patches` (strategic merge or JSON 6902, inline or from a file, with or without
+a `target`), `namespace`, `labels`, `commonLabels` and `images`. Anything else in a kustomization is refused rather than silently ignored, so a
 manifest change that needs more of kustomize fails here instead of rendering something else.
 `render` uses `kubectl kustomize` itself when kubectl is on PATH and `prefer_kubectl` is set.
 """
@@ -10,6 +10,7 @@ manifest change that needs more of kustomize fails here instead of rendering som
 from __future__ import annotations
 
 import copy
+import os
 import shutil
 import subprocess
 from collections.abc import Iterable, Iterator, Mapping
@@ -25,8 +26,10 @@ Obj = dict[str, Any]
 
 KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 _SUPPORTED_KEYS = frozenset(
-    {"apiVersion", "kind", "resources", "patches", "namespace", "labels", "commonLabels", "images"}
+    {"apiVersion", "kind", "resources", "components", "patches", "namespace", "labels", "commonLabels", "images"}
 )
+KUSTOMIZATION = "Kustomization"
+COMPONENT = "Component"
 # Kinds without a namespace among those the manifests could hold (a `namespace:` leaves them alone).
 _CLUSTER_SCOPED = frozenset(
     {
@@ -85,10 +88,23 @@ def object_id(obj: Mapping[str, Any]) -> tuple[str, str, str, str]:
 def build(directory: Path) -> list[Obj]:
     """Render one kustomization directory with this loader (never kubectl)."""
     kustomization = _read_kustomization(directory)
-    objects: list[Obj] = []
+    if kustomization.get("kind", KUSTOMIZATION) == COMPONENT:
+        raise KustomizeError(f"{directory}: a Component is rendered only through a kustomization's components")
+    return _accumulate(directory, kustomization, [])
+
+
+def _accumulate(directory: Path, kustomization: Obj, objects: list[Obj]) -> list[Obj]:
+    """Add a kustomization's resources to `objects`, then its components, then run its patches and
+    transformers over everything accumulated. As kustomize does (api/internal/target/kusttarget.go,
+    `KustTarget.accumulateTarget`, `accumulateComponents`, `accumulateDirectory`): a resource
+    directory is rendered on its own and merged; a component gets no accumulator of its own, so its
+    resources join the parent's (a resource id already there is an error) and its patches and
+    transformers see everything listed before it, in the order the components are listed."""
     for entry in kustomization.get("resources") or []:
         objects.extend(_load_resource(directory, entry))
     _check_unique(objects, directory)
+    for entry in kustomization.get("components") or []:
+        objects = _load_component(directory, entry, objects)
     for patch in kustomization.get("patches") or []:
         _apply_patch_entry(objects, directory, patch)
     if kustomization.get("namespace"):
@@ -115,13 +131,23 @@ def _read_kustomization(directory: Path) -> Obj:
 def _load_resource(directory: Path, entry: str) -> list[Obj]:
     path = (directory / entry).resolve()
     if path.is_dir():
-        return build(path)
+        return build(path)  # refuses a Component, as kustomize does
     if not path.is_file():
         raise KustomizeError(f"{directory}: resource {entry!r} does not exist")
     if directory.resolve() not in path.parents:
         # kustomize's default load restrictor: files only from inside the kustomization root.
         raise KustomizeError(f"{directory}: file {entry!r} is outside the kustomization root")
     return _documents(path.read_text())
+
+
+def _load_component(directory: Path, entry: str, objects: list[Obj]) -> list[Obj]:
+    path = (directory / entry).resolve()
+    if not path.is_dir():
+        raise KustomizeError(f"{directory}: component {entry!r} is not a directory")
+    component = _read_kustomization(path)
+    if component.get("kind") != COMPONENT:
+        raise KustomizeError(f"{path}: listed in components but its kind is not {COMPONENT}")
+    return _accumulate(path, component, objects)
 
 
 def _documents(text: str) -> list[Obj]:
@@ -305,3 +331,29 @@ def _set_image(objects: list[Obj], rule: Mapping[str, Any]) -> None:
                 else:
                     suffix = f":{tag}" if tag else ""
                     container["image"] = f"{name}{suffix}@{digest}" if digest else f"{name}{suffix}"
+
+
+def write_kustomization(
+    directory: Path,
+    resources: Iterable[Path],
+    components: Iterable[Path] = (),
+    **fields: Any,
+) -> Path:
+    """Write into `directory` a kustomization of `resources` and `components` (directories, named
+    relative to `directory` as kustomize wants them) plus any other `fields`; returns `directory`."""
+    directory.mkdir(parents=True, exist_ok=True)
+
+    def relative(path: Path) -> str:
+        return os.path.relpath(Path(path).resolve(), directory.resolve())
+
+    kustomization: Obj = {
+        "apiVersion": "kustomize.config.k8s.io/v1beta1",
+        "kind": KUSTOMIZATION,
+        "resources": [relative(path) for path in resources],
+    }
+    listed = [relative(path) for path in components]
+    if listed:
+        kustomization["components"] = listed
+    kustomization.update(fields)
+    (directory / "kustomization.yaml").write_text(yaml.safe_dump(kustomization, sort_keys=False))
+    return directory

@@ -1,4 +1,4 @@
-"""Minimal OpenAPI (JSON) schemas of the prometheus-operator kinds manifests/monitoring/ uses, for
+"""Minimal OpenAPI (JSON) schemas of the prometheus-operator kinds manifests/components/monitoring/ uses, for
 validating the rendered objects where no package ships the CRDs. Written from the upstream CRDs
 (prometheus-operator/prometheus-operator, example/prometheus-operator-crd/
 monitoring.coreos.com_prometheusrules.yaml and monitoring.coreos.com_servicemonitors.yaml, v0.76):
