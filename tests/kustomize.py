@@ -10,6 +10,7 @@ manifest change that needs more of kustomize fails here instead of rendering som
 from __future__ import annotations
 
 import copy
+import functools
 import os
 import shutil
 import subprocess
@@ -55,6 +56,21 @@ _WORKLOADS_WITH_SELECTOR = frozenset({"Deployment", "ReplicaSet", "StatefulSet",
 _WORKLOADS_WITH_TEMPLATE = _WORKLOADS_WITH_SELECTOR | {"Job", "ReplicationController"}
 
 
+# libyaml's loader where PyYAML has it (same documents, far faster than the pure-Python one).
+_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _load_all(text: str) -> list[Any]:
+    """Every document of a YAML text, parsed once per distinct text (a render of many combinations
+    reads the same files again and again); the caller gets a copy it may change."""
+    return copy.deepcopy(_parsed(text))
+
+
+@functools.lru_cache(maxsize=512)
+def _parsed(text: str) -> list[Any]:
+    return list(yaml.load_all(text, Loader=_LOADER))
+
+
 class KustomizeError(ValueError):
     """The kustomization cannot be rendered by this loader (or is wrong)."""
 
@@ -76,7 +92,7 @@ def render_with_kubectl(directory: Path) -> list[Obj]:
     )
     if result.returncode != 0:
         raise KustomizeError(f"kubectl kustomize {directory} failed: {result.stderr.strip()}")
-    return [doc for doc in yaml.safe_load_all(result.stdout) if doc]
+    return [doc for doc in yaml.load_all(result.stdout, Loader=_LOADER) if doc]
 
 
 def object_id(obj: Mapping[str, Any]) -> tuple[str, str, str, str]:
@@ -87,10 +103,7 @@ def object_id(obj: Mapping[str, Any]) -> tuple[str, str, str, str]:
 
 def build(directory: Path) -> list[Obj]:
     """Render one kustomization directory with this loader (never kubectl)."""
-    kustomization = _read_kustomization(directory)
-    if kustomization.get("kind", KUSTOMIZATION) == COMPONENT:
-        raise KustomizeError(f"{directory}: a Component is rendered only through a kustomization's components")
-    return _accumulate(directory, kustomization, [])
+    return _accumulate(directory, _read_kustomization(directory), [])
 
 
 def _accumulate(directory: Path, kustomization: Obj, objects: list[Obj]) -> list[Obj]:
@@ -120,7 +133,7 @@ def _read_kustomization(directory: Path) -> Obj:
     for name in KUSTOMIZATION_FILES:
         path = directory / name
         if path.is_file():
-            data = yaml.safe_load(path.read_text()) or {}
+            data = (_load_all(path.read_text()) or [None])[0] or {}
             unknown = set(data) - _SUPPORTED_KEYS
             if unknown:
                 raise KustomizeError(f"{path}: keys this loader does not support: {sorted(unknown)}")
@@ -131,7 +144,9 @@ def _read_kustomization(directory: Path) -> Obj:
 def _load_resource(directory: Path, entry: str) -> list[Obj]:
     path = (directory / entry).resolve()
     if path.is_dir():
-        return build(path)  # refuses a Component, as kustomize does
+        if _read_kustomization(path).get("kind") == COMPONENT:
+            raise KustomizeError(f"{directory}: {entry!r} is a Component: list it under components")
+        return build(path)
     if not path.is_file():
         raise KustomizeError(f"{directory}: resource {entry!r} does not exist")
     if directory.resolve() not in path.parents:
@@ -152,7 +167,7 @@ def _load_component(directory: Path, entry: str, objects: list[Obj]) -> list[Obj
 
 def _documents(text: str) -> list[Obj]:
     docs: list[Obj] = []
-    for doc in yaml.safe_load_all(text):
+    for doc in _load_all(text):
         if doc is None:
             continue
         if not isinstance(doc, dict) or "kind" not in doc:
@@ -181,7 +196,7 @@ def _apply_patch_entry(objects: list[Obj], directory: Path, entry: Mapping[str, 
         raise KustomizeError(f"{directory}: a patch has exactly one of path and patch: {entry!r}")
     text = (directory / entry["path"]).read_text() if "path" in entry else entry["patch"]
     target = entry.get("target")
-    parsed = list(yaml.safe_load_all(text))
+    parsed = _load_all(text)
     if len(parsed) == 1 and isinstance(parsed[0], list):
         if target is None:
             raise KustomizeError(f"{directory}: a JSON 6902 patch needs a target")
