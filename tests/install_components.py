@@ -5,10 +5,17 @@ rendered from a kustomization of manifests/base and its components, mode first."
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
-from tests.kustomize import write_kustomization
+import jsonschema
+import kubernetes_validate
+
+from tests.cert_manager_schemas import SCHEMAS as CERT_MANAGER_SCHEMAS
+from tests.kustomize import object_id, write_kustomization
+from tests.monitoring_schemas import SCHEMAS as MONITORING_SCHEMAS
+from tests.supported_versions import MINIMUM_VALIDATOR_VERSION
 
 ROOT = Path(__file__).resolve().parent.parent
 MANIFESTS = ROOT / "manifests"
@@ -18,6 +25,9 @@ MODES = ("warn", "enforce", "audit")
 FEATURES = ("fail-closed", "reclaim", "scaling-on", "monitoring", "cert-manager", "network-policy")
 
 Combination = tuple[str, ...]
+Obj = dict[str, Any]
+# The oldest Kubernetes the documents promise and the newest the validator knows.
+VERSIONS = (MINIMUM_VALIDATOR_VERSION, kubernetes_validate.latest_version())
 
 
 def combinations() -> Iterator[Combination]:
@@ -46,3 +56,33 @@ def name(combination: Combination) -> str:
 def kustomization(directory: Path, combination: Sequence[str], **fields: object) -> Path:
     """A kustomization in `directory` of the base with these components, in this order."""
     return write_kustomization(directory, [BASE], [COMPONENTS / component for component in combination], **fields)
+
+
+def custom_schemas(objects: list[Obj]) -> dict[tuple[str, str], Obj]:
+    """(apiVersion, kind) -> schema of every custom kind: prometheus-operator's and cert-manager's
+    (compiled from their CRDs), and each version of a CRD among `objects` (NodeGroupTemplate)."""
+    schemas: dict[tuple[str, str], Obj] = {**MONITORING_SCHEMAS, **CERT_MANAGER_SCHEMAS}
+    for crd in (obj for obj in objects if obj["kind"] == "CustomResourceDefinition"):
+        spec = crd["spec"]
+        for version in spec["versions"]:
+            schemas[(f"{spec['group']}/{version['name']}", spec["names"]["kind"])] = version["schema"][
+                "openAPIV3Schema"
+            ]
+    return schemas
+
+
+def validation_failures(objects: Iterable[Obj], schemas: dict[tuple[str, str], Obj]) -> list[str]:
+    """One line per object that does not validate: a custom kind against its schema, a built-in
+    kind against the strict Kubernetes schemas of every version in VERSIONS."""
+    failures = []
+    for obj in objects:
+        schema = schemas.get((obj["apiVersion"], obj["kind"]))
+        try:
+            if schema is not None:
+                jsonschema.validate(obj, schema)
+            else:
+                for version in VERSIONS:
+                    kubernetes_validate.validate(obj, version, strict=True)
+        except (jsonschema.ValidationError, kubernetes_validate.ValidationError) as err:
+            failures.append(f"{object_id(obj)}: {str(err).splitlines()[0]}")
+    return failures

@@ -14,12 +14,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-import jsonschema
-import kubernetes_validate
 import pytest
 
 from fitguard.cli import build_parser
-from tests.cert_manager_schemas import SCHEMAS as CERT_MANAGER_SCHEMAS
 from tests.install_components import (
     BASE,
     COMPONENTS,
@@ -27,9 +24,11 @@ from tests.install_components import (
     MODES,
     Combination,
     combinations,
+    custom_schemas,
     kubectl_sample,
     kustomization,
     name,
+    validation_failures,
 )
 from tests.kustomize import (
     KustomizeError,
@@ -38,13 +37,10 @@ from tests.kustomize import (
     object_id,
     render_with_kubectl,
 )
-from tests.monitoring_schemas import SCHEMAS as MONITORING_SCHEMAS
-from tests.supported_versions import MINIMUM_VALIDATOR_VERSION
 
 Obj = dict[str, Any]
 Id = tuple[str, str, str, str]
 NS = "fitguard-system"
-VERSIONS = (MINIMUM_VALIDATOR_VERSION, kubernetes_validate.latest_version())
 # What each component adds to the base, whole.
 ADDS: dict[str, set[Id]] = {
     "warn": set(),
@@ -146,38 +142,15 @@ def test_kubectl_kustomize_renders_the_combinations_as_the_loader_does(
     assert differing == []
 
 
-def _custom_schemas(objects: list[Obj]) -> dict[tuple[str, str], Obj]:
-    """(apiVersion, kind) -> schema of every kind the manifests define or use through a CRD."""
-    schemas: dict[tuple[str, str], Obj] = {**MONITORING_SCHEMAS, **CERT_MANAGER_SCHEMAS}
-    for crd in (obj for obj in objects if obj["kind"] == "CustomResourceDefinition"):
-        spec = crd["spec"]
-        for version in spec["versions"]:
-            schemas[(f"{spec['group']}/{version['name']}", spec["names"]["kind"])] = version["schema"][
-                "openAPIV3Schema"
-            ]
-    return schemas
-
-
 def test_every_object_of_every_combination_validates(ours: dict[Combination, list[Obj]]) -> None:
     """Built-in kinds against the strict Kubernetes schemas of the oldest supported version and the
     newest known; ServiceMonitor, PrometheusRule, Certificate, Issuer and NodeGroupTemplate against
     their CRDs' schemas. Each distinct object is validated once (most recur in many combinations)."""
-    schemas = _custom_schemas(ours[()])
     distinct: dict[str, Obj] = {}
     for objects in ours.values():
         for obj in objects:
             distinct.setdefault(json.dumps(obj, sort_keys=True), obj)
-    failures = []
-    for obj in distinct.values():
-        schema = schemas.get((obj["apiVersion"], obj["kind"]))
-        try:
-            if schema is not None:
-                jsonschema.validate(obj, schema)
-            else:
-                for version in VERSIONS:
-                    kubernetes_validate.validate(obj, version, strict=True)
-        except (jsonschema.ValidationError, kubernetes_validate.ValidationError) as err:
-            failures.append(f"{object_id(obj)}: {str(err).splitlines()[0]}")
+    failures = validation_failures(list(distinct.values()), custom_schemas(ours[()]))
     kinds = {obj["kind"] for obj in distinct.values()}
     assert {"Certificate", "Issuer", "ServiceMonitor", "PrometheusRule", "NetworkPolicy"} <= kinds
     assert failures == []
