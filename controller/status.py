@@ -71,9 +71,13 @@ def view_condition(template: NodeGroupTemplate) -> dict[str, Any]:
 def remembers_condition(template: NodeGroupTemplate) -> dict[str, Any]:
     memory = template.memory
     if memory is None:
-        return _condition(REMEMBERS, "Unknown", "NotObserved", "cluster-autoscaler's memory of the group not observed yet")
+        return _condition(
+            REMEMBERS, "Unknown", "NotObserved", "cluster-autoscaler's memory of the group not observed yet"
+        )
     if not memory.remembers:
-        return _condition(REMEMBERS, "False", "NotRemembered", memory.reason or "cluster-autoscaler keeps no node")
+        return _condition(
+            REMEMBERS, "False", "NotRemembered", memory.reason or "cluster-autoscaler keeps no node"
+        )
     offers = [
         f"{resource} {canonical_quantity(memory.view.allocatable[resource], resource)}"
         for resource in COMPARED_RESOURCES

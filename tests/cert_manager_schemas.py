@@ -27,7 +27,9 @@ def to_json_schema(schema: Any) -> Any:
         return [to_json_schema(item) for item in schema]
     if not isinstance(schema, dict):
         return schema
-    result = {key: to_json_schema(value) for key, value in schema.items() if not key.startswith("x-kubernetes-")}
+    result = {
+        key: to_json_schema(value) for key, value in schema.items() if not key.startswith("x-kubernetes-")
+    }
     if "properties" in schema:
         result["properties"] = {name: to_json_schema(child) for name, child in schema["properties"].items()}
     if schema.get("x-kubernetes-int-or-string"):
@@ -54,7 +56,9 @@ def load() -> tuple[dict[str, Any], dict[tuple[str, str], Any]]:
         converted["properties"]["apiVersion"] = {"const": f"{group}/{version}"}
         converted["properties"]["kind"] = {"const": kind}
         converted["properties"]["metadata"] = _METADATA
-        converted["required"] = sorted({*converted.get("required", []), "apiVersion", "kind", "metadata", "spec"})
+        converted["required"] = sorted(
+            {*converted.get("required", []), "apiVersion", "kind", "metadata", "spec"}
+        )
         schemas[(f"{group}/{version}", kind)] = converted
     return document["_source"], schemas
 

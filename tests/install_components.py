@@ -55,7 +55,9 @@ def name(combination: Combination) -> str:
 
 def kustomization(directory: Path, combination: Sequence[str], **fields: object) -> Path:
     """A kustomization in `directory` of the base with these components, in this order."""
-    return write_kustomization(directory, [BASE], [COMPONENTS / component for component in combination], **fields)
+    return write_kustomization(
+        directory, [BASE], [COMPONENTS / component for component in combination], **fields
+    )
 
 
 def custom_schemas(objects: list[Obj]) -> dict[tuple[str, str], Obj]:

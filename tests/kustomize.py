@@ -2,8 +2,9 @@
 
 Supported: `resources` (YAML files and kustomization directories), `components` (directories of
 `kind: Component`), `patches` (strategic merge or JSON 6902, inline or from a file, with or without
-a `target`), `namespace`, `labels`, `commonLabels` and `images`. Anything else in a kustomization is refused rather than silently ignored, so a
-manifest change that needs more of kustomize fails here instead of rendering something else.
+a `target`), `namespace`, `labels`, `commonLabels` and `images`. Anything else in a kustomization
+is refused rather than silently ignored, so a manifest change that needs more of kustomize fails
+here instead of rendering something else.
 `render` uses `kubectl kustomize` itself when kubectl is on PATH and `prefer_kubectl` is set.
 """
 
@@ -27,7 +28,17 @@ Obj = dict[str, Any]
 
 KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 _SUPPORTED_KEYS = frozenset(
-    {"apiVersion", "kind", "resources", "components", "patches", "namespace", "labels", "commonLabels", "images"}
+    {
+        "apiVersion",
+        "kind",
+        "resources",
+        "components",
+        "patches",
+        "namespace",
+        "labels",
+        "commonLabels",
+        "images",
+    }
 )
 KUSTOMIZATION = "Kustomization"
 COMPONENT = "Component"

@@ -1,5 +1,5 @@
-"""The alert rules and the Grafana dashboard (manifests/components/monitoring/): promtool checks and unit-tests
-the rules, and a real Prometheus on loopback scraping a running webhook and controller finds every
+"""The alert rules and the Grafana dashboard (manifests/components/monitoring/): promtool checks and
+unit-tests the rules, and a real Prometheus on loopback scraping a running webhook and controller finds every
 metric a rule or a dashboard query names. Each test skips cleanly where promtool or prometheus is
 absent (Debian's `prometheus` package ships both; .ci/run installs it)."""
 

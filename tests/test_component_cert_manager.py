@@ -50,7 +50,10 @@ def test_the_serving_certificate_lands_where_the_webhook_reads_it(objects: list[
     [volume] = [v for v in pod["volumes"] if v["name"] == mount["name"]]
     assert volume["secret"]["secretName"] == certificate["spec"]["secretName"] == "fitguard-webhook-tls"
     assert "items" not in volume["secret"] and "subPath" not in mount  # renewals reach the files
-    assert {cert.name, key.name} == {"tls.crt", "tls.key"} and {cert.name, key.name} <= CERT_MANAGER_SECRET_KEYS
+    assert {cert.name, key.name} == {"tls.crt", "tls.key"} and {
+        cert.name,
+        key.name,
+    } <= CERT_MANAGER_SECRET_KEYS
 
 
 def test_the_certificate_names_the_service_the_api_server_calls(objects: list[Obj]) -> None:
@@ -64,7 +67,10 @@ def test_the_certificate_names_the_service_the_api_server_calls(objects: list[Ob
             called.add(f"{service['name']}.{service['namespace']}.svc")
             one(objects, "Service", service["name"])  # the Service exists
     assert called == {f"fitguard-webhook.{NS}.svc"}
-    assert certificate["spec"]["dnsNames"] == [f"fitguard-webhook.{NS}.svc", f"fitguard-webhook.{NS}.svc.cluster.local"]
+    assert certificate["spec"]["dnsNames"] == [
+        f"fitguard-webhook.{NS}.svc",
+        f"fitguard-webhook.{NS}.svc.cluster.local",
+    ]
     assert certificate["spec"]["usages"] == ["server auth", "digital signature"]
 
 
@@ -96,13 +102,17 @@ def test_both_configurations_ask_cainjector_for_the_serving_certificates_ca(obje
     certificate = one(objects, "Certificate", "fitguard-webhook")
     wanted = f"{certificate['metadata']['namespace']}/{certificate['metadata']['name']}"
     for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
-        assert one(objects, kind, "fitguard")["metadata"]["annotations"] == {"cert-manager.io/inject-ca-from": wanted}
+        assert one(objects, kind, "fitguard")["metadata"]["annotations"] == {
+            "cert-manager.io/inject-ca-from": wanted
+        }
 
 
 def test_the_controller_stops_managing_certificates(objects: list[Obj]) -> None:
     """Without --manage-certificates the controller neither writes the Secrets nor the caBundle, so
     it does not fight cert-manager and cainjector; its other arguments are the base's."""
-    args = one(objects, "Deployment", "fitguard-controller")["spec"]["template"]["spec"]["containers"][0]["args"]
+    args = one(objects, "Deployment", "fitguard-controller")["spec"]["template"]["spec"]["containers"][0][
+        "args"
+    ]
     assert args == ["controller", "--leader-elect", "--metrics-bind=0.0.0.0:8080"]
     assert build_parser("controller.cli").parse_args(args).manage_certificates is False
 
@@ -132,7 +142,10 @@ def test_the_schemas_name_their_source_and_refuse_what_the_crds_refuse(objects: 
     assert SOURCE["from"].startswith("cert-manager/cert-manager@") and SOURCE["retrieved"]
     certificate = one(objects, "Certificate", "fitguard-webhook")
     issuer = one(objects, "Issuer", "fitguard-ca")
-    schema, issuer_schema = SCHEMAS[("cert-manager.io/v1", "Certificate")], SCHEMAS[("cert-manager.io/v1", "Issuer")]
+    schema, issuer_schema = (
+        SCHEMAS[("cert-manager.io/v1", "Certificate")],
+        SCHEMAS[("cert-manager.io/v1", "Issuer")],
+    )
     jsonschema.validate(certificate, schema)
     jsonschema.validate(issuer, issuer_schema)
     unknown, algorithm, no_name = (copy.deepcopy(certificate) for _ in range(3))

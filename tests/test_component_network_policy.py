@@ -130,7 +130,8 @@ def test_each_pod_has_one_ingress_only_policy_so_egress_stays_open(objects: list
         selected = [
             o["metadata"]["name"]
             for o in objects
-            if o["kind"] == "Deployment" and _matches(policy["spec"]["podSelector"], o["spec"]["template"]["metadata"]["labels"])
+            if o["kind"] == "Deployment"
+            and _matches(policy["spec"]["podSelector"], o["spec"]["template"]["metadata"]["labels"])
         ]
         assert selected == [name]
 
@@ -147,6 +148,7 @@ def test_the_documented_patch_moves_both_metrics_rules_to_another_namespace(tmp_
     }
     if kubectl_available():
         assert {object_id(o): o for o in render_with_kubectl(directory)} == {object_id(o): o for o in objects}
-    assert "/spec/ingress/0/from/0/namespaceSelector/matchLabels" in (
-        Path(__file__).resolve().parent.parent / "docs" / "install.md"
-    ).read_text()
+    assert (
+        "/spec/ingress/0/from/0/namespaceSelector/matchLabels"
+        in (Path(__file__).resolve().parent.parent / "docs" / "install.md").read_text()
+    )

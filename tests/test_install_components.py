@@ -117,7 +117,7 @@ def test_the_components_directory_holds_exactly_the_enumerated_components() -> N
     for directory in sorted(path for path in COMPONENTS.iterdir() if path.is_dir()):
         data = yaml.safe_load((directory / "kustomization.yaml").read_text())
         found[directory.name] = (data["apiVersion"], data["kind"])
-    assert found == {c: ("kustomize.config.k8s.io/v1alpha1", "Component") for c in (*MODES, *FEATURES)}
+    assert found == dict.fromkeys((*MODES, *FEATURES), ("kustomize.config.k8s.io/v1alpha1", "Component"))
     assert len(COMBINATIONS) == 4 * 2 ** len(FEATURES) == len(set(COMBINATIONS))
 
 
@@ -179,8 +179,12 @@ def test_each_combination_passes_exactly_the_arguments_its_components_set(
     base_webhook, base_controller = args_of(base, "fitguard-webhook"), args_of(base, "fitguard-controller")
     for combination, objects in ours.items():
         webhook, controller = args_of(objects, "fitguard-webhook"), args_of(objects, "fitguard-controller")
-        assert webhook == base_webhook + [a for c in combination for a in WEBHOOK_ARGS.get(c, [])], combination
-        kept = [a for a in base_controller if not ("cert-manager" in combination and a == "--manage-certificates")]
+        assert webhook == base_webhook + [a for c in combination for a in WEBHOOK_ARGS.get(c, [])], (
+            combination
+        )
+        kept = [
+            a for a in base_controller if not ("cert-manager" in combination and a == "--manage-certificates")
+        ]
         assert controller == kept + [a for c in combination for a in CONTROLLER_ARGS.get(c, [])], combination
         mode = next((c for c in combination if c in MODES), None)
         parsed = webhook_cli.parse_args(webhook)
@@ -188,19 +192,25 @@ def test_each_combination_passes_exactly_the_arguments_its_components_set(
             mode or "enforce",
             "fail" if "fail-closed" in combination else "ignore",
         )
-        assert controller_cli.parse_args(controller).manage_certificates is ("cert-manager" not in combination)
+        assert controller_cli.parse_args(controller).manage_certificates is (
+            "cert-manager" not in combination
+        )
         annotations = one(objects, "Deployment", "fitguard-webhook")["metadata"]["annotations"]
         assert annotations == {"fitguard.io/mode-component": mode or "none"}
 
 
-def test_the_webhook_configurations_follow_fail_closed_and_cert_manager(ours: dict[Combination, list[Obj]]) -> None:
+def test_the_webhook_configurations_follow_fail_closed_and_cert_manager(
+    ours: dict[Combination, list[Obj]],
+) -> None:
     """failurePolicy Fail exactly with fail-closed; cert-manager's CA injection annotation (and no
     other) exactly with cert-manager; never a caBundle in the manifests."""
     for combination, objects in ours.items():
         for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
             configuration = one(objects, kind, "fitguard")
             expected = (
-                {"cert-manager.io/inject-ca-from": f"{NS}/fitguard-webhook"} if "cert-manager" in combination else None
+                {"cert-manager.io/inject-ca-from": f"{NS}/fitguard-webhook"}
+                if "cert-manager" in combination
+                else None
             )
             assert configuration["metadata"].get("annotations") == expected, (combination, kind)
             for webhook in configuration["webhooks"]:

@@ -62,19 +62,29 @@ def test_the_examples_do_what_the_text_says(tmp_path: Path) -> None:
     3: both Deployments run REGISTRY/fitguard pinned by digest."""
     first, second, third = examples()
     _, objects = render(tmp_path / "1", first)
-    controller = one(objects, "Deployment", "fitguard-controller")["spec"]["template"]["spec"]["containers"][0]
+    controller = one(objects, "Deployment", "fitguard-controller")["spec"]["template"]["spec"]["containers"][
+        0
+    ]
     assert "--manage-certificates" not in controller["args"] and "--scaling=on" in controller["args"]
     one(objects, "Certificate", "fitguard-webhook")
     _, objects = render(tmp_path / "2", second)
     selectors = [
-        o["spec"]["ingress"][0]["from"][0]["namespaceSelector"] for o in objects if o["kind"] == "NetworkPolicy"
+        o["spec"]["ingress"][0]["from"][0]["namespaceSelector"]
+        for o in objects
+        if o["kind"] == "NetworkPolicy"
     ]
     assert selectors == [{"matchLabels": {"kubernetes.io/metadata.name": "observability"}}] * 2
     assert {
-        w["failurePolicy"] for o in objects if o["kind"].endswith("WebhookConfiguration") for w in o["webhooks"]
+        w["failurePolicy"]
+        for o in objects
+        if o["kind"].endswith("WebhookConfiguration")
+        for w in o["webhooks"]
     } == {"Fail"}
     _, objects = render(tmp_path / "3", third)
     images = {
-        c["image"] for o in objects if o["kind"] == "Deployment" for c in o["spec"]["template"]["spec"]["containers"]
+        c["image"]
+        for o in objects
+        if o["kind"] == "Deployment"
+        for c in o["spec"]["template"]["spec"]["containers"]
     }
     assert images == {"REGISTRY/fitguard@sha256:" + "0" * 64}

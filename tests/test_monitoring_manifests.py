@@ -80,7 +80,9 @@ def test_the_schemas_reject_what_the_crds_would(with_monitoring: Path) -> None:
 
 
 @pytest.mark.parametrize("component", ["fitguard-controller", "fitguard-webhook"])
-def test_each_service_monitor_reaches_its_components_metrics_port(with_monitoring: Path, component: str) -> None:
+def test_each_service_monitor_reaches_its_components_metrics_port(
+    with_monitoring: Path, component: str
+) -> None:
     """ServiceMonitor -> Service (labels, port name) -> the component's pods (selector, the container
     port that serves /metrics over plain HTTP)."""
     objects = build(with_monitoring)
@@ -88,11 +90,7 @@ def test_each_service_monitor_reaches_its_components_metrics_port(with_monitorin
     service = next(
         o for o in objects if (o["kind"], o["metadata"]["name"]) == ("Service", f"{component}-metrics")
     )
-    deployment = next(
-        o
-        for o in objects
-        if (o["kind"], o["metadata"]["name"]) == ("Deployment", component)
-    )
+    deployment = next(o for o in objects if (o["kind"], o["metadata"]["name"]) == ("Deployment", component))
     labels = service["metadata"]["labels"]
     assert all(labels.get(k) == v for k, v in monitor["spec"]["selector"]["matchLabels"].items())
     assert [e["port"] for e in monitor["spec"]["endpoints"]] == [p["name"] for p in service["spec"]["ports"]]

@@ -220,7 +220,8 @@ SEEN_TEXT = "2027-01-15T07:30:00Z"
 EXPIRES_TEXT = "2028-01-15T07:30:00Z"
 REMEMBERS_REASON = (
     "cluster-autoscaler kube-system/cluster-autoscaler-7d9 (started 2027-01-15T06:00:00Z) saw a live node "
-    f"of the group at {SEEN_TEXT} and builds the group's next node from it until it restarts or until {EXPIRES_TEXT}"
+    f"of the group at {SEEN_TEXT} and builds the group's next node from it until it restarts "
+    f"or until {EXPIRES_TEXT}"
 )
 FORGOT_REASON = (
     "cluster-autoscaler kube-system/cluster-autoscaler-8f1 started at 2027-01-15T08:00:30Z, too late to have "
@@ -254,7 +255,8 @@ def test_the_remembers_condition_follows_cluster_autoscalers_memory(fake_kube: A
         remembers(
             "True",
             "Remembers",
-            f"{REMEMBERS_REASON}; the remembered node offers ephemeral-storage 44Gi, vpc.amazonaws.com/pod-eni 9",
+            f"{REMEMBERS_REASON}; the remembered node offers "
+            "ephemeral-storage 44Gi, vpc.amazonaws.com/pod-eni 9",
             T0_TEXT,
             1,
         ),
@@ -281,7 +283,9 @@ def test_the_remembers_gauge_is_one_per_remembered_group_and_absent_before_obser
         template("ng-forgotten", memory=memory(False, FORGOT_REASON)).to_object(),
         template("ng-unobserved").to_object(),
     ]
-    metrics = ControllerMetrics(is_leader=lambda: True, synced=lambda: True, last_cycle=lambda: {"nodeGroups": groups})
+    metrics = ControllerMetrics(
+        is_leader=lambda: True, synced=lambda: True, last_cycle=lambda: {"nodeGroups": groups}
+    )
     assert values(metrics, "fitguard_node_group_autoscaler_remembers") == {
         (("node_group", "ng-kept"),): 1.0,
         (("node_group", "ng-forgotten"),): 0.0,

@@ -111,7 +111,10 @@ def test_removing_match_conditions_is_noticed(everything: list[Obj]) -> None:
 
 @pytest.mark.parametrize(
     ("row", "repository"),
-    [("cluster-autoscaler", "kubernetes/autoscaler"), ("AWS VPC resource controller", "aws/amazon-vpc-resource-controller-k8s")],
+    [
+        ("cluster-autoscaler", "kubernetes/autoscaler"),
+        ("AWS VPC resource controller", "aws/amazon-vpc-resource-controller-k8s"),
+    ],
 )
 def test_the_modelled_versions_name_the_commits_upstream_md_read(row: str, repository: str) -> None:
     """docs/upstream.md names the commit each behaviour was read at; install.md's row for that
