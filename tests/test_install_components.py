@@ -246,3 +246,29 @@ def test_a_component_listed_as_a_resource_is_refused_as_kustomize_refuses_it(tmp
         _refused(build, directory)
         if kubectl_available():
             _refused(render_with_kubectl, directory)
+
+
+def test_a_component_adding_an_object_the_base_has_is_refused(tmp_path: Path) -> None:
+    """A component's resources join the parent's: one that adds an object the base already has
+    fails the render, with the loader as with kustomize (no silent override)."""
+    import yaml
+
+    from tests.kustomize import write_kustomization
+
+    component = tmp_path / "again"
+    component.mkdir()
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "fitguard-system"}}
+    (component / "namespace.yaml").write_text(yaml.safe_dump(namespace))
+    (component / "kustomization.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "kustomize.config.k8s.io/v1alpha1",
+                "kind": "Component",
+                "resources": ["namespace.yaml"],
+            }
+        )
+    )
+    directory = write_kustomization(tmp_path / "top", [BASE], [component])
+    assert "appears twice" in _refused(build, directory)
+    if kubectl_available():
+        _refused(render_with_kubectl, directory)
