@@ -15,7 +15,7 @@ import pytest
 
 from fitguard.cli import build_parser
 from tests.cert_manager_schemas import SCHEMAS, SOURCE
-from tests.install_components import kustomization
+from tests.install_components import BASE, kustomization
 from tests.kustomize import build
 
 Obj = dict[str, Any]
@@ -159,3 +159,18 @@ def test_the_schemas_name_their_source_and_refuse_what_the_crds_refuse(objects: 
     del bad_issuer["spec"]["ca"]["secretName"]
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(bad_issuer, issuer_schema)
+
+
+def test_the_controller_loses_the_rights_only_certificate_management_used(objects: list[Obj]) -> None:
+    """Whole rule lists: the controller's ClusterRole and Role are the base's without the rule on
+    the webhook configurations (caBundle) and the two on Secrets; nothing else changes."""
+    base = build(BASE)
+    for kind, dropped in (
+        ("ClusterRole", lambda rule: rule["apiGroups"] == ["admissionregistration.k8s.io"]),
+        ("Role", lambda rule: rule["resources"] == ["secrets"]),
+    ):
+        before = one(base, kind, "fitguard-controller")["rules"]
+        assert one(objects, kind, "fitguard-controller")["rules"] == [r for r in before if not dropped(r)]
+        assert len(before) - len(one(objects, kind, "fitguard-controller")["rules"]) == (
+            1 if kind == "ClusterRole" else 2
+        )
