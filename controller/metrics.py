@@ -1,5 +1,6 @@
 """The controller's own metrics beside the books' and the scaling driver's: build, leadership,
-cache sync, discovery and tag-sync errors, and per node group whether cluster-autoscaler is blind.
+cache sync, discovery and tag-sync errors, and per node group whether cluster-autoscaler is blind
+and whether it remembers a live node of the group.
 
 Node group series are read at scrape time from the last cycle's report, so a group that is gone
 leaves no stale series. AWS errors by operation are counted where they are described
@@ -110,6 +111,12 @@ class _StateCollector(Collector):
             "1 when cluster-autoscaler's template offers what a real node does (max size above 0)",
             labels=["node_group"],
         )
+        remembers = GaugeMetricFamily(
+            "fitguard_node_group_autoscaler_remembers",
+            "1 while the running cluster-autoscaler keeps a live node of the group as its template "
+            "(spec.autoscalerMemory); 0 when it does not; no series before the memory is observed",
+            labels=["node_group"],
+        )
         nodes = GaugeMetricFamily("fitguard_node_group_nodes", "Nodes of the group", labels=["node_group"])
         for obj in self.last_cycle().get("nodeGroups") or []:
             try:
@@ -118,6 +125,8 @@ class _StateCollector(Collector):
                 log.debug("node group metrics: template unreadable: %s", err)
                 continue
             nodes.add_metric([template.name], float(template.nodes))
+            if template.memory is not None:
+                remembers.add_metric([template.name], 1.0 if template.memory.remembers else 0.0)
             if template.actual is None or template.autoscaler is None:
                 continue
             from_zero.add_metric([template.name], 1.0 if autoscaler_scales_from_zero(template) else 0.0)
@@ -127,4 +136,5 @@ class _StateCollector(Collector):
                     blind.add_metric([template.name, resource], 1.0 if resource in missing else 0.0)
         yield blind
         yield from_zero
+        yield remembers
         yield nodes

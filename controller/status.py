@@ -5,6 +5,10 @@ what a person looks at first when a pod is denied or a group does not scale.
   when the template shown is the last known one.
 - `AutoscalerViewMatches`: True when cluster-autoscaler's view offers what the actual view does;
   False with each missing resource and the tag that fixes it; Unknown without both views.
+- `AutoscalerRemembers`: True while the running cluster-autoscaler keeps a live node of the group as
+  its template (`spec.autoscalerMemory`, decided by capacity/autoscaler_memory.py), with what that
+  node offers, when it was seen and until when; False with the reason it does not (none running, no
+  live node seen, started too late, forgotten); Unknown while no memory record was made.
 - `autoscalerScalesFromZero` (a printer column), `autoscalingGroup`, `observedGeneration` (the
   generation the status describes) and `lastDiscoveryTime` (the last complete read from AWS).
 
@@ -21,11 +25,12 @@ from typing import Any
 
 from capacity.quantity import canonical_quantity
 from capacity.template import NodeGroupTemplate
-from capacity.view_match import autoscaler_scales_from_zero, missing_resources
+from capacity.view_match import COMPARED_RESOURCES, autoscaler_scales_from_zero, missing_resources
 from controller.discovery import GroupOutcome
 
 DISCOVERED = "Discovered"
 VIEW_MATCHES = "AutoscalerViewMatches"
+REMEMBERS = "AutoscalerRemembers"
 
 
 def rfc3339(now: float) -> str:
@@ -61,6 +66,25 @@ def view_condition(template: NodeGroupTemplate) -> dict[str, Any]:
         "ResourcesMissing",
         "cluster-autoscaler's template lacks " + "; ".join(parts),
     )
+
+
+def remembers_condition(template: NodeGroupTemplate) -> dict[str, Any]:
+    memory = template.memory
+    if memory is None:
+        return _condition(
+            REMEMBERS, "Unknown", "NotObserved", "cluster-autoscaler's memory of the group not observed yet"
+        )
+    if not memory.remembers:
+        return _condition(
+            REMEMBERS, "False", "NotRemembered", memory.reason or "cluster-autoscaler keeps no node"
+        )
+    offers = [
+        f"{resource} {canonical_quantity(memory.view.allocatable[resource], resource)}"
+        for resource in COMPARED_RESOURCES
+        if memory.view is not None and resource in memory.view.allocatable
+    ]
+    remembered = f"; the remembered node offers {', '.join(offers)}" if offers else ""
+    return _condition(REMEMBERS, "True", "Remembers", f"{memory.reason}{remembered}")
 
 
 def merge_conditions(
@@ -104,7 +128,7 @@ def desired_status(
         "autoscalerScalesFromZero": autoscaler_scales_from_zero(template),
         "conditions": merge_conditions(
             previous.get("conditions"),
-            [discovered_condition(outcome), view_condition(template)],
+            [discovered_condition(outcome), view_condition(template), remembers_condition(template)],
             now,
             generation,
         ),

@@ -1,15 +1,18 @@
 """Render a kustomization the way `kubectl kustomize` does, for the subset fitguard's manifests use.
 
-Supported: `resources` (YAML files and kustomization directories), `patches` (strategic merge or
-JSON 6902, inline or from a file, with or without a `target`), `namespace`, `labels`, `commonLabels`
-and `images`. Anything else in a kustomization is refused rather than silently ignored, so a
-manifest change that needs more of kustomize fails here instead of rendering something else.
+Supported: `resources` (YAML files and kustomization directories), `components` (directories of
+`kind: Component`), `patches` (strategic merge or JSON 6902, inline or from a file, with or without
+a `target`), `namespace`, `labels`, `commonLabels` and `images`. Anything else in a kustomization
+is refused rather than silently ignored, so a manifest change that needs more of kustomize fails
+here instead of rendering something else.
 `render` uses `kubectl kustomize` itself when kubectl is on PATH and `prefer_kubectl` is set.
 """
 
 from __future__ import annotations
 
 import copy
+import functools
+import os
 import shutil
 import subprocess
 from collections.abc import Iterable, Iterator, Mapping
@@ -25,8 +28,20 @@ Obj = dict[str, Any]
 
 KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 _SUPPORTED_KEYS = frozenset(
-    {"apiVersion", "kind", "resources", "patches", "namespace", "labels", "commonLabels", "images"}
+    {
+        "apiVersion",
+        "kind",
+        "resources",
+        "components",
+        "patches",
+        "namespace",
+        "labels",
+        "commonLabels",
+        "images",
+    }
 )
+KUSTOMIZATION = "Kustomization"
+COMPONENT = "Component"
 # Kinds without a namespace among those the manifests could hold (a `namespace:` leaves them alone).
 _CLUSTER_SCOPED = frozenset(
     {
@@ -52,6 +67,21 @@ _WORKLOADS_WITH_SELECTOR = frozenset({"Deployment", "ReplicaSet", "StatefulSet",
 _WORKLOADS_WITH_TEMPLATE = _WORKLOADS_WITH_SELECTOR | {"Job", "ReplicationController"}
 
 
+# libyaml's loader where PyYAML has it (same documents, far faster than the pure-Python one).
+_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _load_all(text: str) -> list[Any]:
+    """Every document of a YAML text, parsed once per distinct text (a render of many combinations
+    reads the same files again and again); the caller gets a copy it may change."""
+    return copy.deepcopy(_parsed(text))
+
+
+@functools.lru_cache(maxsize=512)
+def _parsed(text: str) -> list[Any]:
+    return list(yaml.load_all(text, Loader=_LOADER))
+
+
 class KustomizeError(ValueError):
     """The kustomization cannot be rendered by this loader (or is wrong)."""
 
@@ -73,7 +103,7 @@ def render_with_kubectl(directory: Path) -> list[Obj]:
     )
     if result.returncode != 0:
         raise KustomizeError(f"kubectl kustomize {directory} failed: {result.stderr.strip()}")
-    return [doc for doc in yaml.safe_load_all(result.stdout) if doc]
+    return [doc for doc in yaml.load_all(result.stdout, Loader=_LOADER) if doc]
 
 
 def object_id(obj: Mapping[str, Any]) -> tuple[str, str, str, str]:
@@ -84,11 +114,21 @@ def object_id(obj: Mapping[str, Any]) -> tuple[str, str, str, str]:
 
 def build(directory: Path) -> list[Obj]:
     """Render one kustomization directory with this loader (never kubectl)."""
-    kustomization = _read_kustomization(directory)
-    objects: list[Obj] = []
+    return _accumulate(directory, _read_kustomization(directory), [])
+
+
+def _accumulate(directory: Path, kustomization: Obj, objects: list[Obj]) -> list[Obj]:
+    """Add a kustomization's resources to `objects`, then its components, then run its patches and
+    transformers over everything accumulated. As kustomize does (api/internal/target/kusttarget.go,
+    `KustTarget.accumulateTarget`, `accumulateComponents`, `accumulateDirectory`): a resource
+    directory is rendered on its own and merged; a component gets no accumulator of its own, so its
+    resources join the parent's (a resource id already there is an error) and its patches and
+    transformers see everything listed before it, in the order the components are listed."""
     for entry in kustomization.get("resources") or []:
         objects.extend(_load_resource(directory, entry))
     _check_unique(objects, directory)
+    for entry in kustomization.get("components") or []:
+        objects = _load_component(directory, entry, objects)
     for patch in kustomization.get("patches") or []:
         _apply_patch_entry(objects, directory, patch)
     if kustomization.get("namespace"):
@@ -104,7 +144,7 @@ def _read_kustomization(directory: Path) -> Obj:
     for name in KUSTOMIZATION_FILES:
         path = directory / name
         if path.is_file():
-            data = yaml.safe_load(path.read_text()) or {}
+            data = (_load_all(path.read_text()) or [None])[0] or {}
             unknown = set(data) - _SUPPORTED_KEYS
             if unknown:
                 raise KustomizeError(f"{path}: keys this loader does not support: {sorted(unknown)}")
@@ -115,6 +155,8 @@ def _read_kustomization(directory: Path) -> Obj:
 def _load_resource(directory: Path, entry: str) -> list[Obj]:
     path = (directory / entry).resolve()
     if path.is_dir():
+        if _read_kustomization(path).get("kind") == COMPONENT:
+            raise KustomizeError(f"{directory}: {entry!r} is a Component: list it under components")
         return build(path)
     if not path.is_file():
         raise KustomizeError(f"{directory}: resource {entry!r} does not exist")
@@ -124,9 +166,19 @@ def _load_resource(directory: Path, entry: str) -> list[Obj]:
     return _documents(path.read_text())
 
 
+def _load_component(directory: Path, entry: str, objects: list[Obj]) -> list[Obj]:
+    path = (directory / entry).resolve()
+    if not path.is_dir():
+        raise KustomizeError(f"{directory}: component {entry!r} is not a directory")
+    component = _read_kustomization(path)
+    if component.get("kind") != COMPONENT:
+        raise KustomizeError(f"{path}: listed in components but its kind is not {COMPONENT}")
+    return _accumulate(path, component, objects)
+
+
 def _documents(text: str) -> list[Obj]:
     docs: list[Obj] = []
-    for doc in yaml.safe_load_all(text):
+    for doc in _load_all(text):
         if doc is None:
             continue
         if not isinstance(doc, dict) or "kind" not in doc:
@@ -155,7 +207,7 @@ def _apply_patch_entry(objects: list[Obj], directory: Path, entry: Mapping[str, 
         raise KustomizeError(f"{directory}: a patch has exactly one of path and patch: {entry!r}")
     text = (directory / entry["path"]).read_text() if "path" in entry else entry["patch"]
     target = entry.get("target")
-    parsed = list(yaml.safe_load_all(text))
+    parsed = _load_all(text)
     if len(parsed) == 1 and isinstance(parsed[0], list):
         if target is None:
             raise KustomizeError(f"{directory}: a JSON 6902 patch needs a target")
@@ -305,3 +357,29 @@ def _set_image(objects: list[Obj], rule: Mapping[str, Any]) -> None:
                 else:
                     suffix = f":{tag}" if tag else ""
                     container["image"] = f"{name}{suffix}@{digest}" if digest else f"{name}{suffix}"
+
+
+def write_kustomization(
+    directory: Path,
+    resources: Iterable[Path],
+    components: Iterable[Path] = (),
+    **fields: Any,
+) -> Path:
+    """Write into `directory` a kustomization of `resources` and `components` (directories, named
+    relative to `directory` as kustomize wants them) plus any other `fields`; returns `directory`."""
+    directory.mkdir(parents=True, exist_ok=True)
+
+    def relative(path: Path) -> str:
+        return os.path.relpath(Path(path).resolve(), directory.resolve())
+
+    kustomization: Obj = {
+        "apiVersion": "kustomize.config.k8s.io/v1beta1",
+        "kind": KUSTOMIZATION,
+        "resources": [relative(path) for path in resources],
+    }
+    listed = [relative(path) for path in components]
+    if listed:
+        kustomization["components"] = listed
+    kustomization.update(fields)
+    (directory / "kustomization.yaml").write_text(yaml.safe_dump(kustomization, sort_keys=False))
+    return directory

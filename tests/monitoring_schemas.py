@@ -1,5 +1,5 @@
-"""Minimal OpenAPI (JSON) schemas of the prometheus-operator kinds manifests/monitoring/ uses, for
-validating the rendered objects where no package ships the CRDs. Written from the upstream CRDs
+"""Minimal OpenAPI (JSON) schemas of the prometheus-operator kinds manifests/components/monitoring/
+uses, for validating the rendered objects where no package ships the CRDs. Written from the upstream CRDs
 (prometheus-operator/prometheus-operator, example/prometheus-operator-crd/
 monitoring.coreos.com_prometheusrules.yaml and monitoring.coreos.com_servicemonitors.yaml, v0.76):
 the fields fitguard sets, their types, patterns and required keys. Stricter than the CRDs in one

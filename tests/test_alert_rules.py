@@ -1,5 +1,5 @@
-"""The alert rules and the Grafana dashboard (manifests/monitoring/): promtool checks and unit-tests
-the rules, and a real Prometheus on loopback scraping a running webhook and controller finds every
+"""The alert rules and the Grafana dashboard (manifests/components/monitoring/): promtool checks and
+unit-tests the rules, and a real Prometheus on loopback scraping a running webhook and controller finds every
 metric a rule or a dashboard query names. Each test skips cleanly where promtool or prometheus is
 absent (Debian's `prometheus` package ships both; .ci/run installs it)."""
 
@@ -29,7 +29,7 @@ from tests.waiting import eventually
 from tests.webhook_server import admission_review, post, running
 
 ROOT = Path(__file__).resolve().parents[1]
-MONITORING = ROOT / "manifests" / "monitoring"
+MONITORING = ROOT / "manifests" / "components" / "monitoring"
 EXAMPLES = ROOT / "examples"
 METRIC = re.compile(r"\bfitguard_[a-z0-9_]+\b")
 

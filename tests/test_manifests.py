@@ -26,13 +26,15 @@ from tests.kustomize import (
     split_image,
     strategic_merge,
 )
+from tests.supported_versions import MINIMUM_VALIDATOR_VERSION
 
 ROOT = Path(__file__).resolve().parent.parent
 MANIFESTS = ROOT / "manifests"
 OVERLAYS = ("enforce", "warn", "audit", "fail-closed", "scaling-on", "reclaim")
 VARIANTS = ("base", *OVERLAYS)
-# The oldest Kubernetes the manifests promise to install on, and the newest the validator knows.
-K8S_VERSIONS = ("1.33.0", kubernetes_validate.latest_version())
+# The oldest Kubernetes the manifests promise to install on (docs/install.md, "Supported versions"),
+# and the newest the validator knows.
+K8S_VERSIONS = (MINIMUM_VALIDATOR_VERSION, kubernetes_validate.latest_version())
 NAMESPACE = "fitguard-system"
 IMAGE = "ghcr.io/fitguard/fitguard:0.1.0"
 EXCLUDED_NAMESPACES = {"kube-system", "kube-node-lease", NAMESPACE}

@@ -1,4 +1,5 @@
-"""manifests/monitoring/ renders (our loader and `kubectl kustomize` agree), its Service validates
+"""manifests/components/monitoring/ (a kustomize Component) renders on top of the base (our loader and
+`kubectl kustomize` agree), its Services validate
 against the Kubernetes schemas and selects the controller's pods on a port they expose, and its
 ServiceMonitor and PrometheusRule validate against their CRDs' schemas (tests/monitoring_schemas.py)."""
 
@@ -12,25 +13,45 @@ import jsonschema
 import kubernetes_validate
 import pytest
 
-from tests.kustomize import build, kubectl_available, object_id, render_with_kubectl
+from tests.kustomize import (
+    build,
+    kubectl_available,
+    object_id,
+    render_with_kubectl,
+    write_kustomization,
+)
 from tests.monitoring_schemas import SCHEMAS
 
 ROOT = Path(__file__).resolve().parent.parent
-MONITORING = ROOT / "manifests" / "monitoring"
+BASE = ROOT / "manifests" / "base"
+MONITORING = ROOT / "manifests" / "components" / "monitoring"
+Obj = dict[str, Any]
 
 
-def test_monitoring_renders_the_same_with_kubectl() -> None:
+@pytest.fixture(scope="module")
+def with_monitoring(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A kustomization of the base plus the monitoring component."""
+    return write_kustomization(tmp_path_factory.mktemp("monitoring"), [BASE], [MONITORING])
+
+
+def added(directory: Path) -> list[Obj]:
+    """What the monitoring component adds to the base."""
+    base = {object_id(obj) for obj in build(BASE)}
+    return [obj for obj in build(directory) if object_id(obj) not in base]
+
+
+def test_monitoring_renders_the_same_with_kubectl(with_monitoring: Path) -> None:
     """Our loader is trusted as long as it agrees with kustomize where kubectl exists."""
     if not kubectl_available():
         pytest.skip("kubectl is not on PATH")
-    ours = {object_id(obj): obj for obj in build(MONITORING)}
-    theirs = {object_id(obj): obj for obj in render_with_kubectl(MONITORING)}
+    ours = {object_id(obj): obj for obj in build(with_monitoring)}
+    theirs = {object_id(obj): obj for obj in render_with_kubectl(with_monitoring)}
     assert ours == theirs
 
 
-def test_every_object_validates() -> None:
+def test_every_object_validates(with_monitoring: Path) -> None:
     """Built-in kinds against the Kubernetes schemas, the operator's kinds against their CRDs'."""
-    objects = build(MONITORING)
+    objects = added(with_monitoring)
     assert sorted((o["kind"], o["metadata"]["name"]) for o in objects) == [
         ("PrometheusRule", "fitguard"),
         ("Service", "fitguard-controller-metrics"),
@@ -46,9 +67,9 @@ def test_every_object_validates() -> None:
             kubernetes_validate.validate(obj, kubernetes_validate.latest_version(), strict=True)
 
 
-def test_the_schemas_reject_what_the_crds_would() -> None:
+def test_the_schemas_reject_what_the_crds_would(with_monitoring: Path) -> None:
     """A malformed duration and a rule without expr are refused: the schemas are not empty."""
-    rule = next(o for o in build(MONITORING) if o["kind"] == "PrometheusRule")
+    rule = next(o for o in added(with_monitoring) if o["kind"] == "PrometheusRule")
     bad_for: dict[str, Any] = copy.deepcopy(rule)
     bad_for["spec"]["groups"][0]["rules"][0]["for"] = "ten minutes"
     no_expr: dict[str, Any] = copy.deepcopy(rule)
@@ -59,19 +80,17 @@ def test_the_schemas_reject_what_the_crds_would() -> None:
 
 
 @pytest.mark.parametrize("component", ["fitguard-controller", "fitguard-webhook"])
-def test_each_service_monitor_reaches_its_components_metrics_port(component: str) -> None:
+def test_each_service_monitor_reaches_its_components_metrics_port(
+    with_monitoring: Path, component: str
+) -> None:
     """ServiceMonitor -> Service (labels, port name) -> the component's pods (selector, the container
     port that serves /metrics over plain HTTP)."""
-    objects = build(MONITORING)
+    objects = build(with_monitoring)
     monitor = next(o for o in objects if (o["kind"], o["metadata"]["name"]) == ("ServiceMonitor", component))
     service = next(
         o for o in objects if (o["kind"], o["metadata"]["name"]) == ("Service", f"{component}-metrics")
     )
-    deployment = next(
-        o
-        for o in build(ROOT / "manifests")
-        if (o["kind"], o["metadata"]["name"]) == ("Deployment", component)
-    )
+    deployment = next(o for o in objects if (o["kind"], o["metadata"]["name"]) == ("Deployment", component))
     labels = service["metadata"]["labels"]
     assert all(labels.get(k) == v for k, v in monitor["spec"]["selector"]["matchLabels"].items())
     assert [e["port"] for e in monitor["spec"]["endpoints"]] == [p["name"] for p in service["spec"]["ports"]]

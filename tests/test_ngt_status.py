@@ -1,12 +1,13 @@
 """NodeGroupTemplate status against the fake API server: written through the status subresource
-(never the main resource), with the Discovered and AutoscalerViewMatches conditions, the group,
-observedGeneration and the last discovery time, and lastTransitionTime kept while a condition holds."""
+(never the main resource), with the Discovered, AutoscalerViewMatches and AutoscalerRemembers
+conditions, the group, observedGeneration and the last discovery time, and lastTransitionTime kept
+while a condition holds."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from capacity.template import NodeGroupTemplate, View
+from capacity.template import AutoscalerMemory, NodeGroupTemplate, View
 from controller.discovery import GroupOutcome
 from controller.publish import publish, write_statuses
 from kube.client import KubeClient
@@ -20,7 +21,13 @@ T1_TEXT = "2027-01-15T08:01:00Z"
 ALL_TAG = "k8s.io/cluster-autoscaler/node-template/resources/ephemeral-storage=44Gi"
 
 
-def template(name: str, autoscaler_gib: int = 0, nodes: int = 0, max_size: int = 10) -> NodeGroupTemplate:
+def template(
+    name: str,
+    autoscaler_gib: int = 0,
+    nodes: int = 0,
+    max_size: int = 10,
+    memory: AutoscalerMemory | None = None,
+) -> NodeGroupTemplate:
     actual = View(allocatable={"cpu": 1930, "ephemeral-storage": 44 * GIB}, source="launch-template")
     autoscaler_allocatable = {"cpu": 2000}
     if autoscaler_gib:
@@ -34,6 +41,7 @@ def template(name: str, autoscaler_gib: int = 0, nodes: int = 0, max_size: int =
         nodes=nodes,
         actual=actual,
         autoscaler=autoscaler,
+        memory=memory,
     )
 
 
@@ -56,6 +64,18 @@ def discovered(status: str, reason: str, message: str, since: str, generation: i
     }
 
 
+def remembers(status: str, reason: str, message: str, since: str, generation: int) -> dict[str, Any]:
+    return {
+        "type": "AutoscalerRemembers",
+        "status": status,
+        "reason": reason,
+        "message": message,
+        "observedGeneration": generation,
+        "lastTransitionTime": since,
+    }
+
+
+NOT_OBSERVED = "cluster-autoscaler's memory of the group not observed yet"
 MATCH_MESSAGE = "cluster-autoscaler's template offers what a real node does"
 BLIND_MESSAGE = (
     "cluster-autoscaler's template lacks ephemeral-storage (a real node offers 44Gi, "
@@ -90,6 +110,7 @@ def test_status_is_written_through_the_subresource_with_both_conditions(fake_kub
         "autoscalingGroup": "asg-blind",
         "lastDiscoveryTime": T0_TEXT,
         "conditions": [
+            remembers("Unknown", "NotObserved", NOT_OBSERVED, T0_TEXT, 1),
             view("False", "ResourcesMissing", BLIND_MESSAGE, T0_TEXT, 1),
             discovered("True", "Discovered", ok_message, T0_TEXT, 1),
         ],
@@ -100,6 +121,7 @@ def test_status_is_written_through_the_subresource_with_both_conditions(fake_kub
         "autoscalingGroup": "asg-ok",
         "lastDiscoveryTime": T0_TEXT,
         "conditions": [
+            remembers("Unknown", "NotObserved", NOT_OBSERVED, T0_TEXT, 1),
             view("True", "ViewsMatch", MATCH_MESSAGE, T0_TEXT, 1),
             discovered("True", "Discovered", ok_message, T0_TEXT, 1),
         ],
@@ -121,6 +143,7 @@ def test_a_spec_change_bumps_observed_generation_and_keeps_unchanged_transitions
         "autoscalingGroup": "asg-a",
         "lastDiscoveryTime": T1_TEXT,
         "conditions": [
+            remembers("Unknown", "NotObserved", NOT_OBSERVED, T0_TEXT, 2),
             view("True", "ViewsMatch", MATCH_MESSAGE, T1_TEXT, 2),
             discovered("True", "Discovered", ok_message, T0_TEXT, 2),
         ],
@@ -151,6 +174,7 @@ def test_failed_discovery_sets_discovered_false_and_keeps_the_last_discovery_tim
         "autoscalingGroup": "asg-a",
         "lastDiscoveryTime": T0_TEXT,
         "conditions": [
+            remembers("Unknown", "NotObserved", NOT_OBSERVED, T0_TEXT, 1),
             view("True", "ViewsMatch", MATCH_MESSAGE, T0_TEXT, 1),
             discovered("False", "DiscoveryFailed", error, T1_TEXT, 1),
         ],
@@ -190,3 +214,79 @@ def test_no_status_for_a_spec_that_was_not_written(fake_kube: Any) -> None:
     result = publish(api, [GroupOutcome("ng-a", template("ng-a", 44))], now=T1)
     assert result.updated == [] and result.statuses == []
     assert stored(fake_kube, "ng-a")["status"] == before
+
+
+SEEN_TEXT = "2027-01-15T07:30:00Z"
+EXPIRES_TEXT = "2028-01-15T07:30:00Z"
+REMEMBERS_REASON = (
+    "cluster-autoscaler kube-system/cluster-autoscaler-7d9 (started 2027-01-15T06:00:00Z) saw a live node "
+    f"of the group at {SEEN_TEXT} and builds the group's next node from it until it restarts "
+    f"or until {EXPIRES_TEXT}"
+)
+FORGOT_REASON = (
+    "cluster-autoscaler kube-system/cluster-autoscaler-8f1 started at 2027-01-15T08:00:30Z, too late to have "
+    f"seen the group's last live node (seen {SEEN_TEXT}): it builds the group's node from its tags"
+)
+
+
+def memory(remembers_now: bool, reason: str) -> AutoscalerMemory:
+    """A memory record as capacity/autoscaler_memory.next_memory writes it."""
+    node = View(allocatable={"cpu": 1930, "ephemeral-storage": 44 * GIB, "vpc.amazonaws.com/pod-eni": 9000})
+    return AutoscalerMemory(
+        remembers=remembers_now,
+        reason=reason,
+        view=node,
+        last_seen=SEEN_TEXT,
+        autoscaler="kube-system/cluster-autoscaler-7d9",
+        started="2027-01-15T06:00:00Z",
+        expires=EXPIRES_TEXT if remembers_now else "",
+    )
+
+
+def test_the_remembers_condition_follows_cluster_autoscalers_memory(fake_kube: Any) -> None:
+    """True while cluster-autoscaler remembers the group, with the record's reason (its pod, when it
+    saw the node, until when) and what the remembered node offers; after a restart, False with the
+    reason and a new lastTransitionTime; the other conditions are unchanged. Whole lists."""
+    api = KubeClient(fake_kube.api_client())
+    ok_message = "node group read completely from AWS this cycle"
+    remembered = template("ng-a", memory=memory(True, REMEMBERS_REASON))
+    publish(api, [GroupOutcome("ng-a", remembered)], now=T0, autoscaling_groups={"ng-a": "asg-a"})
+    assert stored(fake_kube, "ng-a")["status"]["conditions"] == [
+        remembers(
+            "True",
+            "Remembers",
+            f"{REMEMBERS_REASON}; the remembered node offers "
+            "ephemeral-storage 44Gi, vpc.amazonaws.com/pod-eni 9",
+            T0_TEXT,
+            1,
+        ),
+        view("False", "ResourcesMissing", BLIND_MESSAGE, T0_TEXT, 1),
+        discovered("True", "Discovered", ok_message, T0_TEXT, 1),
+    ]
+    forgotten = template("ng-a", memory=memory(False, FORGOT_REASON))
+    publish(api, [GroupOutcome("ng-a", forgotten)], now=T1, autoscaling_groups={"ng-a": "asg-a"})
+    assert stored(fake_kube, "ng-a")["status"]["conditions"] == [
+        remembers("False", "NotRemembered", FORGOT_REASON, T1_TEXT, 2),
+        view("False", "ResourcesMissing", BLIND_MESSAGE, T0_TEXT, 2),
+        discovered("True", "Discovered", ok_message, T0_TEXT, 2),
+    ]
+
+
+def test_the_remembers_gauge_is_one_per_remembered_group_and_absent_before_observation() -> None:
+    """fitguard_node_group_autoscaler_remembers, whole: 1 for a group cluster-autoscaler remembers,
+    0 for one it does not, no series for a group whose memory was never observed."""
+    from controller.metrics import ControllerMetrics
+    from tests.test_controller_metrics import values
+
+    groups = [
+        template("ng-kept", memory=memory(True, REMEMBERS_REASON)).to_object(),
+        template("ng-forgotten", memory=memory(False, FORGOT_REASON)).to_object(),
+        template("ng-unobserved").to_object(),
+    ]
+    metrics = ControllerMetrics(
+        is_leader=lambda: True, synced=lambda: True, last_cycle=lambda: {"nodeGroups": groups}
+    )
+    assert values(metrics, "fitguard_node_group_autoscaler_remembers") == {
+        (("node_group", "ng-kept"),): 1.0,
+        (("node_group", "ng-forgotten"),): 0.0,
+    }
