@@ -41,7 +41,7 @@ from capacity.guard import (
     pending_pod,
 )
 from capacity.names import EXHAUSTED_LABEL, VPC_CNI_CONFIG_NAME, VPC_CNI_CONFIG_NAMESPACE
-from controller.records import NodeRecord, PodRecord, project_node, project_pod
+from capacity.records import NodeRecord, PodRecord, project_node, project_pod
 from kube.client import CONFIG_MAPS, NODES, PODS, KubeClient, KubeError, as_kube_client
 from kube.events import EventRecorder, ObjectRef, TokenBucket
 from kube.patch import remove_node_label, set_node_label

@@ -22,7 +22,7 @@ from capacity.template import NodeGroupTemplate, View
 from capacity.template_pods import template_node_pods
 from capacity.template_taints import sanitize_taints
 from controller.aws.records import AwsNodeGroup
-from controller.records import provider_instance_id
+from capacity.records import provider_instance_id
 
 log = logging.getLogger(__name__)
 EKS_NODEGROUP_LABEL = "eks.amazonaws.com/nodegroup"

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from capacity.branch_eni import COOLDOWN
-from controller.records import PodRecord, project_pod
+from capacity.records import PodRecord, project_pod
 from kube.client import KubeError
 from kube.events import EventRecorder, ObjectRef
 from kube.patch import delete_pod

@@ -271,7 +271,7 @@ def _pending(options: ControllerOptions, objects: ClusterObjects, api: Any) -> l
 
 
 def _records(options: ControllerOptions, objects: ClusterObjects, api: Any) -> list[Any]:
-    from controller.records import project_pod
+    from capacity.records import project_pod
 
     records = []
     for pod in objects.pods or _all_pods(options, objects, api):

@@ -30,7 +30,7 @@ from capacity.resources import POD_ENI, PODS, parse_resources
 from capacity.taints import Taint
 from capacity.template import NodeGroupTemplate
 from controller.aws.clients import AWS_ERRORS, describe_error
-from controller.records import NODE_GROUP_LABELS
+from capacity.records import NODE_GROUP_LABELS
 from kube.events import EventRecorder, ObjectRef
 
 log = logging.getLogger(__name__)

@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     out = sys.stdout
     examples: Path = args.examples
     with moto_environment():
-        from controller.demo_seed import seed_moto
+        from fitguard.demo_seed import seed_moto
 
         seed_moto(examples / "aws-seed.yaml")
         report = discover(examples, tags="plan")

@@ -28,7 +28,7 @@ from capacity.branch_eni import (
 )
 from capacity.names import CAPTURED_AT, VPC_CNI_CONFIG_NAME, VPC_CNI_CONFIG_NAMESPACE
 from controller.books import books_from_objects
-from controller.records import parse_time
+from capacity.records import parse_time
 
 COLUMNS = ("NODE", "GROUP", "INSTANCE TYPE", "CAPACITY", "IN USE", "HELD", "SCHEDULER FREE", "TRUE FREE")
 

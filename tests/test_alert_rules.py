@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
-from controller.demo_seed import seed_moto
+from fitguard.demo_seed import seed_moto
 from controller.loop import ControllerLoop, LoopOptions
 from controller.run import ControllerOptions
 from kube.client import as_kube_client

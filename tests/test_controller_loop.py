@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from capacity.names import EXHAUSTED_LABEL
-from controller.demo_seed import seed_moto
+from fitguard.demo_seed import seed_moto
 from controller.loop import LEASE_NAME, ControllerLoop, LoopOptions
 from controller.run import ControllerOptions
 from kube.client import as_kube_client

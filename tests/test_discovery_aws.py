@@ -18,7 +18,7 @@ from capacity.template import NodeGroupTemplate
 from controller.aws.clients import AwsClients
 from controller.aws.discovery import AwsDiscovery
 from controller.aws.records import DiscoverySelection
-from controller.demo_seed import seed_moto
+from fitguard.demo_seed import seed_moto
 from controller.discovery import build_templates
 from controller.run import ControllerOptions, run_once
 from fitguard.cli import main as fitguard_main

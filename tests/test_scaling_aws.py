@@ -13,7 +13,7 @@ from capacity.names import EXHAUSTED_LABEL, LAST_SCALE_UP_TAG
 from capacity.resources import POD_ENI
 from capacity.template import NodeGroupTemplate
 from controller.aws.clients import AwsClients
-from controller.records import project_pod
+from capacity.records import project_pod
 from controller.scaling import (
     ON,
     PLAN,
