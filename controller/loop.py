@@ -17,8 +17,8 @@ from typing import Any
 
 from capacity.guard import DEFAULT_GRACE
 from capacity.names import API_VERSION, TEMPLATE_KIND
-from controller.books import LiveBooks
 from controller.aws.eni_verify import Ec2Verifier
+from controller.books import LiveBooks
 from controller.http import ControllerHttp
 from controller.metrics import ControllerMetrics
 from controller.rescue import carry_out, pods_on_node, reclaim_candidates, rescue_candidates

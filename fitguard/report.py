@@ -27,8 +27,8 @@ from capacity.branch_eni import (
     waiting_message,
 )
 from capacity.names import CAPTURED_AT, VPC_CNI_CONFIG_NAME, VPC_CNI_CONFIG_NAMESPACE
-from controller.books import books_from_objects
 from capacity.records import parse_time
+from controller.books import books_from_objects
 
 COLUMNS = ("NODE", "GROUP", "INSTANCE TYPE", "CAPACITY", "IN USE", "HELD", "SCHEDULER FREE", "TRUE FREE")
 

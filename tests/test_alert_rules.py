@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 import yaml
 
-from fitguard.demo_seed import seed_moto
 from controller.loop import ControllerLoop, LoopOptions
 from controller.run import ControllerOptions
+from fitguard.demo_seed import seed_moto
 from kube.client import as_kube_client
 from kube.statefile import load_state
 from tests.tlsfixtures import TlsFiles

@@ -18,10 +18,10 @@ from capacity.template import NodeGroupTemplate
 from controller.aws.clients import AwsClients
 from controller.aws.discovery import AwsDiscovery
 from controller.aws.records import DiscoverySelection
-from fitguard.demo_seed import seed_moto
 from controller.discovery import build_templates
 from controller.run import ControllerOptions, run_once
 from fitguard.cli import main as fitguard_main
+from fitguard.demo_seed import seed_moto
 from tests.awsfixtures import AwsEnvironment, inject_errors
 
 ENABLED = {"k8s.io/cluster-autoscaler/enabled": "true"}

@@ -10,8 +10,8 @@ import capacity.demand
 import capacity.estimate
 import capacity.guard
 import capacity.names
-import controller.books
 import capacity.records
+import controller.books
 import controller.scaling
 import webhook.mutate
 from capacity.names import (

@@ -10,9 +10,6 @@ from typing import Any
 
 import pytest
 
-from capacity.resources import POD_ENI
-from capacity.taints import Taint
-from capacity.template import View
 from capacity.records import (
     NodeRecord,
     PodRecord,
@@ -21,6 +18,9 @@ from capacity.records import (
     project_node,
     project_pod,
 )
+from capacity.resources import POD_ENI
+from capacity.taints import Taint
+from capacity.template import View
 
 ENI = [
     {"eniId": "eni-0a1b", "ifAddress": "02:aa", "privateIp": "10.0.1.5", "vlanId": 1, "subnetCidr": "10/19"}
