@@ -42,7 +42,8 @@ from capacity.guard import (
 )
 from capacity.names import EXHAUSTED_LABEL, VPC_CNI_CONFIG_NAME, VPC_CNI_CONFIG_NAMESPACE
 from capacity.records import NodeRecord, PodRecord, project_node, project_pod
-from kube.client import CONFIG_MAPS, NODES, PODS, KubeClient, KubeError, as_kube_client
+from kube.api import get_config_map
+from kube.client import NODES, PODS, ApiLike, KubeError, as_kube_client
 from kube.events import EventRecorder, ObjectRef, TokenBucket
 from kube.patch import remove_node_label, set_node_label
 from kube.reflector import Reflector
@@ -111,7 +112,7 @@ class LiveBooks:
 
     def __init__(
         self,
-        api: KubeClient | Any,
+        api: ApiLike,
         *,
         release: str = COOLDOWN,
         window: float | None = None,
@@ -205,7 +206,7 @@ class LiveBooks:
         if self._fixed_window is not None:
             return self._fixed_window
         try:
-            config_map = self.api.get(CONFIG_MAPS.path(VPC_CNI_CONFIG_NAMESPACE, VPC_CNI_CONFIG_NAME)) or {}
+            config_map = get_config_map(self.api, VPC_CNI_CONFIG_NAMESPACE, VPC_CNI_CONFIG_NAME)
         except KubeError as err:
             if not err.not_found:
                 log.warning(

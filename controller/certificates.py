@@ -33,13 +33,17 @@ from certs.rotation import (
     read_serving,
     webhook_patch,
 )
-from kube.client import JSON_PATCH, KubeClient, KubeError, Resource, as_kube_client
+from kube.api import (
+    create_secret,
+    get_secret,
+    get_webhook_configuration,
+    json_patch_webhook_configuration,
+    replace_secret,
+)
+from kube.client import ApiLike, KubeClient, KubeError, as_kube_client
 
 log = logging.getLogger(__name__)
 
-SECRETS = Resource("", "v1", "secrets", True)
-MUTATING_WEBHOOKS = Resource("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations", False)
-VALIDATING_WEBHOOKS = Resource("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations", False)
 TLS_SECRET_TYPE = "kubernetes.io/tls"
 MANAGED_BY = {MANAGED_BY_LABEL: CERTIFICATE_MANAGER}
 # Once per 30 s: a reset caBundle is put back well within the minute a webhook call may fail for.
@@ -80,7 +84,7 @@ class CertificateReconciler:
 
     def __init__(
         self,
-        api: Any,
+        api: ApiLike,
         settings: CertificateSettings | None = None,
         clock: Callable[[], datetime] = utc_now,
     ) -> None:
@@ -128,12 +132,7 @@ class CertificateReconciler:
             stop.wait(interval)
 
     def _get_secret(self, name: str) -> dict[str, Any] | None:
-        try:
-            return self.kube.get(SECRETS.path(self.settings.namespace, name))
-        except KubeError as err:
-            if err.not_found:
-                return None
-            raise
+        return get_secret(self.kube, self.settings.namespace, name)
 
     def _write_secret(self, name: str, current: Mapping[str, Any] | None, data: Mapping[str, bytes]) -> None:
         """Create, or replace at the resourceVersion read: a concurrent writer gets 409, not a lost write."""
@@ -146,35 +145,28 @@ class CertificateReconciler:
                 "type": TLS_SECRET_TYPE,
                 "data": _encode(data),
             }
-            self.kube.request("POST", SECRETS.path(namespace), body=body)
+            create_secret(self.kube, namespace, body)
             return
         body = {**current, "data": _encode(data)}
         body["metadata"] = {
             **current["metadata"],
             "labels": {**(current["metadata"].get("labels") or {}), **MANAGED_BY},
         }
-        self.kube.request("PUT", SECRETS.path(namespace, name), body=body)
+        replace_secret(self.kube, namespace, name, body)
 
     def _inject(self, bundle: bytes, result: ReconcileResult) -> None:
         settings = self.settings
         targets = (
-            (MUTATING_WEBHOOKS, "MutatingWebhookConfiguration", settings.mutating_webhook_configuration),
-            (
-                VALIDATING_WEBHOOKS,
-                "ValidatingWebhookConfiguration",
-                settings.validating_webhook_configuration,
-            ),
+            ("MutatingWebhookConfiguration", settings.mutating_webhook_configuration),
+            ("ValidatingWebhookConfiguration", settings.validating_webhook_configuration),
         )
-        for resource, kind, name in targets:
-            try:
-                configuration = self.kube.get(resource.path(name=name))
-            except KubeError as err:
-                if not err.not_found:
-                    raise
+        for kind, name in targets:
+            configuration = get_webhook_configuration(self.kube, kind, name)
+            if configuration is None:
                 log.warning("certificates: %s %s not found; the caBundle waits for it", kind, name)
                 result.missing.append(f"{kind}/{name}")
                 continue
             operations = webhook_patch(configuration, bundle, settings.service, settings.namespace)
             if operations:
-                self.kube.request("PATCH", resource.path(name=name), body=operations, content_type=JSON_PATCH)
+                json_patch_webhook_configuration(self.kube, kind, name, operations)
                 result.did(f"{kind} {name}: set caBundle on {len(operations) // 2} webhook(s)")

@@ -26,6 +26,7 @@ from controller.run import ControllerOptions, ScalingInputs, run_once
 from controller.scaling import ON, ScalingConfig, list_unschedulable_pods
 from controller.scaling_cli import RescueOptions, build_driver
 from controller.tagsync import TagChange
+from kube.client import KubeClient
 from kube.events import EventRecorder, ObjectRef
 from kube.leader import LeaderElector, default_identity
 
@@ -53,7 +54,7 @@ class LoopOptions:
 
 
 class ControllerLoop:
-    def __init__(self, options: LoopOptions, api: Any) -> None:
+    def __init__(self, options: LoopOptions, api: KubeClient) -> None:
         self.options = options
         self.api = api
         self.identity = default_identity()

@@ -8,7 +8,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from capacity.autoscaler_memory import DEFAULT_SELECTOR
 from capacity.autoscaler_specs import default_discovery_tags, parse_auto_discovery_spec, parse_nodes_spec
@@ -23,6 +23,9 @@ from controller.memory import observe, remember
 from controller.publish import desired_objects, is_manual, publish, write_statuses
 from controller.scaling import ScalingConfig, ScalingDriver, groups_to_mark, scale_ups_json
 from controller.tagsync import TagChange, apply_tag_sync, log_plan, plan_tag_sync
+
+if TYPE_CHECKING:
+    from kube.client import ApiLike
 
 log = logging.getLogger(__name__)
 TAG_SYNC_MODES = ("plan", "apply", "off")
@@ -77,14 +80,11 @@ def read_state(path: str) -> ClusterObjects:
     )
 
 
-def read_api(api: Any) -> ClusterObjects:
-    from kube.client import DAEMON_SETS, NODE_GROUP_TEMPLATES, NODES, as_kube_client
+def read_api(api: ApiLike) -> ClusterObjects:
+    from kube.api import list_daemonsets, list_node_group_templates, list_nodes
 
-    client = as_kube_client(api)
     return ClusterObjects(
-        nodes=(client.get(NODES.path()) or {}).get("items") or [],
-        daemonsets=(client.get(DAEMON_SETS.path()) or {}).get("items") or [],
-        templates=(client.get(NODE_GROUP_TEMPLATES.path()) or {}).get("items") or [],
+        nodes=list_nodes(api), daemonsets=list_daemonsets(api), templates=list_node_group_templates(api)
     )
 
 
@@ -107,7 +107,7 @@ def run_once(
     options: ControllerOptions,
     *,
     clients: AwsClients | None = None,
-    api: Any = None,
+    api: ApiLike | None = None,
     facts: Callable[[str], Any] | None = None,
     note: Callable[[TagChange, str], None] | None = None,
     scaling: ScalingInputs | None = None,
@@ -185,7 +185,7 @@ class ScalingInputs:
 def _remember(
     options: ControllerOptions,
     objects: ClusterObjects,
-    api: Any,
+    api: ApiLike,
     groups: list[AwsNodeGroup],
     outcomes: list[GroupOutcome],
     *,
@@ -227,7 +227,7 @@ PRIORITY_CONFIGMAP = ("kube-system", "cluster-autoscaler-priority-expander")  # 
 
 
 def _load_priorities(
-    driver: ScalingDriver, options: ControllerOptions, objects: ClusterObjects, api: Any
+    driver: ScalingDriver, options: ControllerOptions, objects: ClusterObjects, api: ApiLike
 ) -> None:
     """The priority expander reads cluster-autoscaler's own ConfigMap, fresh every cycle."""
     planner = driver.config.planner
@@ -241,10 +241,11 @@ def _load_priorities(
             if (meta.get("namespace"), meta.get("name")) == PRIORITY_CONFIGMAP:
                 data = obj.get("data") or {}
     else:
-        from kube.client import CONFIG_MAPS, KubeError, as_kube_client
+        from kube.api import get_config_map
+        from kube.client import KubeError
 
         try:
-            data = (as_kube_client(api).get(CONFIG_MAPS.path(namespace, name)) or {}).get("data") or {}
+            data = get_config_map(api, namespace, name).get("data") or {}
         except KubeError as err:
             log.warning("priority expander: ConfigMap %s/%s unreadable: %s", namespace, name, err)
             return
@@ -257,20 +258,20 @@ def _load_priorities(
     driver.config = dataclasses.replace(driver.config, planner=planner)
 
 
-def _all_pods(options: ControllerOptions, objects: ClusterObjects, api: Any) -> list[dict[str, Any]]:
+def _all_pods(options: ControllerOptions, objects: ClusterObjects, api: ApiLike) -> list[dict[str, Any]]:
     if options.state:
         return objects.pods
-    from kube.client import PODS, as_kube_client
+    from kube.api import list_all_pods
 
-    objects.pods = as_kube_client(api).list_all(PODS.path())
+    objects.pods = list_all_pods(api)
     return objects.pods
 
 
-def _pending(options: ControllerOptions, objects: ClusterObjects, api: Any) -> list[dict[str, Any]]:
+def _pending(options: ControllerOptions, objects: ClusterObjects, api: ApiLike) -> list[dict[str, Any]]:
     return [p for p in _all_pods(options, objects, api) if not (p.get("spec") or {}).get("nodeName")]
 
 
-def _records(options: ControllerOptions, objects: ClusterObjects, api: Any) -> list[Any]:
+def _records(options: ControllerOptions, objects: ClusterObjects, api: ApiLike) -> list[Any]:
     from capacity.records import project_pod
 
     records = []
@@ -282,7 +283,7 @@ def _records(options: ControllerOptions, objects: ClusterObjects, api: Any) -> l
     return records
 
 
-def _true_free(options: ControllerOptions, objects: ClusterObjects, api: Any) -> dict[str, int]:
+def _true_free(options: ControllerOptions, objects: ClusterObjects, api: ApiLike) -> dict[str, int]:
     """Truly free branch ENIs per node from books built from this one list (no live books: the
     once path), so that the plan counts held ENIs and advertised capacity as the loop does."""
     from controller.books import books_from_objects
@@ -290,10 +291,11 @@ def _true_free(options: ControllerOptions, objects: ClusterObjects, api: Any) ->
     config_maps = objects.config_maps
     if not options.state:
         from capacity.names import VPC_CNI_CONFIG_NAME, VPC_CNI_CONFIG_NAMESPACE
-        from kube.client import CONFIG_MAPS, KubeError, as_kube_client
+        from kube.api import get_config_map
+        from kube.client import KubeError
 
         try:
-            found = as_kube_client(api).get(CONFIG_MAPS.path(VPC_CNI_CONFIG_NAMESPACE, VPC_CNI_CONFIG_NAME))
+            found = get_config_map(api, VPC_CNI_CONFIG_NAMESPACE, VPC_CNI_CONFIG_NAME)
             config_maps = [{**found, "kind": "ConfigMap"}]
         except KubeError as err:
             if not err.not_found:

@@ -32,6 +32,7 @@ from capacity.taints import Taint
 from capacity.template import NodeGroupTemplate
 from controller.aws.asgs import describe_asgs, set_desired_capacity, tag_last_scale_up
 from controller.aws.clients import AWS_ERRORS, describe_error
+from kube.client import ApiLike
 from kube.events import EventRecorder, ObjectRef
 
 log = logging.getLogger(__name__)
@@ -333,10 +334,9 @@ def scale_ups_json(cycle: Cycle) -> dict[str, Any]:
     }
 
 
-def list_unschedulable_pods(api: Any, page_size: int = 500) -> list[dict[str, Any]]:
+def list_unschedulable_pods(api: ApiLike, page_size: int = 500) -> list[dict[str, Any]]:
     """Raw pending, unbound pods (the planner needs their affinity and tolerations, which the books'
     records do not keep), listed in pages; only the unschedulable ones are read afterwards."""
-    from kube.client import PODS, as_kube_client
+    from kube import api as kube_api
 
-    query = {"fieldSelector": "spec.nodeName=,status.phase=Pending"}
-    return as_kube_client(api).list_all(PODS.path(), query, page_size)
+    return kube_api.list_unschedulable_pods(api, page_size)
