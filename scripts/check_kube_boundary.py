@@ -27,12 +27,18 @@ def findings(source: str, filename: str) -> Iterator[tuple[int, str]]:
         if isinstance(node, ast.Constant) and isinstance(node.value, str):  # f-strings' parts too
             if node.value.startswith(API_PATH_PREFIXES):
                 yield node.lineno, f"{node.value!r} is an API path: use a function of kube/api.py"
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            if node.func.attr in FORBIDDEN_CALLS:
-                yield node.lineno, f".{node.func.attr}(...) on the API: use a function of kube/api.py"
-        elif isinstance(node, ast.arg) and node.arg == "api" and node.annotation is not None:
-            if ast.unparse(node.annotation) in ("Any", "typing.Any"):
-                yield node.lineno, "parameter `api: Any`: annotate it ApiLike or KubeClient (kube/client.py)"
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in FORBIDDEN_CALLS
+        ):
+            yield node.lineno, f".{node.func.attr}(...) on the API: use a function of kube/api.py"
+        elif isinstance(node, ast.arg) and node.arg == "api" and _is_any(node.annotation):
+            yield node.lineno, "parameter `api: Any`: annotate it ApiLike or KubeClient (kube/client.py)"
+
+
+def _is_any(annotation: ast.expr | None) -> bool:
+    return annotation is not None and ast.unparse(annotation) in ("Any", "typing.Any")
 
 
 def check(root: Path, packages: tuple[str, ...] = PACKAGES) -> list[str]:

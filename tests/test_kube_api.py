@@ -75,7 +75,8 @@ def test_a_webhook_configuration_is_none_when_absent_and_json_patched_when_prese
         {"op": "test", "path": "/webhooks/0/name", "value": "validate.fitguard.io"},
         {"op": "add", "path": "/webhooks/0/clientConfig/caBundle", "value": "Q0E="},
     ]
-    kube_api.json_patch_webhook_configuration(client, "ValidatingWebhookConfiguration", "fitguard", operations)
+    kind = "ValidatingWebhookConfiguration"
+    kube_api.json_patch_webhook_configuration(client, kind, "fitguard", operations)
     found = kube_api.get_webhook_configuration(client, "ValidatingWebhookConfiguration", "fitguard")
     assert found is not None
     assert found["webhooks"][0]["clientConfig"] == {**webhook["clientConfig"], "caBundle": "Q0E="}
