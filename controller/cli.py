@@ -183,6 +183,7 @@ def _main(args: argparse.Namespace) -> int:
     from capacity.autoscaler_flags import pod_selector
     from capacity.autoscaler_specs import SpecError
     from controller.aws.region import NoRegion, resolve_region
+    from controller.compose import aws_clients, cluster_source
     from controller.run import ControllerOptions, ScalingInputs, run_once
     from controller.scaling_cli import build_driver, scaling_config
     from kube.statefile import StateFileError, load_state
@@ -226,17 +227,21 @@ def _main(args: argparse.Namespace) -> int:
         print(f"fitguard controller: {err}", file=sys.stderr)
         return 2
     if args.once:
-        driver = build_driver(scaling, region=options.region)
-        report = run_once(options, scaling=ScalingInputs(driver) if driver is not None else None)
+        # the process's clients and source, built once (controller/compose.py)
+        clients = aws_clients(options.region)
+        source = cluster_source(options)
+        driver = build_driver(scaling, clients.autoscaling)
+        scaling_inputs = ScalingInputs(driver) if driver is not None else None
+        report = run_once(options, clients=clients, source=source, scaling=scaling_inputs)
         print(json.dumps(report, indent=2) if args.output == "json" else render_table(report))
         return 1 if report["errors"].get("") else 0
     return run_forever(args, options, scaling)
 
 
 def run_forever(args: argparse.Namespace, options: Any, scaling: Any) -> int:
+    from controller.compose import aws_clients, kube_client
     from controller.loop import ControllerLoop, LoopOptions
     from controller.scaling_cli import RescueOptions
-    from kube.client import KubeClient, load_api_client
 
     loop_options = LoopOptions(
         controller=options,
@@ -265,7 +270,9 @@ def run_forever(args: argparse.Namespace, options: Any, scaling: Any) -> int:
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
-    ControllerLoop(loop_options, KubeClient(load_api_client(args.kubeconfig))).run(stop)
+    # the process's clients, built once (controller/compose.py)
+    api, clients = kube_client(args.kubeconfig), aws_clients(options.region)
+    ControllerLoop(loop_options, api, clients).run(stop)
     return 0
 
 

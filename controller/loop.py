@@ -17,14 +17,17 @@ from typing import Any
 
 from capacity.guard import DEFAULT_GRACE
 from capacity.names import API_VERSION, TEMPLATE_KIND
+from controller.aws.clients import AwsClients
 from controller.aws.eni_verify import Ec2Verifier
 from controller.books import LiveBooks
+from controller.compose import aws_clients
 from controller.http import ControllerHttp
 from controller.metrics import ControllerMetrics
 from controller.rescue import carry_out, pods_on_node, reclaim_candidates, rescue_candidates
 from controller.run import ControllerOptions, ScalingInputs, run_once
-from controller.scaling import ON, ScalingConfig, list_unschedulable_pods
+from controller.scaling import OFF, ON, ScalingConfig, ScalingDriver, list_unschedulable_pods
 from controller.scaling_cli import RescueOptions, build_driver
+from controller.source import ApiSource
 from controller.tagsync import TagChange
 from kube.client import KubeClient
 from kube.events import EventRecorder, ObjectRef
@@ -54,9 +57,11 @@ class LoopOptions:
 
 
 class ControllerLoop:
-    def __init__(self, options: LoopOptions, api: KubeClient) -> None:
+    def __init__(self, options: LoopOptions, api: KubeClient, clients: AwsClients | None = None) -> None:
         self.options = options
         self.api = api
+        self._clients = clients  # the process's, or built at first use (a follower may never need them)
+        self.source = ApiSource(api)
         self.identity = default_identity()
         dry_run = options.controller.dry_run
         self.recorder = EventRecorder(api, self.identity, dry_run=dry_run)
@@ -85,10 +90,7 @@ class ControllerLoop:
         # groups `--scaling=on` grows itself (None: not known before the first cycle)
         self._covered: frozenset[str] | None = None
         self.last_cycle: dict[str, Any] = {}
-        region = options.controller.region or None
-        self.scaling = (
-            build_driver(options.scaling, self.recorder, region=region) if options.scaling else None
-        )
+        self.scaling = self._driver(options.scaling) if options.scaling else None
         self.verifier = self._verifier() if options.verify_with_ec2 else None
         self.metrics = ControllerMetrics(
             is_leader=self.is_leader,
@@ -103,10 +105,21 @@ class ControllerLoop:
             registries=tuple(x.registry for x in sources if x is not None),
         )
 
-    def _verifier(self) -> Ec2Verifier:
-        from controller.aws.clients import AwsClients
+    @property
+    def clients(self) -> AwsClients:
+        """The AWS clients, built once per process (controller/compose.py): every cycle, the scaling
+        driver and the verifier share them."""
+        if self._clients is None:
+            self._clients = aws_clients(self.options.controller.region)
+        return self._clients
 
-        ec2 = AwsClients.from_environment(self.options.controller.region or None).ec2
+    def _driver(self, config: ScalingConfig) -> ScalingDriver | None:
+        if config.mode == OFF:
+            return None  # no AWS client needed
+        return build_driver(config, self.clients.autoscaling, self.recorder)
+
+    def _verifier(self) -> Ec2Verifier:
+        ec2 = self.clients.ec2
         window = self.books.books.window
         return Ec2Verifier(ec2, window, self.options.controller.cluster_name, self.recorder)
 
@@ -184,7 +197,13 @@ class ControllerLoop:
                 true_free={row.name: row.true_free for row in rows},
                 leader=self.is_leader,
             )
-        report = run_once(self.options.controller, api=self.api, note=self._note_tag_change, scaling=scaling)
+        report = run_once(
+            self.options.controller,
+            clients=self.clients,
+            source=self.source,
+            note=self._note_tag_change,
+            scaling=scaling,
+        )
         if not report["errors"].get(""):
             self._covered = frozenset(
                 o["metadata"]["name"]

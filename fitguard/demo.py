@@ -130,6 +130,7 @@ def first(objects: list[dict[str, Any]], name: str) -> dict[str, Any]:
 
 def discover(examples: Path, tags: str) -> dict[str, Any]:
     """One controller cycle on the demo cluster, scaling in plan mode (nothing written to AWS)."""
+    from controller.compose import aws_clients, cluster_source
     from controller.run import ControllerOptions, ScalingInputs, run_once
     from controller.scaling import ScalingConfig
     from controller.scaling_cli import build_driver
@@ -137,8 +138,10 @@ def discover(examples: Path, tags: str) -> dict[str, Any]:
     options = ControllerOptions(
         state=str(examples / "cluster.yaml"), sync_autoscaler_tags=tags, cluster_name="demo"
     )
-    driver = build_driver(ScalingConfig(mode="plan"))
-    return run_once(options, scaling=ScalingInputs(driver) if driver else None)
+    clients = aws_clients(options.region)
+    driver = build_driver(ScalingConfig(mode="plan"), clients.autoscaling)
+    scaling = ScalingInputs(driver) if driver else None
+    return run_once(options, clients=clients, source=cluster_source(options), scaling=scaling)
 
 
 def show_scaling(out: TextIO, report: dict[str, Any]) -> None:

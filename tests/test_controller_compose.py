@@ -1,0 +1,78 @@
+"""The controller's composition root (controller/compose.py): one process builds its AWS clients
+once, in the region `--region` names, with the one retry policy, and every cycle, the scaling driver
+and the EC2 verifier use those same clients. The real kube client against the fake API server,
+boto3 against moto in server mode."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from controller.loop import ControllerLoop, LoopOptions
+from controller.run import ControllerOptions
+from controller.scaling import ScalingConfig
+from controller.source import ApiSource
+from fitguard.demo_seed import seed_moto
+from kube.client import as_kube_client
+from kube.statefile import load_state
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+NAMESPACE = "fitguard-system"
+
+
+@pytest.fixture
+def cluster(fake_kube: Any, aws: Any) -> Any:
+    """The demo cluster: its nodes, DaemonSets and VPC CNI ConfigMap in the API, its ASGs in moto."""
+    seed_moto(EXAMPLES / "aws-seed.yaml")
+    fake_kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
+    for obj in load_state(EXAMPLES / "cluster.yaml"):
+        if obj["kind"] in ("Node", "DaemonSet", "ConfigMap", "Namespace"):
+            fake_kube.apply(obj)
+    return fake_kube
+
+
+def started_loop(cluster: Any, controller: ControllerOptions) -> ControllerLoop:
+    """A leading controller with scaling (plan) and EC2 verification, its books synced; cycles are
+    run by the test itself."""
+    options = LoopOptions(
+        controller=controller,
+        metrics_bind="127.0.0.1:0",
+        namespace=NAMESPACE,
+        scaling=ScalingConfig(mode="plan"),
+        verify_with_ec2=True,
+    )
+    loop = ControllerLoop(options, as_kube_client(cluster.api_client()))
+    loop.books.start()
+    assert loop.books.wait_synced(60), "the books' first lists completed"
+    return loop
+
+
+@pytest.fixture
+def loops() -> Iterator[list[ControllerLoop]]:
+    made: list[ControllerLoop] = []
+    yield made
+    for loop in made:
+        loop.books.stop()
+
+
+@pytest.mark.slow
+def test_one_set_of_aws_clients_per_process_in_the_region_given(cluster: Any, loops: list[Any]) -> None:
+    """With --region us-west-2 while the environment says us-east-1, every AWS client of the process
+    is in us-west-2 and retries in standard mode with 5 attempts; the scaling driver and the EC2
+    verifier hold those same clients, and two cycles later they are still the same objects."""
+    loop = started_loop(cluster, ControllerOptions(cluster_name="demo", region="us-west-2"))
+    loops.append(loop)
+    clients = loop.clients
+    assert loop.scaling is not None and loop.scaling.autoscaling is clients.autoscaling
+    assert loop.verifier is not None and loop.verifier.ec2 is clients.ec2
+    for client in (clients.autoscaling, clients.ec2, clients.eks):
+        assert client.meta.region_name == "us-west-2"
+        assert client.meta.config.retries == {"mode": "standard", "total_max_attempts": 5}
+    loop.cycle()
+    loop.cycle()
+    assert loop.clients is clients
+    assert loop.scaling.autoscaling is clients.autoscaling
+    assert isinstance(loop.source, ApiSource)
