@@ -233,8 +233,9 @@ def _main(args: argparse.Namespace) -> int:
         driver = build_driver(scaling, clients.autoscaling)
         scaling_inputs = ScalingInputs(driver) if driver is not None else None
         report = run_once(options, clients=clients, source=source, scaling=scaling_inputs)
-        print(json.dumps(report, indent=2) if args.output == "json" else render_table(report))
-        return 1 if report["errors"].get("") else 0
+        printed = report.to_json()
+        print(json.dumps(printed, indent=2) if args.output == "json" else render_table(printed))
+        return 1 if report.discovery_error else 0
     return run_forever(args, options, scaling)
 
 

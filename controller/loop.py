@@ -8,6 +8,7 @@ built on client-go do, so nothing half-done continues under a new leader.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import threading
@@ -23,6 +24,7 @@ from controller.books import LiveBooks
 from controller.compose import aws_clients
 from controller.http import ControllerHttp
 from controller.metrics import ControllerMetrics
+from controller.report import CycleReport
 from controller.rescue import carry_out, pods_on_node, reclaim_candidates, rescue_candidates
 from controller.run import ControllerOptions, ScalingInputs, run_once
 from controller.scaling import OFF, ON, ScalingConfig, ScalingDriver, list_unschedulable_pods
@@ -89,7 +91,7 @@ class ControllerLoop:
         )
         # groups `--scaling=on` grows itself (None: not known before the first cycle)
         self._covered: frozenset[str] | None = None
-        self.last_cycle: dict[str, Any] = {}
+        self.last_cycle: CycleReport | None = None
         self.scaling = self._driver(options.scaling) if options.scaling else None
         self.verifier = self._verifier() if options.verify_with_ec2 else None
         self.metrics = ControllerMetrics(
@@ -144,7 +146,7 @@ class ControllerLoop:
             "leader": self.is_leader(),
             "identity": self.identity,
             "guard": self.books.guard_json(),
-            "lastCycle": self.last_cycle,
+            "lastCycle": self.last_cycle.to_json() if self.last_cycle is not None else {},
         }
 
     def run(self, stop: threading.Event) -> None:
@@ -185,7 +187,7 @@ class ControllerLoop:
                 self.metrics.cycle_failed()
             stop.wait(max(0.0, self.options.interval - (time.monotonic() - started)))
 
-    def cycle(self) -> dict[str, Any]:
+    def cycle(self) -> CycleReport:
         """Discovery, templates, tags and scaling from the live books; then rescue and reclaim."""
         scaling = None
         rows = self.books.snapshot()
@@ -204,19 +206,22 @@ class ControllerLoop:
             note=self._note_tag_change,
             scaling=scaling,
         )
-        if not report["errors"].get(""):
+        if not report.discovery_error:
             self._covered = frozenset(
                 o["metadata"]["name"]
-                for o in report["nodeGroups"]
+                for o in report.node_groups
                 if o["spec"].get("scaleFromZero") == "fitguard"
             )
-        report["rescue"] = self._rescue([row.name for row in rows if row.waiting])
+        report = dataclasses.replace(
+            report, rescue=tuple(self._rescue([row.name for row in rows if row.waiting]))
+        )
         if self.verifier is not None:
             pods, nodes = self.books.pods.items(), self.books.nodes.items()
-            report["ec2"] = self.verifier.verify(pods, nodes, now=time.time(), window=self.books.books.window)
-            if "leaked" in report["ec2"]:
+            ec2 = self.verifier.verify(pods, nodes, now=time.time(), window=self.books.books.window)
+            report = dataclasses.replace(report, ec2=ec2)
+            if "leaked" in ec2:
                 leaked: dict[str, int] = {}
-                for leak in report["ec2"]["leaked"]:
+                for leak in ec2["leaked"]:
                     leaked[leak["node"]] = leaked.get(leak["node"], 0) + 1
                 self.books.leaked = leaked
         return report

@@ -21,6 +21,7 @@ from controller.compose import aws_clients, cluster_source
 from controller.discovery import GroupOutcome, build_templates
 from controller.memory import remember
 from controller.publish import desired_objects, is_manual, publish, write_statuses
+from controller.report import CycleReport, TagSyncLine
 from controller.scaling import ScalingConfig, ScalingDriver, groups_to_mark, scale_ups_json
 from controller.source import (
     ClusterObjects,
@@ -90,10 +91,10 @@ def run_once(
     facts: Callable[[str], Any] | None = None,
     note: Callable[[TagChange, str], None] | None = None,
     scaling: ScalingInputs | None = None,
-) -> dict[str, Any]:
-    """One cycle; returns {"nodeGroups": [...], "tagSync": [...], "scaleUps": [...], "errors": {...}}
-    and, with `scaling`, "scaling": the whole plan with its reasons. `clients` and `source` are the
-    process's (controller/compose.py); left None, they are built for this one cycle."""
+) -> CycleReport:
+    """One cycle: its report, with the scaling plan and its scale-ups when `scaling` is given.
+    `clients` and `source` are the process's (controller/compose.py); left None, they are built for
+    this one cycle."""
     if facts is None:
         from capacity.instances import lookup as facts
     source = source if source is not None else cluster_source(options, api)
@@ -142,8 +143,8 @@ def run_once(
             ),
             asg_names={g.name: g.asg_name for g in groups},
         )
-        report["scaleUps"] = scaling.driver.act(cycle, now=time.time(), leader=scaling.leader())
-        report["scaling"] = scale_ups_json(cycle)
+        scale_ups = scaling.driver.act(cycle, now=time.time(), leader=scaling.leader())
+        report = dataclasses.replace(report, scale_ups=tuple(scale_ups), scaling=scale_ups_json(cycle))
     return report
 
 
@@ -247,17 +248,11 @@ def _report(
     changes: list[TagChange],
     written: Mapping[TagChange, str],
     errors: Mapping[str, str],
-) -> dict[str, Any]:
-    tag_sync = []
-    for change in changes:
-        item = {**change.to_json(), "current": change.current, "applied": written.get(change) == ""}
-        if written.get(change):
-            item["error"] = written[change]
-        tag_sync.append(item)
+) -> CycleReport:
+    """`written`: for each change written, "" when it was, or why it was not."""
+    tag_sync = tuple(
+        TagSyncLine(change, applied=written.get(change) == "", error=written.get(change) or "")
+        for change in changes
+    )
     reasons = {o.name: o.reason for o in outcomes if o.reason}
-    return {
-        "nodeGroups": desired_objects(outcomes),
-        "tagSync": tag_sync,
-        "scaleUps": [],
-        "errors": {**reasons, **errors},
-    }
+    return CycleReport(tuple(desired_objects(outcomes)), tag_sync, {**reasons, **errors})

@@ -141,7 +141,8 @@ def discover(examples: Path, tags: str) -> dict[str, Any]:
     clients = aws_clients(options.region)
     driver = build_driver(ScalingConfig(mode="plan"), clients.autoscaling)
     scaling = ScalingInputs(driver) if driver else None
-    return run_once(options, clients=clients, source=cluster_source(options), scaling=scaling)
+    # the demo reads the report as a user reads `--once -o json`
+    return run_once(options, clients=clients, source=cluster_source(options), scaling=scaling).to_json()
 
 
 def show_scaling(out: TextIO, report: dict[str, Any]) -> None:
