@@ -41,13 +41,13 @@ from capacity.guard import (
     pending_pod,
 )
 from capacity.names import EXHAUSTED_LABEL, VPC_CNI_CONFIG_NAME, VPC_CNI_CONFIG_NAMESPACE
-from capacity.records import NodeRecord, PodRecord, project_node, project_pod
+from capacity.records import NodeRecord, PodRecord, discovery_node, project_node, project_pod
 from kube.api import get_config_map
 from kube.client import NODES, PODS, ApiLike, KubeError, as_kube_client
 from kube.events import EventRecorder, ObjectRef, TokenBucket
 from kube.patch import remove_node_label, set_node_label
 from kube.reflector import Reflector
-from kube.store import Store
+from kube.store import Fanout, Store
 
 log = logging.getLogger(__name__)
 NODE_LABELS = ["node", "node_group"]
@@ -140,6 +140,8 @@ class LiveBooks:
         )
         self.pods: Store[PodRecord] = Store("pods", project_pod)
         self.nodes: Store[NodeRecord] = Store("nodes", project_node)
+        # the same node watch keeps discovery's slim copy of each node (controller/source.py)
+        self.node_objects: Store[dict[str, Any]] = Store("nodes (discovery)", discovery_node)
         self.pods.add_listener(self._on_pod)
         self.nodes.add_listener(self._on_node)
         self._lock = threading.Lock()  # the books have one writer at a time: listeners or reconcile
@@ -236,7 +238,13 @@ class LiveBooks:
         """Starts the pod and node reflectors (threads); `wait_synced` before trusting the books."""
         self.read_window()
         self._reflectors = [
-            Reflector(self.api, NODES, self.nodes, page_size=page_size, name="books-nodes").start(),
+            Reflector(
+                self.api,
+                NODES,
+                Fanout([self.nodes, self.node_objects]),
+                page_size=page_size,
+                name="books-nodes",
+            ).start(),
             Reflector(self.api, PODS, self.pods, page_size=page_size, name="books-pods").start(),
         ]
         return self

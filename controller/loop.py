@@ -29,7 +29,7 @@ from controller.rescue import carry_out, pods_on_node, reclaim_candidates, rescu
 from controller.run import ControllerOptions, ScalingInputs, run_once
 from controller.scaling import OFF, ON, ScalingConfig, ScalingDriver, list_unschedulable_pods
 from controller.scaling_cli import RescueOptions, build_driver
-from controller.source import ApiSource
+from controller.source import CachedSource
 from controller.tagsync import TagChange
 from kube.client import KubeClient
 from kube.events import EventRecorder, ObjectRef
@@ -63,7 +63,6 @@ class ControllerLoop:
         self.options = options
         self.api = api
         self._clients = clients  # the process's, or built at first use (a follower may never need them)
-        self.source = ApiSource(api)
         self.identity = default_identity()
         dry_run = options.controller.dry_run
         self.recorder = EventRecorder(api, self.identity, dry_run=dry_run)
@@ -89,6 +88,8 @@ class ControllerLoop:
             guard_grace=options.guard_grace,
             scaled_groups=self._scaled_groups,
         )
+        # the discovery cycle reads list+watch caches, the books' node watch among them
+        self.source = CachedSource(api, self.books.node_objects)
         # groups `--scaling=on` grows itself (None: not known before the first cycle)
         self._covered: frozenset[str] | None = None
         self.last_cycle: CycleReport | None = None
@@ -149,9 +150,14 @@ class ControllerLoop:
             "lastCycle": self.last_cycle.to_json() if self.last_cycle is not None else {},
         }
 
+    def start_watches(self) -> None:
+        """The books' pod and node watches and the discovery cycle's DaemonSet and template watches."""
+        self.books.start()
+        self.source.start()
+
     def run(self, stop: threading.Event) -> None:
         self.http.start()
-        self.books.start()
+        self.start_watches()
         books = threading.Thread(
             target=self.books.run, args=(stop, self.options.reconcile_interval), name="books", daemon=True
         )
@@ -166,12 +172,14 @@ class ControllerLoop:
             if self.elector is not None:
                 self.elector.stop()
             self.books.stop()
+            self.source.stop()
             self.http.stop()
 
     def _lead(self, stop: threading.Event) -> None:
         """The leader's work until `stop` (shutdown, or the lease lost)."""
         log.info("leading", extra={"identity": self.identity})
         self.books.wait_synced(60)
+        self.source.wait_synced(60)
         if self.options.manage_certificates:
             from controller.certificates import CertificateReconciler
 

@@ -109,7 +109,8 @@ def run_once(
         log.error("node group discovery failed, every template kept as it was: %s", err)
         outcomes = [GroupOutcome(name, t, str(err)) for name, t in sorted(previous.items())]
         if writer is not None:
-            write_statuses(writer, outcomes)  # Discovered False, with the error, on every kept template
+            stored = {str(o["metadata"]["name"]): o for o in objects.templates}
+            write_statuses(writer, outcomes, stored)  # Discovered False, with the error, on every kept one
         return _report(outcomes, [], {}, {"": str(err)})
     outcomes = build_templates(
         groups, objects.nodes, objects.daemonsets, previous, facts=facts, group_label=options.node_group_label
@@ -119,7 +120,12 @@ def run_once(
         outcomes = _mark_scaled_from_zero(outcomes, scaling.driver.config)
     changes, written = _sync_tags(options, clients, groups, outcomes, note)
     if writer is not None:
-        result = publish(writer, outcomes, autoscaling_groups={g.name: g.asg_name for g in groups})
+        result = publish(
+            writer,
+            outcomes,
+            autoscaling_groups={g.name: g.asg_name for g in groups},
+            existing=objects.templates,
+        )
         log.info(
             "NodeGroupTemplates: %d created, %d updated, %d deleted, %d unchanged",
             len(result.created),

@@ -4,6 +4,8 @@
 - `StateFileSource`: everything from one file (`--state`, with `--once`); the cycle writes nothing.
 - `ApiSource`: nodes, DaemonSets and NodeGroupTemplates listed once per cycle, the pods at most once
   per cycle and only when scaling needs them (`--once`, or a caller without live caches).
+- `CachedSource`: the long-running loop's; list+watch caches (kube/reflector.py, kube/store.py)
+  instead of a list every cycle.
 """
 
 from __future__ import annotations
@@ -18,9 +20,11 @@ from capacity.autoscaler_memory import AutoscalerProcess
 from capacity.names import TEMPLATE_KIND, VPC_CNI_CONFIG_NAME, VPC_CNI_CONFIG_NAMESPACE
 from capacity.records import PodRecord, project_pod
 from controller.memory import observe
+from kube.store import Store, object_key
 
 if TYPE_CHECKING:
     from kube.client import ApiLike
+    from kube.reflector import Reflector
 
 log = logging.getLogger(__name__)
 
@@ -160,3 +164,64 @@ def true_free(source: ClusterSource, nodes: list[Mapping[str, Any]], release: st
     now = time.time()
     books, _ = books_from_objects([*pods, *kinded, *config_maps], now, release=release)
     return {row.name: row.true_free for row in books.node_summary(now)}
+
+
+@dataclass
+class CachedSource:
+    """The long-running loop's source: nodes from the books' node watch (their slim copy), DaemonSets
+    and NodeGroupTemplates from watches of their own, so that no cycle lists them again; the pods,
+    the priority ConfigMap and cluster-autoscaler's pods are read from the API as `ApiSource` does
+    (the loop hands scaling the books' pods instead)."""
+
+    api: ApiLike
+    nodes: Store[dict[str, Any]]
+    daemonsets: Store[dict[str, Any]] = field(default_factory=lambda: Store("daemonsets"))
+    templates: Store[dict[str, Any]] = field(default_factory=lambda: Store(TEMPLATE_KIND))
+    _reflectors: list[Reflector] = field(default_factory=list)
+    _fresh: ApiSource | None = None
+
+    def start(self) -> CachedSource:
+        """Starts the DaemonSet and NodeGroupTemplate watches (the books start the node watch)."""
+        from kube.api import start_reflector
+
+        self._reflectors = [
+            start_reflector(self.api, "DaemonSet", self.daemonsets),
+            start_reflector(self.api, TEMPLATE_KIND, self.templates),
+        ]
+        return self
+
+    def stop(self) -> None:
+        for reflector in self._reflectors:
+            reflector.stop()
+
+    def wait_synced(self, timeout: float) -> bool:
+        """Whether every cache completed its first list, waiting up to `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        while not all(store.synced for store in (self.nodes, self.daemonsets, self.templates)):
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.05)
+        return True
+
+    def objects(self) -> ClusterObjects:
+        """The caches as of now, in the order a list returns them (by namespace, then name)."""
+        self._fresh = ApiSource(self.api)  # this cycle's pods, listed only if asked for
+
+        def ordered(store: Store[dict[str, Any]]) -> list[dict[str, Any]]:
+            return sorted(store.items(), key=object_key)
+
+        return ClusterObjects(ordered(self.nodes), ordered(self.daemonsets), ordered(self.templates))
+
+    def _api(self) -> ApiSource:
+        if self._fresh is None:
+            self._fresh = ApiSource(self.api)
+        return self._fresh
+
+    def pods(self) -> list[dict[str, Any]]:
+        return self._api().pods()
+
+    def config_map(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return self._api().config_map(namespace, name)
+
+    def autoscaler(self, selector: str, namespace: str) -> tuple[AutoscalerProcess | None, str]:
+        return self._api().autoscaler(selector, namespace)

@@ -1,10 +1,12 @@
 """The controller's composition root (controller/compose.py): one process builds its AWS clients
 once, in the region `--region` names, with the one retry policy, and every cycle, the scaling driver
-and the EC2 verifier use those same clients. The real kube client against the fake API server,
-boto3 against moto in server mode."""
+and the EC2 verifier use those same clients; the long-running loop's discovery cycle reads list+watch
+caches rather than listing nodes, DaemonSets and templates again. The real kube client against the
+fake API server, boto3 against moto in server mode."""
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,10 +16,11 @@ import pytest
 from controller.loop import ControllerLoop, LoopOptions
 from controller.run import ControllerOptions
 from controller.scaling import ScalingConfig
-from controller.source import ApiSource
+from controller.source import CachedSource
 from fitguard.demo_seed import seed_moto
 from kube.client import as_kube_client
 from kube.statefile import load_state
+from tests.waiting import eventually as wait_for
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 NAMESPACE = "fitguard-system"
@@ -45,8 +48,9 @@ def started_loop(cluster: Any, controller: ControllerOptions) -> ControllerLoop:
         verify_with_ec2=True,
     )
     loop = ControllerLoop(options, as_kube_client(cluster.api_client()))
-    loop.books.start()
+    loop.start_watches()
     assert loop.books.wait_synced(60), "the books' first lists completed"
+    assert loop.source.wait_synced(60), "the discovery caches' first lists completed"
     return loop
 
 
@@ -56,6 +60,7 @@ def loops() -> Iterator[list[ControllerLoop]]:
     yield made
     for loop in made:
         loop.books.stop()
+        loop.source.stop()
 
 
 @pytest.mark.slow
@@ -75,4 +80,47 @@ def test_one_set_of_aws_clients_per_process_in_the_region_given(cluster: Any, lo
     loop.cycle()
     assert loop.clients is clients
     assert loop.scaling.autoscaling is clients.autoscaling
-    assert isinstance(loop.source, ApiSource)
+    assert isinstance(loop.source, CachedSource)
+
+
+LISTS = (
+    "/api/v1/nodes",
+    "/apis/apps/v1/daemonsets",
+    "/apis/fitguard.io/v1alpha1/nodegrouptemplates",
+)
+
+
+def lists(cluster: Any) -> list[str]:
+    """The collection reads (not watches) of nodes, DaemonSets and NodeGroupTemplates received."""
+    return [r.path for r in cluster.requests.find(method="GET", watch=False) if r.path in LISTS]
+
+
+@pytest.mark.slow
+def test_a_discovery_cycle_reads_the_watched_caches_and_lists_nothing_again(
+    cluster: Any, loops: list[Any]
+) -> None:
+    """After the watches' first lists, neither the first nor the second cycle lists nodes,
+    DaemonSets or NodeGroupTemplates: both read the caches. The second cycle still sees what the
+    first published (its templates come back unchanged, none created again) and a DaemonSet
+    created between the cycles (the watch brought it)."""
+    loop = started_loop(cluster, ControllerOptions(cluster_name="demo"))
+    loops.append(loop)
+    assert sorted(lists(cluster)) == sorted(LISTS), "each cache listed once, at start"
+    cluster.requests.clear()
+    first = loop.cycle()
+    assert first.discovery_error == "" and lists(cluster) == []
+    names = sorted(o["metadata"]["name"] for o in cluster.objects("NodeGroupTemplate"))
+    assert names == ["ng-batch", "ng-burst", "ng-general"]
+    wait_for(lambda: len(loop.source.templates) == 3, "the template watch saw the three published")
+    daemonset = copy.deepcopy(next(d for d in cluster.objects("DaemonSet")))
+    daemonset["metadata"] = {"name": "extra-agent", "namespace": daemonset["metadata"]["namespace"]}
+    cluster.create(daemonset)
+    wait_for(lambda: len(loop.source.daemonsets) == len(cluster.objects("DaemonSet")), "the watch saw it")
+    cluster.requests.clear()
+    second = loop.cycle()
+    assert second.discovery_error == "" and lists(cluster) == []
+    assert cluster.requests.find(method="POST", path="/nodegrouptemplates") == []
+    assert [o["metadata"]["name"] for o in second.node_groups] == names
+    overhead = {o["metadata"]["name"]: o["spec"]["daemonSetOverhead"] for o in second.node_groups}
+    before = {o["metadata"]["name"]: o["spec"]["daemonSetOverhead"] for o in first.node_groups}
+    assert overhead != before, "the DaemonSet created between the cycles counts in the second"
