@@ -38,11 +38,26 @@ def register(subparsers: Any) -> None:
             "scaleUps, scaling, errors}."
         ),
     )
+    _add_run_arguments(parser)
+    _add_leader_arguments(parser)
+    _add_discovery_arguments(parser)
+    _add_process_arguments(parser)
+    add_scaling_arguments(parser)
+    add_logging_arguments(parser)
+    parser.set_defaults(func=main)
+
+
+def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    """How this run goes: one cycle or for ever, writing or not, from a state file or the API."""
     parser.add_argument("--once", action="store_true", help="run one cycle, print the result, exit")
     parser.add_argument("--dry-run", action="store_true", help="write nothing (no objects, no AWS tags)")
     parser.add_argument("--state", metavar="PATH", help="read nodes, DaemonSets, templates from a state file")
     parser.add_argument("--leader-elect", action="store_true", help="run only while holding the Lease")
     parser.add_argument("-o", "--output", choices=("table", "json"), default="table")
+
+
+def _add_leader_arguments(parser: argparse.ArgumentParser) -> None:
+    """Leader election."""
     # client-go's leader election knobs, named as kube-controller-manager names them
     parser.add_argument(
         "--leader-elect-lease-duration",
@@ -65,6 +80,10 @@ def register(subparsers: Any) -> None:
         metavar="SECONDS",
         help="time between attempts to take or renew the lease (default: %(default)s)",
     )
+
+
+def _add_discovery_arguments(parser: argparse.ArgumentParser) -> None:
+    """Discovery of the node groups, their templates and cluster-autoscaler's tags and memory."""
     parser.add_argument(
         "--sync-autoscaler-tags",
         nargs="?",
@@ -117,6 +136,10 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--kubeconfig", default=None, help="kubeconfig (default: in-cluster, then $KUBECONFIG)"
     )
+
+
+def _add_process_arguments(parser: argparse.ArgumentParser) -> None:
+    """The long-running process: its cycle, endpoints, books, guard, certificates and EC2 check."""
     parser.add_argument("--interval", type=float, default=60.0, help="seconds between discovery cycles")
     parser.add_argument(
         "--metrics-bind",
@@ -153,9 +176,6 @@ def register(subparsers: Any) -> None:
         "the group's template) cannot scale it: unless --scaling=on scales the group, the guard lifts "
         "the label from the group's nodes after this long, with events saying so (default: 30s)",
     )
-    add_scaling_arguments(parser)
-    add_logging_arguments(parser)
-    parser.set_defaults(func=main)
 
 
 def main(args: argparse.Namespace) -> int:

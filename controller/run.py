@@ -135,23 +135,40 @@ def run_once(
         )
     report = _report(outcomes, changes, written, {})
     if scaling is not None:
-        _load_priorities(scaling.driver, source)
-        cycle = scaling.driver.plan_cycle(
-            [o.template for o in outcomes if o.template is not None],
-            scaling.pending if scaling.pending is not None else pending_pods(source),
-            objects.nodes,
-            scaling.records if scaling.records is not None else pod_records(source),
-            now=time.time(),
-            true_free_pod_eni=(
-                scaling.true_free
-                if scaling.true_free is not None
-                else true_free(source, objects.nodes, options.branch_eni_release)
-            ),
-            asg_names={g.name: g.asg_name for g in groups},
+        report = _scale(
+            options, scaling, source, objects=objects, groups=groups, outcomes=outcomes, report=report
         )
-        scale_ups = scaling.driver.act(cycle, now=time.time(), leader=scaling.leader())
-        report = dataclasses.replace(report, scale_ups=tuple(scale_ups), scaling=scale_ups_json(cycle))
     return report
+
+
+def _scale(
+    options: ControllerOptions,
+    scaling: ScalingInputs,
+    source: ClusterSource,
+    *,
+    objects: ClusterObjects,
+    groups: list[AwsNodeGroup],
+    outcomes: list[GroupOutcome],
+    report: CycleReport,
+) -> CycleReport:
+    """The scaling plan from this cycle's templates (and the books' pods when the loop has them),
+    carried out as the mode says; the report with its scale-ups and plan."""
+    _load_priorities(scaling.driver, source)
+    cycle = scaling.driver.plan_cycle(
+        [o.template for o in outcomes if o.template is not None],
+        scaling.pending if scaling.pending is not None else pending_pods(source),
+        objects.nodes,
+        scaling.records if scaling.records is not None else pod_records(source),
+        now=time.time(),
+        true_free_pod_eni=(
+            scaling.true_free
+            if scaling.true_free is not None
+            else true_free(source, objects.nodes, options.branch_eni_release)
+        ),
+        asg_names={g.name: g.asg_name for g in groups},
+    )
+    scale_ups = scaling.driver.act(cycle, now=time.time(), leader=scaling.leader())
+    return dataclasses.replace(report, scale_ups=tuple(scale_ups), scaling=scale_ups_json(cycle))
 
 
 @dataclass

@@ -151,7 +151,7 @@ def pod_records(source: ClusterSource) -> list[PodRecord]:
 def true_free(source: ClusterSource, nodes: list[Mapping[str, Any]], release: str) -> dict[str, int | None]:
     """Truly free branch ENIs per node from books built from this one reading (no live books: the
     once path), so that the plan counts held ENIs and advertised capacity as the loop does."""
-    from controller.books import books_from_objects
+    from capacity.books_once import books_from_objects
 
     try:
         found = source.config_map(VPC_CNI_CONFIG_NAMESPACE, VPC_CNI_CONFIG_NAME)

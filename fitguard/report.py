@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TextIO
 
+from capacity.books_once import books_from_objects
 from capacity.branch_eni import (
     DEFAULT_WAITING_GRACE,
     RELEASE_MODELS,
@@ -28,7 +29,6 @@ from capacity.branch_eni import (
 )
 from capacity.names import CAPTURED_AT, VPC_CNI_CONFIG_NAME, VPC_CNI_CONFIG_NAMESPACE
 from capacity.records import parse_time
-from controller.books import books_from_objects
 
 COLUMNS = ("NODE", "GROUP", "INSTANCE TYPE", "CAPACITY", "IN USE", "HELD", "SCHEDULER FREE", "TRUE FREE")
 

@@ -83,6 +83,7 @@ def test_one_set_of_aws_clients_per_process_in_the_region_given(cluster: Any, lo
     assert isinstance(loop.source, CachedSource)
 
 
+TEMPLATES = "/apis/fitguard.io/v1alpha1/nodegrouptemplates"
 LISTS = (
     "/api/v1/nodes",
     "/apis/apps/v1/daemonsets",
@@ -124,3 +125,34 @@ def test_a_discovery_cycle_reads_the_watched_caches_and_lists_nothing_again(
     overhead = {o["metadata"]["name"]: o["spec"]["daemonSetOverhead"] for o in second.node_groups}
     before = {o["metadata"]["name"]: o["spec"]["daemonSetOverhead"] for o in first.node_groups}
     assert overhead != before, "the DaemonSet created between the cycles counts in the second"
+
+
+@pytest.mark.slow
+def test_a_second_identical_cycle_writes_no_template_and_no_status(cluster: Any, loops: list[Any]) -> None:
+    """The first cycle creates the three templates and PATCHes each one's status; once the watch
+    has brought them back, an identical second cycle writes nothing: no POST, PUT or PATCH of a
+    NodeGroupTemplate or its status."""
+    loop = started_loop(cluster, ControllerOptions(cluster_name="demo"))
+    loops.append(loop)
+    cluster.requests.clear()
+    loop.cycle()
+    patches = [r.path for r in cluster.requests.find(method="PATCH", path="/nodegrouptemplates/")]
+    names = ("ng-batch", "ng-burst", "ng-general")
+    assert sorted(patches) == [f"{TEMPLATES}/{name}/status" for name in names]
+
+    def statuses(objects: list[dict[str, Any]]) -> list[str]:
+        return sorted(str((t.get("status") or {}).get("lastDiscoveryTime")) for t in objects)
+
+    wait_for(
+        lambda: statuses(loop.source.templates.items()) == statuses(cluster.objects("NodeGroupTemplate")),
+        "the template watch brought the statuses back",
+    )
+    cluster.requests.clear()
+    second = loop.cycle()
+    assert second.discovery_error == ""
+    writes = [
+        (r.method, r.path)
+        for r in cluster.requests.find(path="/nodegrouptemplates")
+        if r.method in ("POST", "PUT", "PATCH", "DELETE")
+    ]
+    assert writes == []

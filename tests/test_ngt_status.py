@@ -9,6 +9,7 @@ from typing import Any
 from capacity.template import NodeGroupTemplate, View
 from controller.discovery import GroupOutcome
 from controller.publish import publish, write_statuses
+from controller.status import LAST_DISCOVERY_REFRESH, rfc3339
 from kube.client import KubeClient
 
 PATH = "/apis/fitguard.io/v1alpha1/nodegrouptemplates"
@@ -190,3 +191,23 @@ def test_no_status_for_a_spec_that_was_not_written(fake_kube: Any) -> None:
     result = publish(api, [GroupOutcome("ng-a", template("ng-a", 44))], now=T1)
     assert result.updated == [] and result.statuses == []
     assert stored(fake_kube, "ng-a")["status"] == before
+
+
+def test_a_status_that_changed_only_by_its_discovery_time_is_not_written_until_it_is_stale(
+    fake_kube: Any,
+) -> None:
+    """The same outcome a cycle later writes nothing (lastDiscoveryTime may lag by up to
+    LAST_DISCOVERY_REFRESH); once the stored time is that old, one PATCH moves it on; a real
+    change is written at once, with the new time."""
+    api = KubeClient(fake_kube.api_client())
+    outcomes = [GroupOutcome("ng-a", template("ng-a"))]
+    publish(api, outcomes, now=T0)
+    fake_kube.requests.clear()
+    assert publish(api, outcomes, now=T1).statuses == [] and status_writes(fake_kube) == []
+    assert stored(fake_kube, "ng-a")["status"]["lastDiscoveryTime"] == T0_TEXT
+    later = T0 + LAST_DISCOVERY_REFRESH
+    assert publish(api, outcomes, now=later).statuses == ["ng-a"]
+    assert stored(fake_kube, "ng-a")["status"]["lastDiscoveryTime"] == rfc3339(later)
+    changed = publish(api, [GroupOutcome("ng-a", template("ng-a", 44))], now=later + 60)
+    assert changed.statuses == ["ng-a"]
+    assert stored(fake_kube, "ng-a")["status"]["lastDiscoveryTime"] == rfc3339(later + 60)
