@@ -46,7 +46,7 @@ DEFAULT_WAITING_GRACE = 30.0
 
 
 class PodFacts(Protocol):
-    """What the books read from a pod (controller/records.py PodRecord has these)."""
+    """What the books read from a pod (capacity/records.py PodRecord has these)."""
 
     uid: str
     namespace: str

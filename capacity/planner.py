@@ -22,6 +22,7 @@ Bins with the same free capacity are one class with a count, and identical pods 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -152,13 +153,36 @@ class NotHelped:
 
 
 @dataclass(frozen=True)
+class HeadroomLine:
+    """What one headroom rule found and did: `free` is absent when the group is not scalable."""
+
+    node_group: str
+    resource: str
+    want: str  # the rule's amount, as a quantity
+    added: int = 0  # nodes added for it
+    free: str | None = None  # truly free after the demand is placed, as a quantity
+    reason: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        free = {"free": self.free} if self.free is not None else {}
+        return {
+            "nodeGroup": self.node_group,
+            "resource": self.resource,
+            "want": self.want,
+            "added": self.added,
+            **free,
+            "reason": self.reason,
+        }
+
+
+@dataclass(frozen=True)
 class Plan:
     scale_ups: tuple[ScaleUp, ...] = ()
     on_existing: Mapping[str, tuple[PodRef, ...]] = field(default_factory=dict)  # node -> pods
     on_the_way: Mapping[str, tuple[PodRef, ...]] = field(default_factory=dict)  # group -> pods
     not_helped: tuple[NotHelped, ...] = ()
     skipped_groups: Mapping[str, str] = field(default_factory=dict)  # group -> why it cannot grow now
-    headroom: tuple[dict[str, Any], ...] = ()
+    headroom: tuple[HeadroomLine, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -167,7 +191,7 @@ class Plan:
             "onNodesOnTheirWay": {g: [p.key for p in pods] for g, pods in sorted(self.on_the_way.items())},
             "notTriggerScaleUp": [n.to_json() for n in self.not_helped],
             "skippedGroups": dict(sorted(self.skipped_groups.items())),
-            "headroom": list(self.headroom),
+            "headroom": [h.to_json() for h in self.headroom],
         }
 
 
@@ -278,7 +302,7 @@ def plan(
     for name, (added, _, pods) in sorted(grown.items()):
         t = groups[name].template
         reasons = (["pods"] if pods else []) + [
-            h["reason"] for h in headroom_lines if h["nodeGroup"] == name and h["added"]
+            h.reason for h in headroom_lines if h.node_group == name and h.added
         ]
         scale_ups.append(
             ScaleUp(name, t.desired_size, t.desired_size + added, t.max_size, tuple(pods), tuple(reasons))
@@ -489,49 +513,50 @@ def _headroom(
     grown: dict[str, tuple[int, list[Bin], list[PodRef]]],
     pos: Mapping[str, int],
     node_by_name: Mapping[str, NodeFree],
-) -> list[dict[str, Any]]:
+) -> list[HeadroomLine]:
     """Grows groups whose truly free `resource` (after the demand is placed, nodes on their way
     included) is below the rule's amount; one line per rule says what it found and did."""
-    lines: list[dict[str, Any]] = []
+    lines: list[HeadroomLine] = []
     for rule in rules:
         g = groups.get(rule.group)
-        line: dict[str, Any] = {
-            "nodeGroup": rule.group,
-            "resource": rule.resource,
-            "want": format_quantity(rule.amount, rule.resource),
-            "added": 0,
-        }
-        lines.append(line)
+        line = HeadroomLine(rule.group, rule.resource, format_quantity(rule.amount, rule.resource))
         if g is None:
-            line["reason"] = "no such scalable node group"
+            lines.append(dataclasses.replace(line, reason="no such scalable node group"))
             continue
         i = pos[rule.resource]
         free = sum(max(b.free[i], 0) for b in node_bins if node_by_name[b.target].node_group == rule.group)
         free += sum(max(b.free[i], 0) * b.count for b in way_bins if b.target == rule.group)
         already, bins, pods = grown.get(rule.group, (0, [], []))
         free += sum(max(b.free[i], 0) * b.count for b in bins)
-        line["free"] = format_quantity(free, rule.resource)
+        line = dataclasses.replace(line, free=format_quantity(free, rule.resource))
         short = rule.amount - free
         per_node = g.empty[i]
         if short <= 0:
-            line["reason"] = "enough is free"
+            lines.append(dataclasses.replace(line, reason="enough is free"))
             continue
         if per_node <= 0:
-            line["reason"] = f"a new node of {rule.group} offers no {rule.resource}"
+            lines.append(
+                dataclasses.replace(line, reason=f"a new node of {rule.group} offers no {rule.resource}")
+            )
             continue
         if g.skip:
-            line["reason"] = f"short by {format_quantity(short, rule.resource)}, {g.skip}"
+            lines.append(
+                dataclasses.replace(
+                    line, reason=f"short by {format_quantity(short, rule.resource)}, {g.skip}"
+                )
+            )
             continue
         wanted = -(-short // per_node)
         allowed = min(wanted, g.limit - already)
         if allowed <= 0:
-            line["reason"] = f"short by {format_quantity(short, rule.resource)}, {g.limit_reason}"
+            reason = f"short by {format_quantity(short, rule.resource)}, {g.limit_reason}"
+            lines.append(dataclasses.replace(line, reason=reason))
             continue
         bins = [*bins, Bin(rule.group, list(g.empty), allowed)]
         grown[rule.group] = (already + allowed, bins, pods)
-        line["added"] = allowed
-        line["reason"] = (
-            f"headroom: keep {line['want']} {rule.resource} free in {rule.group}, "
-            f"{line['free']} is; {allowed} node(s) added"
+        reason = (
+            f"headroom: keep {line.want} {rule.resource} free in {rule.group}, "
+            f"{line.free} is; {allowed} node(s) added"
         )
+        lines.append(dataclasses.replace(line, added=allowed, reason=reason))
     return lines

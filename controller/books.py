@@ -10,13 +10,11 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
-from prometheus_client.core import GaugeMetricFamily
-from prometheus_client.registry import Collector
+from prometheus_client import CollectorRegistry
 
 from capacity.branch_eni import (
     COOLDOWN,
@@ -41,12 +39,14 @@ from capacity.guard import (
     pending_pod,
 )
 from capacity.names import EXHAUSTED_LABEL, VPC_CNI_CONFIG_NAME, VPC_CNI_CONFIG_NAMESPACE
-from controller.records import NodeRecord, PodRecord, project_node, project_pod
-from kube.client import CONFIG_MAPS, NODES, PODS, KubeClient, KubeError, as_kube_client
+from capacity.records import NodeRecord, PodRecord, discovery_node, project_node, project_pod
+from controller.books_metrics import register_metrics
+from kube.api import get_config_map
+from kube.client import NODES, PODS, ApiLike, KubeError, as_kube_client
 from kube.events import EventRecorder, ObjectRef, TokenBucket
 from kube.patch import remove_node_label, set_node_label
 from kube.reflector import Reflector
-from kube.store import Store
+from kube.store import Fanout, Store
 
 log = logging.getLogger(__name__)
 NODE_LABELS = ["node", "node_group"]
@@ -61,57 +61,12 @@ class Decision:
     reason: str
 
 
-def vpc_cni_data(objects: Iterable[Mapping[str, Any]]) -> Mapping[str, Any] | None:
-    """The data of ConfigMap kube-system/amazon-vpc-cni among `objects` (None when absent)."""
-    for obj in objects:
-        meta = obj.get("metadata") or {}
-        if (
-            obj.get("kind") == "ConfigMap"
-            and meta.get("namespace") == VPC_CNI_CONFIG_NAMESPACE
-            and meta.get("name") == VPC_CNI_CONFIG_NAME
-        ):
-            data = obj.get("data")
-            return data if isinstance(data, Mapping) else {}
-    return None
-
-
-def books_from_objects(
-    objects: Iterable[Mapping[str, Any]],
-    now: float,
-    *,
-    release: str = COOLDOWN,
-    waiting_grace: float = DEFAULT_WAITING_GRACE,
-    window: float | None = None,
-) -> tuple[BranchEniBooks, int]:
-    """The books of one list of Pods, Nodes and the VPC CNI ConfigMap at `now` (`fitguard report`,
-    `fitguard controller --once`), and how many objects were too malformed to count. The window is
-    read from the ConfigMap as the live books read it at start, unless given."""
-    objects = list(objects)
-    if window is None:
-        window = release_window_from_configmap(vpc_cni_data(objects)).seconds
-    pods: list[PodRecord] = []
-    nodes: list[NodeRecord] = []
-    skipped = 0
-    for obj in objects:
-        kind = obj.get("kind")
-        try:
-            if kind == "Pod":
-                pods.append(project_pod(obj))
-            elif kind == "Node":
-                nodes.append(project_node(obj))
-        except (TypeError, ValueError, KeyError, AttributeError):
-            skipped += 1  # one malformed object must not hide every other node's books
-    books = BranchEniBooks(release=release, window=window, waiting_grace=waiting_grace)
-    books.rebuild(pods, nodes, now)
-    return books, skipped
-
-
 class LiveBooks:
     """Books fed by list+watch; `reconcile()` applies the leader's decisions."""
 
     def __init__(
         self,
-        api: KubeClient | Any,
+        api: ApiLike,
         *,
         release: str = COOLDOWN,
         window: float | None = None,
@@ -139,6 +94,8 @@ class LiveBooks:
         )
         self.pods: Store[PodRecord] = Store("pods", project_pod)
         self.nodes: Store[NodeRecord] = Store("nodes", project_node)
+        # the same node watch keeps discovery's slim copy of each node (controller/source.py)
+        self.node_objects: Store[dict[str, Any]] = Store("nodes (discovery)", discovery_node)
         self.pods.add_listener(self._on_pod)
         self.nodes.add_listener(self._on_node)
         self._lock = threading.Lock()  # the books have one writer at a time: listeners or reconcile
@@ -157,18 +114,7 @@ class LiveBooks:
         self._pending_pods: dict[tuple[str, str], PodRecord] = {}
         self.leaked: dict[str, int] = {}  # node -> leaked branch ENIs (--verify-with-ec2), set by the loop
         self.registry = registry or CollectorRegistry()
-        self.guard_lifts = Counter(
-            "fitguard_branch_eni_guard_lifts",
-            "Times the exhausted-node guard stepped aside for cluster-autoscaler, per node group",
-            ["node_group"],
-            registry=self.registry,
-        )
-        self.reconcile_seconds = Histogram(
-            "fitguard_branch_eni_reconcile_duration_seconds",
-            "Time one reconcile of the branch ENI books took",
-            registry=self.registry,
-        )
-        self.registry.register(BooksCollector(self))
+        self.guard_lifts, self.reconcile_seconds = register_metrics(self, self.registry)
 
     # -- feeding the books ---------------------------------------------------------------------
 
@@ -205,7 +151,7 @@ class LiveBooks:
         if self._fixed_window is not None:
             return self._fixed_window
         try:
-            config_map = self.api.get(CONFIG_MAPS.path(VPC_CNI_CONFIG_NAMESPACE, VPC_CNI_CONFIG_NAME)) or {}
+            config_map = get_config_map(self.api, VPC_CNI_CONFIG_NAMESPACE, VPC_CNI_CONFIG_NAME)
         except KubeError as err:
             if not err.not_found:
                 log.warning(
@@ -235,7 +181,13 @@ class LiveBooks:
         """Starts the pod and node reflectors (threads); `wait_synced` before trusting the books."""
         self.read_window()
         self._reflectors = [
-            Reflector(self.api, NODES, self.nodes, page_size=page_size, name="books-nodes").start(),
+            Reflector(
+                self.api,
+                NODES,
+                Fanout([self.nodes, self.node_objects]),
+                page_size=page_size,
+                name="books-nodes",
+            ).start(),
             Reflector(self.api, PODS, self.pods, page_size=page_size, name="books-pods").start(),
         ]
         return self
@@ -439,89 +391,3 @@ class LiveBooks:
                 self.reconcile()
             except Exception:  # one failed pass must not end the loop; the next one retries
                 log.exception("branch ENI reconcile failed")
-
-
-class BooksCollector(Collector):
-    """Metrics read from the books at scrape time, so a deleted node leaves no stale series."""
-
-    def __init__(self, live: LiveBooks) -> None:
-        self.live = live
-
-    def collect(self) -> Iterator[GaugeMetricFamily]:
-        now = self.live.clock()
-        rows = self.live.snapshot(now)
-        names = ("capacity", "in_use", "held", "true_free")
-        per_node = {
-            name: GaugeMetricFamily(
-                f"fitguard_branch_eni_node_{name}",
-                f"Branch ENIs per node: {name}",
-                labels=["node", "node_group"],
-            )
-            for name in names
-        }
-        per_group = {
-            name: GaugeMetricFamily(
-                f"fitguard_branch_eni_group_{name}",
-                f"Branch ENIs per node group: {name}",
-                labels=["node_group"],
-            )
-            for name in names
-        }
-        totals: dict[str, dict[str, int]] = {}
-        waiting = 0
-        for row in rows:
-            waiting += row.waiting
-            values = {
-                "capacity": row.capacity,
-                "in_use": row.in_use,
-                "held": row.held,
-                "true_free": row.true_free,
-            }
-            group = totals.setdefault(row.node_group, dict.fromkeys(names, 0))
-            for name, value in values.items():
-                per_node[name].add_metric([row.name, row.node_group], float(value or 0))
-                group[name] += value or 0
-        for group_name, values in totals.items():
-            for name, value in values.items():
-                per_group[name].add_metric([group_name], float(value))
-        yield from per_node.values()
-        yield from per_group.values()
-        labelled = GaugeMetricFamily(
-            "fitguard_branch_eni_node_exhausted",
-            f"1 when the node carries the {EXHAUSTED_LABEL}=true label (as the informer sees it)",
-            labels=["node", "node_group"],
-        )
-        for row in rows:
-            node = self.live.nodes.get("", row.name)
-            if node is not None:
-                labelled.add_metric([row.name, row.node_group], 1.0 if node.exhausted else 0.0)
-        yield labelled
-        yield GaugeMetricFamily(
-            "fitguard_branch_eni_waiting_pods", "Pods bound without their branch ENI", waiting
-        )
-        yield from self._guard()
-        age = now - self.live.last_event if self.live.last_event else 0.0
-        yield GaugeMetricFamily(
-            "fitguard_branch_eni_books_age_seconds", "Seconds since the books last changed", age
-        )
-
-    def _guard(self) -> Iterator[GaugeMetricFamily]:
-        labelled = GaugeMetricFamily(
-            "fitguard_branch_eni_guard_labelled_nodes",
-            f"Nodes carrying {EXHAUSTED_LABEL}=true now, per node group",
-            labels=["node_group"],
-        )
-        counts: dict[str, int] = {}
-        for node in self.live.nodes.items():
-            counts[node.node_group] = counts.get(node.node_group, 0) + (1 if node.exhausted else 0)
-        for group, count in sorted(counts.items()):
-            labelled.add_metric([group], float(count))
-        yield labelled
-        lifted = GaugeMetricFamily(
-            "fitguard_branch_eni_guard_lifted_groups",
-            "Node groups the guard has stepped aside from so that cluster-autoscaler can scale them",
-            labels=["node_group"],
-        )
-        for group in sorted(self.live.guard_state.lifted):
-            lifted.add_metric([group], 1.0)
-        yield lifted

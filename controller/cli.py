@@ -38,11 +38,26 @@ def register(subparsers: Any) -> None:
             "scaleUps, scaling, errors}."
         ),
     )
+    _add_run_arguments(parser)
+    _add_leader_arguments(parser)
+    _add_discovery_arguments(parser)
+    _add_process_arguments(parser)
+    add_scaling_arguments(parser)
+    add_logging_arguments(parser)
+    parser.set_defaults(func=main)
+
+
+def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    """How this run goes: one cycle or for ever, writing or not, from a state file or the API."""
     parser.add_argument("--once", action="store_true", help="run one cycle, print the result, exit")
     parser.add_argument("--dry-run", action="store_true", help="write nothing (no objects, no AWS tags)")
     parser.add_argument("--state", metavar="PATH", help="read nodes, DaemonSets, templates from a state file")
     parser.add_argument("--leader-elect", action="store_true", help="run only while holding the Lease")
     parser.add_argument("-o", "--output", choices=("table", "json"), default="table")
+
+
+def _add_leader_arguments(parser: argparse.ArgumentParser) -> None:
+    """Leader election."""
     # client-go's leader election knobs, named as kube-controller-manager names them
     parser.add_argument(
         "--leader-elect-lease-duration",
@@ -65,6 +80,10 @@ def register(subparsers: Any) -> None:
         metavar="SECONDS",
         help="time between attempts to take or renew the lease (default: %(default)s)",
     )
+
+
+def _add_discovery_arguments(parser: argparse.ArgumentParser) -> None:
+    """Discovery of the node groups, their templates and cluster-autoscaler's tags and memory."""
     parser.add_argument(
         "--sync-autoscaler-tags",
         nargs="?",
@@ -117,6 +136,10 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--kubeconfig", default=None, help="kubeconfig (default: in-cluster, then $KUBECONFIG)"
     )
+
+
+def _add_process_arguments(parser: argparse.ArgumentParser) -> None:
+    """The long-running process: its cycle, endpoints, books, guard, certificates and EC2 check."""
     parser.add_argument("--interval", type=float, default=60.0, help="seconds between discovery cycles")
     parser.add_argument(
         "--metrics-bind",
@@ -153,9 +176,6 @@ def register(subparsers: Any) -> None:
         "the group's template) cannot scale it: unless --scaling=on scales the group, the guard lifts "
         "the label from the group's nodes after this long, with events saying so (default: 30s)",
     )
-    add_scaling_arguments(parser)
-    add_logging_arguments(parser)
-    parser.set_defaults(func=main)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -183,6 +203,7 @@ def _main(args: argparse.Namespace) -> int:
     from capacity.autoscaler_flags import pod_selector
     from capacity.autoscaler_specs import SpecError
     from controller.aws.region import NoRegion, resolve_region
+    from controller.compose import aws_clients, cluster_source
     from controller.run import ControllerOptions, ScalingInputs, run_once
     from controller.scaling_cli import build_driver, scaling_config
     from kube.statefile import StateFileError, load_state
@@ -226,17 +247,22 @@ def _main(args: argparse.Namespace) -> int:
         print(f"fitguard controller: {err}", file=sys.stderr)
         return 2
     if args.once:
-        driver = build_driver(scaling, region=options.region)
-        report = run_once(options, scaling=ScalingInputs(driver) if driver is not None else None)
-        print(json.dumps(report, indent=2) if args.output == "json" else render_table(report))
-        return 1 if report["errors"].get("") else 0
+        # the process's clients and source, built once (controller/compose.py)
+        clients = aws_clients(options.region)
+        source = cluster_source(options)
+        driver = build_driver(scaling, clients.autoscaling)
+        scaling_inputs = ScalingInputs(driver) if driver is not None else None
+        report = run_once(options, clients=clients, source=source, scaling=scaling_inputs)
+        printed = report.to_json()
+        print(json.dumps(printed, indent=2) if args.output == "json" else render_table(printed))
+        return 1 if report.discovery_error else 0
     return run_forever(args, options, scaling)
 
 
 def run_forever(args: argparse.Namespace, options: Any, scaling: Any) -> int:
+    from controller.compose import aws_clients, kube_client
     from controller.loop import ControllerLoop, LoopOptions
     from controller.scaling_cli import RescueOptions
-    from kube.client import KubeClient, load_api_client
 
     loop_options = LoopOptions(
         controller=options,
@@ -265,7 +291,9 @@ def run_forever(args: argparse.Namespace, options: Any, scaling: Any) -> int:
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
-    ControllerLoop(loop_options, KubeClient(load_api_client(args.kubeconfig))).run(stop)
+    # the process's clients, built once (controller/compose.py)
+    api, clients = kube_client(args.kubeconfig), aws_clients(options.region)
+    ControllerLoop(loop_options, api, clients).run(stop)
     return 0
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from capacity import autoscaler_view as av
 from capacity.estimate import estimate_view, live_node_view, node_is_ready, node_labels
+from capacity.records import provider_instance_id
 from capacity.requests import pod_requests
 from capacity.resources import Resources, add
 from capacity.selectors import SelectorError, node_selector_map, node_selector_terms
@@ -22,7 +23,6 @@ from capacity.template import NodeGroupTemplate, View
 from capacity.template_pods import template_node_pods
 from capacity.template_taints import sanitize_taints
 from controller.aws.records import AwsNodeGroup
-from controller.records import provider_instance_id
 
 log = logging.getLogger(__name__)
 EKS_NODEGROUP_LABEL = "eks.amazonaws.com/nodegroup"

@@ -8,6 +8,7 @@ built on client-go do, so nothing half-done continues under a new leader.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import threading
@@ -17,15 +18,20 @@ from typing import Any
 
 from capacity.guard import DEFAULT_GRACE
 from capacity.names import API_VERSION, TEMPLATE_KIND
+from controller.aws.clients import AwsClients
+from controller.aws.eni_verify import Ec2Verifier
 from controller.books import LiveBooks
-from controller.eni_verify import Ec2Verifier
+from controller.compose import aws_clients
 from controller.http import ControllerHttp
 from controller.metrics import ControllerMetrics
+from controller.report import CycleReport
 from controller.rescue import carry_out, pods_on_node, reclaim_candidates, rescue_candidates
 from controller.run import ControllerOptions, ScalingInputs, run_once
-from controller.scaling import ON, ScalingConfig, list_unschedulable_pods
+from controller.scaling import OFF, ON, ScalingConfig, ScalingDriver, list_unschedulable_pods
 from controller.scaling_cli import RescueOptions, build_driver
+from controller.source import CachedSource
 from controller.tagsync import TagChange
+from kube.client import KubeClient
 from kube.events import EventRecorder, ObjectRef
 from kube.leader import LeaderElector, default_identity
 
@@ -53,9 +59,10 @@ class LoopOptions:
 
 
 class ControllerLoop:
-    def __init__(self, options: LoopOptions, api: Any) -> None:
+    def __init__(self, options: LoopOptions, api: KubeClient, clients: AwsClients | None = None) -> None:
         self.options = options
         self.api = api
+        self._clients = clients  # the process's, or built at first use (a follower may never need them)
         self.identity = default_identity()
         dry_run = options.controller.dry_run
         self.recorder = EventRecorder(api, self.identity, dry_run=dry_run)
@@ -81,13 +88,12 @@ class ControllerLoop:
             guard_grace=options.guard_grace,
             scaled_groups=self._scaled_groups,
         )
+        # the discovery cycle reads list+watch caches, the books' node watch among them
+        self.source = CachedSource(api, self.books.node_objects)
         # groups `--scaling=on` grows itself (None: not known before the first cycle)
         self._covered: frozenset[str] | None = None
-        self.last_cycle: dict[str, Any] = {}
-        region = options.controller.region or None
-        self.scaling = (
-            build_driver(options.scaling, self.recorder, region=region) if options.scaling else None
-        )
+        self.last_cycle: CycleReport | None = None
+        self.scaling = self._driver(options.scaling) if options.scaling else None
         self.verifier = self._verifier() if options.verify_with_ec2 else None
         self.metrics = ControllerMetrics(
             is_leader=self.is_leader,
@@ -102,10 +108,21 @@ class ControllerLoop:
             registries=tuple(x.registry for x in sources if x is not None),
         )
 
-    def _verifier(self) -> Ec2Verifier:
-        from controller.aws.clients import AwsClients
+    @property
+    def clients(self) -> AwsClients:
+        """The AWS clients, built once per process (controller/compose.py): every cycle, the scaling
+        driver and the verifier share them."""
+        if self._clients is None:
+            self._clients = aws_clients(self.options.controller.region)
+        return self._clients
 
-        ec2 = AwsClients.from_environment(self.options.controller.region or None).ec2
+    def _driver(self, config: ScalingConfig) -> ScalingDriver | None:
+        if config.mode == OFF:
+            return None  # no AWS client needed
+        return build_driver(config, self.clients.autoscaling, self.recorder)
+
+    def _verifier(self) -> Ec2Verifier:
+        ec2 = self.clients.ec2
         window = self.books.books.window
         return Ec2Verifier(ec2, window, self.options.controller.cluster_name, self.recorder)
 
@@ -130,12 +147,17 @@ class ControllerLoop:
             "leader": self.is_leader(),
             "identity": self.identity,
             "guard": self.books.guard_json(),
-            "lastCycle": self.last_cycle,
+            "lastCycle": self.last_cycle.to_json() if self.last_cycle is not None else {},
         }
+
+    def start_watches(self) -> None:
+        """The books' pod and node watches and the discovery cycle's DaemonSet and template watches."""
+        self.books.start()
+        self.source.start()
 
     def run(self, stop: threading.Event) -> None:
         self.http.start()
-        self.books.start()
+        self.start_watches()
         books = threading.Thread(
             target=self.books.run, args=(stop, self.options.reconcile_interval), name="books", daemon=True
         )
@@ -150,12 +172,14 @@ class ControllerLoop:
             if self.elector is not None:
                 self.elector.stop()
             self.books.stop()
+            self.source.stop()
             self.http.stop()
 
     def _lead(self, stop: threading.Event) -> None:
         """The leader's work until `stop` (shutdown, or the lease lost)."""
         log.info("leading", extra={"identity": self.identity})
         self.books.wait_synced(60)
+        self.source.wait_synced(60)
         if self.options.manage_certificates:
             from controller.certificates import CertificateReconciler
 
@@ -171,7 +195,7 @@ class ControllerLoop:
                 self.metrics.cycle_failed()
             stop.wait(max(0.0, self.options.interval - (time.monotonic() - started)))
 
-    def cycle(self) -> dict[str, Any]:
+    def cycle(self) -> CycleReport:
         """Discovery, templates, tags and scaling from the live books; then rescue and reclaim."""
         scaling = None
         rows = self.books.snapshot()
@@ -183,20 +207,29 @@ class ControllerLoop:
                 true_free={row.name: row.true_free for row in rows},
                 leader=self.is_leader,
             )
-        report = run_once(self.options.controller, api=self.api, note=self._note_tag_change, scaling=scaling)
-        if not report["errors"].get(""):
+        report = run_once(
+            self.options.controller,
+            clients=self.clients,
+            source=self.source,
+            note=self._note_tag_change,
+            scaling=scaling,
+        )
+        if not report.discovery_error:
             self._covered = frozenset(
                 o["metadata"]["name"]
-                for o in report["nodeGroups"]
+                for o in report.node_groups
                 if o["spec"].get("scaleFromZero") == "fitguard"
             )
-        report["rescue"] = self._rescue([row.name for row in rows if row.waiting])
+        report = dataclasses.replace(
+            report, rescue=tuple(self._rescue([row.name for row in rows if row.waiting]))
+        )
         if self.verifier is not None:
             pods, nodes = self.books.pods.items(), self.books.nodes.items()
-            report["ec2"] = self.verifier.verify(pods, nodes, now=time.time(), window=self.books.books.window)
-            if "leaked" in report["ec2"]:
+            ec2 = self.verifier.verify(pods, nodes, now=time.time(), window=self.books.books.window)
+            report = dataclasses.replace(report, ec2=ec2)
+            if "leaked" in ec2:
                 leaked: dict[str, int] = {}
-                for leak in report["ec2"]["leaked"]:
+                for leak in ec2["leaked"]:
                     leaked[leak["node"]] = leaked.get(leak["node"], 0) + 1
                 self.books.leaked = leaked
         return report

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from capacity.autoscaler_flags import pod_selector
 from capacity.autoscaler_memory import (
@@ -23,6 +23,9 @@ from capacity.template import NodeGroupTemplate, View
 from controller.aws.records import AwsNodeGroup
 from controller.discovery import FactsLookup, GroupOutcome, TemplateError, actual_view, group_nodes
 
+if TYPE_CHECKING:
+    from kube.client import ApiLike
+
 log = logging.getLogger(__name__)
 
 
@@ -35,7 +38,11 @@ def looked_for(selector: str, namespace: str) -> str:
 
 
 def autoscaler_pods(
-    selector: str, namespace: str, *, state_pods: Iterable[Mapping[str, Any]] | None = None, api: Any = None
+    selector: str,
+    namespace: str,
+    *,
+    state_pods: Iterable[Mapping[str, Any]] | None = None,
+    api: ApiLike | None = None,
 ) -> list[Mapping[str, Any]]:
     """cluster-autoscaler's pods: from a state file's pods, or listed from the API (the API server
     applies the selector). An empty selector looks for none. Raises KubeError from the API, and
@@ -50,13 +57,19 @@ def autoscaler_pods(
             if wanted(((pod.get("metadata") or {}).get("labels")) or {})
             and (not namespace or (pod.get("metadata") or {}).get("namespace") == namespace)
         ]
-    from kube.client import PODS, as_kube_client
+    from kube.api import list_pods_by_label
 
-    return as_kube_client(api).list_all(PODS.path(namespace or None), {"labelSelector": selector})
+    if api is None:
+        raise ValueError("cluster-autoscaler's pods: neither a state file's pods nor an API client")
+    return list_pods_by_label(api, namespace or None, selector)
 
 
 def observe(
-    selector: str, namespace: str, *, state_pods: Iterable[Mapping[str, Any]] | None = None, api: Any = None
+    selector: str,
+    namespace: str,
+    *,
+    state_pods: Iterable[Mapping[str, Any]] | None = None,
+    api: ApiLike | None = None,
 ) -> tuple[AutoscalerProcess | None, str]:
     """The running cluster-autoscaler (None: none found, or its pods could not be listed: then every
     group at zero is judged by its tags, and the reason says why) and how it was sought."""

@@ -10,8 +10,7 @@ leaves no stale series. AWS errors by operation are counted where they are descr
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from collections.abc import Callable, Iterator
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 from prometheus_client.core import GaugeMetricFamily
@@ -19,6 +18,7 @@ from prometheus_client.registry import Collector
 
 from capacity.template import NodeGroupTemplate
 from capacity.view_match import COMPARED_RESOURCES, autoscaler_scales_from_zero, missing_resources
+from controller.report import CycleReport
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +29,7 @@ class ControllerMetrics:
         *,
         is_leader: Callable[[], bool],
         synced: Callable[[], bool],
-        last_cycle: Callable[[], Mapping[str, Any]],
+        last_cycle: Callable[[], CycleReport | None],
         registry: CollectorRegistry | None = None,
     ) -> None:
         from fitguard import __version__
@@ -67,14 +67,14 @@ class ControllerMetrics:
         )
         self.registry.register(_StateCollector(is_leader, synced, last_cycle))
 
-    def cycle_done(self, report: Mapping[str, Any], now: float) -> None:
+    def cycle_done(self, report: CycleReport, now: float) -> None:
         self.cycles.labels("ok").inc()
         self.last_success.set(now)
-        for group in report.get("errors") or {}:
-            self.discovery_errors.labels(str(group)).inc()
-        for item in report.get("tagSync") or []:
-            if item.get("error"):
-                self.tag_sync_errors.labels(str(item.get("nodeGroup") or "")).inc()
+        for group in report.errors:
+            self.discovery_errors.labels(group).inc()
+        for line in report.tag_sync:
+            if line.error:
+                self.tag_sync_errors.labels(line.change.node_group).inc()
 
     def cycle_failed(self) -> None:
         self.cycles.labels("failed").inc()
@@ -87,7 +87,7 @@ class _StateCollector(Collector):
         self,
         is_leader: Callable[[], bool],
         synced: Callable[[], bool],
-        last_cycle: Callable[[], Mapping[str, Any]],
+        last_cycle: Callable[[], CycleReport | None],
     ) -> None:
         self.is_leader = is_leader
         self.synced = synced
@@ -118,7 +118,8 @@ class _StateCollector(Collector):
             labels=["node_group"],
         )
         nodes = GaugeMetricFamily("fitguard_node_group_nodes", "Nodes of the group", labels=["node_group"])
-        for obj in self.last_cycle().get("nodeGroups") or []:
+        last = self.last_cycle()
+        for obj in last.node_groups if last is not None else ():
             try:
                 template = NodeGroupTemplate.from_object(obj)
             except (TypeError, ValueError) as err:

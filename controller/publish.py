@@ -12,7 +12,8 @@ from typing import Any
 from capacity.names import MANAGED_BY_LABEL, MANUAL_MARK, TEMPLATE_MANAGER
 from controller.discovery import GroupOutcome
 from controller.status import desired_status, status_patch
-from kube.client import NODE_GROUP_TEMPLATES, KubeClient, KubeError, as_kube_client
+from kube.api import list_node_group_templates
+from kube.client import NODE_GROUP_TEMPLATES, ApiLike, KubeError, as_kube_client
 from kube.patch import apply_object, delete_object, merge_patch
 
 log = logging.getLogger(__name__)
@@ -92,18 +93,21 @@ class PublishResult:
 
 
 def publish(
-    api: KubeClient | Any,
+    api: ApiLike,
     outcomes: Iterable[GroupOutcome],
     *,
     now: float | None = None,
     autoscaling_groups: Mapping[str, str] | None = None,
+    existing: Iterable[Mapping[str, Any]] | None = None,
 ) -> PublishResult:
-    """Lists the NodeGroupTemplates, then creates, replaces or deletes as planned, then writes the
-    status of each of ours (controller/status.py). API errors on one object are reported and do
-    not stop the others."""
+    """Compares with the NodeGroupTemplates that exist (`existing`: the cycle's reading of them,
+    listed here when None), then creates, replaces or deletes as planned, then writes the status
+    of each of ours (controller/status.py). Every write reads the object afresh or carries a uid
+    precondition, so a reading a little behind costs a retry, never a lost change. API errors on
+    one object are reported and do not stop the others."""
     client = as_kube_client(api)
     outcomes = list(outcomes)
-    existing = (client.get(NODE_GROUP_TEMPLATES.path()) or {}).get("items") or []
+    existing = list(existing) if existing is not None else list_node_group_templates(client)
     stored = {str(o["metadata"]["name"]): o for o in existing}
     desired = desired_objects(outcomes)
     plan = plan_publish(desired, existing)
@@ -143,7 +147,7 @@ def publish(
 
 
 def write_statuses(
-    api: KubeClient | Any,
+    api: ApiLike,
     outcomes: Iterable[GroupOutcome],
     stored: Mapping[str, Mapping[str, Any]] | None = None,
     *,
@@ -156,7 +160,7 @@ def write_statuses(
     client = as_kube_client(api)
     result = result if result is not None else PublishResult()
     if stored is None:
-        listed = (client.get(NODE_GROUP_TEMPLATES.path()) or {}).get("items") or []
+        listed = list_node_group_templates(client)
         stored = {str(o["metadata"]["name"]): o for o in listed}
     now = time.time() if now is None else now
     for outcome in outcomes:

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from capacity.branch_eni import COOLDOWN
-from controller.records import PodRecord, project_pod
-from kube.client import KubeError
+from capacity.records import PodRecord, project_pod
+from kube.client import ApiLike, KubeError
 from kube.events import EventRecorder, ObjectRef
 from kube.patch import delete_pod
 
@@ -183,7 +183,11 @@ def reclaim_candidates(
 
 
 def carry_out(
-    api: Any, deletions: Iterable[Deletion], recorder: EventRecorder | None = None, *, dry_run: bool = False
+    api: ApiLike,
+    deletions: Iterable[Deletion],
+    recorder: EventRecorder | None = None,
+    *,
+    dry_run: bool = False,
 ) -> list[dict[str, Any]]:
     """Deletes each pod with its uid and resourceVersion as preconditions; one result line each."""
     results = []
@@ -217,9 +221,8 @@ def _record(recorder: EventRecorder, d: Deletion, outcome: str) -> None:
         recorder.normal(node, "ReclaimedBranchEni", f"{prefix} pod {d.key}: {d.why}", action="Delete")
 
 
-def pods_on_node(api: Any, node: str) -> list[dict[str, Any]]:
+def pods_on_node(api: ApiLike, node: str) -> list[dict[str, Any]]:
     """The raw pods bound to one node, fresh (uid and resourceVersion for the preconditions)."""
-    from kube.client import PODS, as_kube_client
+    from kube.api import list_pods_on_node
 
-    page = as_kube_client(api).get(PODS.path(), {"fieldSelector": f"spec.nodeName={node}"}) or {}
-    return list(page.get("items") or [])
+    return list_pods_on_node(api, node)

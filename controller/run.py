@@ -7,22 +7,34 @@ import dataclasses
 import logging
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from capacity.autoscaler_memory import DEFAULT_SELECTOR
 from capacity.autoscaler_specs import default_discovery_tags, parse_auto_discovery_spec, parse_nodes_spec
 from capacity.expander import PRIORITY, parse_priorities
-from capacity.names import TEMPLATE_KIND
 from capacity.template import NodeGroupTemplate
 from controller.aws.clients import AwsClients
 from controller.aws.discovery import AwsDiscovery, DiscoveryError
 from controller.aws.records import AwsNodeGroup, DiscoverySelection
+from controller.compose import aws_clients, cluster_source
 from controller.discovery import GroupOutcome, build_templates
-from controller.memory import observe, remember
+from controller.memory import remember
 from controller.publish import desired_objects, is_manual, publish, write_statuses
+from controller.report import CycleReport, TagSyncLine
 from controller.scaling import ScalingConfig, ScalingDriver, groups_to_mark, scale_ups_json
+from controller.source import (
+    ClusterObjects,
+    ClusterSource,
+    ConfigMapUnreadable,
+    pending_pods,
+    pod_records,
+    true_free,
+)
 from controller.tagsync import TagChange, apply_tag_sync, log_plan, plan_tag_sync
+
+if TYPE_CHECKING:
+    from kube.client import ApiLike
 
 log = logging.getLogger(__name__)
 TAG_SYNC_MODES = ("plan", "apply", "off")
@@ -55,39 +67,6 @@ class ControllerOptions:
         return DiscoverySelection(names=names, tag_filters=filters)
 
 
-@dataclass
-class ClusterObjects:
-    nodes: list[dict[str, Any]] = field(default_factory=list)
-    daemonsets: list[dict[str, Any]] = field(default_factory=list)
-    templates: list[dict[str, Any]] = field(default_factory=list)
-    pods: list[dict[str, Any]] = field(default_factory=list)  # from a state file; listed lazily
-    config_maps: list[dict[str, Any]] = field(default_factory=list)  # from a state file
-
-
-def read_state(path: str) -> ClusterObjects:
-    from kube.statefile import by_kind, load_state
-
-    kinds = by_kind(load_state(path))
-    return ClusterObjects(
-        kinds.get("Node", []),
-        kinds.get("DaemonSet", []),
-        kinds.get(TEMPLATE_KIND, []),
-        kinds.get("Pod", []),
-        kinds.get("ConfigMap", []),
-    )
-
-
-def read_api(api: Any) -> ClusterObjects:
-    from kube.client import DAEMON_SETS, NODE_GROUP_TEMPLATES, NODES, as_kube_client
-
-    client = as_kube_client(api)
-    return ClusterObjects(
-        nodes=(client.get(NODES.path()) or {}).get("items") or [],
-        daemonsets=(client.get(DAEMON_SETS.path()) or {}).get("items") or [],
-        templates=(client.get(NODE_GROUP_TEMPLATES.path()) or {}).get("items") or [],
-    )
-
-
 def previous_templates(objects: list[dict[str, Any]]) -> dict[str, NodeGroupTemplate]:
     """The templates we published before (manual ones are not ours to keep or replace)."""
     previous = {}
@@ -107,43 +86,46 @@ def run_once(
     options: ControllerOptions,
     *,
     clients: AwsClients | None = None,
-    api: Any = None,
+    api: ApiLike | None = None,
+    source: ClusterSource | None = None,
     facts: Callable[[str], Any] | None = None,
     note: Callable[[TagChange, str], None] | None = None,
     scaling: ScalingInputs | None = None,
-) -> dict[str, Any]:
-    """One cycle; returns {"nodeGroups": [...], "tagSync": [...], "scaleUps": [...], "errors": {...}}
-    and, with `scaling`, "scaling": the whole plan with its reasons."""
+) -> CycleReport:
+    """One cycle: its report, with the scaling plan and its scale-ups when `scaling` is given.
+    `clients` and `source` are the process's (controller/compose.py); left None, they are built for
+    this one cycle."""
     if facts is None:
         from capacity.instances import lookup as facts
-    if options.state:
-        objects = read_state(options.state)
-    else:
-        if api is None:
-            from kube.client import KubeClient, load_api_client
-
-            api = KubeClient(load_api_client(options.kubeconfig))
-        objects = read_api(api)
+    source = source if source is not None else cluster_source(options, api)
+    objects = source.objects()
+    writer = source.api if not options.dry_run else None  # None: this cycle writes no object
     previous = previous_templates(objects.templates)
-    clients = clients or AwsClients.from_environment(options.region or None)
+    clients = clients or aws_clients(options.region)
     discovery = AwsDiscovery(clients, options.selection(), options.cluster_name, facts, options.page_size)
     try:
         groups = discovery.node_groups()
     except DiscoveryError as err:
         log.error("node group discovery failed, every template kept as it was: %s", err)
         outcomes = [GroupOutcome(name, t, str(err)) for name, t in sorted(previous.items())]
-        if not options.dry_run and not options.state:
-            write_statuses(api, outcomes)  # Discovered False, with the error, on every kept template
+        if writer is not None:
+            stored = {str(o["metadata"]["name"]): o for o in objects.templates}
+            write_statuses(writer, outcomes, stored)  # Discovered False, with the error, on every kept one
         return _report(outcomes, [], {}, {"": str(err)})
     outcomes = build_templates(
         groups, objects.nodes, objects.daemonsets, previous, facts=facts, group_label=options.node_group_label
     )
-    outcomes = _remember(options, objects, api, groups, outcomes, previous=previous, facts=facts)
+    outcomes = _remember(options, source, objects, groups, outcomes, previous=previous, facts=facts)
     if scaling is not None:
         outcomes = _mark_scaled_from_zero(outcomes, scaling.driver.config)
     changes, written = _sync_tags(options, clients, groups, outcomes, note)
-    if not options.dry_run and not options.state:
-        result = publish(api, outcomes, autoscaling_groups={g.name: g.asg_name for g in groups})
+    if writer is not None:
+        result = publish(
+            writer,
+            outcomes,
+            autoscaling_groups={g.name: g.asg_name for g in groups},
+            existing=objects.templates,
+        )
         log.info(
             "NodeGroupTemplates: %d created, %d updated, %d deleted, %d unchanged",
             len(result.created),
@@ -153,21 +135,40 @@ def run_once(
         )
     report = _report(outcomes, changes, written, {})
     if scaling is not None:
-        _load_priorities(scaling.driver, options, objects, api)
-        cycle = scaling.driver.plan_cycle(
-            [o.template for o in outcomes if o.template is not None],
-            scaling.pending if scaling.pending is not None else _pending(options, objects, api),
-            objects.nodes,
-            scaling.records if scaling.records is not None else _records(options, objects, api),
-            now=time.time(),
-            true_free_pod_eni=(
-                scaling.true_free if scaling.true_free is not None else _true_free(options, objects, api)
-            ),
-            asg_names={g.name: g.asg_name for g in groups},
+        report = _scale(
+            options, scaling, source, objects=objects, groups=groups, outcomes=outcomes, report=report
         )
-        report["scaleUps"] = scaling.driver.act(cycle, now=time.time(), leader=scaling.leader())
-        report["scaling"] = scale_ups_json(cycle)
     return report
+
+
+def _scale(
+    options: ControllerOptions,
+    scaling: ScalingInputs,
+    source: ClusterSource,
+    *,
+    objects: ClusterObjects,
+    groups: list[AwsNodeGroup],
+    outcomes: list[GroupOutcome],
+    report: CycleReport,
+) -> CycleReport:
+    """The scaling plan from this cycle's templates (and the books' pods when the loop has them),
+    carried out as the mode says; the report with its scale-ups and plan."""
+    _load_priorities(scaling.driver, source)
+    cycle = scaling.driver.plan_cycle(
+        [o.template for o in outcomes if o.template is not None],
+        scaling.pending if scaling.pending is not None else pending_pods(source),
+        objects.nodes,
+        scaling.records if scaling.records is not None else pod_records(source),
+        now=time.time(),
+        true_free_pod_eni=(
+            scaling.true_free
+            if scaling.true_free is not None
+            else true_free(source, objects.nodes, options.branch_eni_release)
+        ),
+        asg_names={g.name: g.asg_name for g in groups},
+    )
+    scale_ups = scaling.driver.act(cycle, now=time.time(), leader=scaling.leader())
+    return dataclasses.replace(report, scale_ups=tuple(scale_ups), scaling=scale_ups_json(cycle))
 
 
 @dataclass
@@ -184,8 +185,8 @@ class ScalingInputs:
 
 def _remember(
     options: ControllerOptions,
+    source: ClusterSource,
     objects: ClusterObjects,
-    api: Any,
     groups: list[AwsNodeGroup],
     outcomes: list[GroupOutcome],
     *,
@@ -193,11 +194,7 @@ def _remember(
     facts: Callable[[str], Any],
 ) -> list[GroupOutcome]:
     """Each group's record of cluster-autoscaler's memory (controller/memory.py)."""
-    selector, namespace = options.autoscaler_selector, options.autoscaler_namespace
-    if options.state:
-        process, sought = observe(selector, namespace, state_pods=objects.pods)
-    else:
-        process, sought = observe(selector, namespace, api=api)
+    process, sought = source.autoscaler(options.autoscaler_selector, options.autoscaler_namespace)
     return remember(
         outcomes,
         groups,
@@ -226,83 +223,28 @@ def _mark_scaled_from_zero(outcomes: list[GroupOutcome], config: ScalingConfig) 
 PRIORITY_CONFIGMAP = ("kube-system", "cluster-autoscaler-priority-expander")  # as cluster-autoscaler's
 
 
-def _load_priorities(
-    driver: ScalingDriver, options: ControllerOptions, objects: ClusterObjects, api: Any
-) -> None:
-    """The priority expander reads cluster-autoscaler's own ConfigMap, fresh every cycle."""
+def _load_priorities(driver: ScalingDriver, source: ClusterSource) -> None:
+    """The priority expander reads cluster-autoscaler's own ConfigMap, fresh every cycle. From the
+    API, one that cannot be read (absent too) keeps the priorities; a state file without it has none."""
     planner = driver.config.planner
     if PRIORITY not in planner.expanders:
         return
     namespace, name = PRIORITY_CONFIGMAP
-    data: Mapping[str, Any] = {}
-    if options.state:
-        for obj in objects.config_maps:
-            meta = obj.get("metadata") or {}
-            if (meta.get("namespace"), meta.get("name")) == PRIORITY_CONFIGMAP:
-                data = obj.get("data") or {}
-    else:
-        from kube.client import CONFIG_MAPS, KubeError, as_kube_client
-
-        try:
-            data = (as_kube_client(api).get(CONFIG_MAPS.path(namespace, name)) or {}).get("data") or {}
-        except KubeError as err:
-            log.warning("priority expander: ConfigMap %s/%s unreadable: %s", namespace, name, err)
-            return
     try:
-        priorities = parse_priorities(data.get("priorities"))
+        found = source.config_map(namespace, name)
+    except ConfigMapUnreadable as err:
+        log.warning("priority expander: ConfigMap %s/%s unreadable: %s", namespace, name, err)
+        return
+    if found is None and source.api is not None:
+        log.warning("priority expander: ConfigMap %s/%s unreadable: not found", namespace, name)
+        return
+    try:
+        priorities = parse_priorities(((found or {}).get("data") or {}).get("priorities"))
     except ValueError as err:
         log.warning("priority expander: ConfigMap %s/%s refused, priorities kept: %s", namespace, name, err)
         return
     planner = dataclasses.replace(planner, priorities=priorities)
     driver.config = dataclasses.replace(driver.config, planner=planner)
-
-
-def _all_pods(options: ControllerOptions, objects: ClusterObjects, api: Any) -> list[dict[str, Any]]:
-    if options.state:
-        return objects.pods
-    from kube.client import PODS, as_kube_client
-
-    objects.pods = as_kube_client(api).list_all(PODS.path())
-    return objects.pods
-
-
-def _pending(options: ControllerOptions, objects: ClusterObjects, api: Any) -> list[dict[str, Any]]:
-    return [p for p in _all_pods(options, objects, api) if not (p.get("spec") or {}).get("nodeName")]
-
-
-def _records(options: ControllerOptions, objects: ClusterObjects, api: Any) -> list[Any]:
-    from controller.records import project_pod
-
-    records = []
-    for pod in objects.pods or _all_pods(options, objects, api):
-        try:
-            records.append(project_pod(pod))
-        except (TypeError, ValueError) as err:
-            log.warning("pod %s unreadable: %s", (pod.get("metadata") or {}).get("name"), err)
-    return records
-
-
-def _true_free(options: ControllerOptions, objects: ClusterObjects, api: Any) -> dict[str, int]:
-    """Truly free branch ENIs per node from books built from this one list (no live books: the
-    once path), so that the plan counts held ENIs and advertised capacity as the loop does."""
-    from controller.books import books_from_objects
-
-    config_maps = objects.config_maps
-    if not options.state:
-        from capacity.names import VPC_CNI_CONFIG_NAME, VPC_CNI_CONFIG_NAMESPACE
-        from kube.client import CONFIG_MAPS, KubeError, as_kube_client
-
-        try:
-            found = as_kube_client(api).get(CONFIG_MAPS.path(VPC_CNI_CONFIG_NAMESPACE, VPC_CNI_CONFIG_NAME))
-            config_maps = [{**found, "kind": "ConfigMap"}]
-        except KubeError as err:
-            if not err.not_found:
-                log.warning("VPC CNI ConfigMap unreadable, the default cooldown is used: %s", err)
-    pods = [{**pod, "kind": "Pod"} for pod in _all_pods(options, objects, api)]
-    nodes = [{**node, "kind": "Node"} for node in objects.nodes]
-    now = time.time()
-    books, _ = books_from_objects([*pods, *nodes, *config_maps], now, release=options.branch_eni_release)
-    return {row.name: row.true_free for row in books.node_summary(now)}
 
 
 def _sync_tags(
@@ -329,17 +271,11 @@ def _report(
     changes: list[TagChange],
     written: Mapping[TagChange, str],
     errors: Mapping[str, str],
-) -> dict[str, Any]:
-    tag_sync = []
-    for change in changes:
-        item = {**change.to_json(), "current": change.current, "applied": written.get(change) == ""}
-        if written.get(change):
-            item["error"] = written[change]
-        tag_sync.append(item)
+) -> CycleReport:
+    """`written`: for each change written, "" when it was, or why it was not."""
+    tag_sync = tuple(
+        TagSyncLine(change, applied=written.get(change) == "", error=written.get(change) or "")
+        for change in changes
+    )
     reasons = {o.name: o.reason for o in outcomes if o.reason}
-    return {
-        "nodeGroups": desired_objects(outcomes),
-        "tagSync": tag_sync,
-        "scaleUps": [],
-        "errors": {**reasons, **errors},
-    }
+    return CycleReport(tuple(desired_objects(outcomes)), tag_sync, {**reasons, **errors})

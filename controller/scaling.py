@@ -24,13 +24,15 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from capacity.demand import ALL, BLIND, classify, is_scalable, pending_shapes
 from capacity.expander import usable
-from capacity.names import EXHAUSTED_LABEL, LAST_SCALE_UP_TAG, TERMINAL_PHASES
+from capacity.names import EXHAUSTED_LABEL, TERMINAL_PHASES
 from capacity.planner import NodeFree, Plan, PlannerConfig, ScaleUp, plan
+from capacity.records import NODE_GROUP_LABELS
 from capacity.resources import POD_ENI, PODS, parse_resources
 from capacity.taints import Taint
 from capacity.template import NodeGroupTemplate
+from controller.aws.asgs import describe_asgs, set_desired_capacity, tag_last_scale_up
 from controller.aws.clients import AWS_ERRORS, describe_error
-from controller.records import NODE_GROUP_LABELS
+from kube.client import ApiLike
 from kube.events import EventRecorder, ObjectRef
 
 log = logging.getLogger(__name__)
@@ -40,7 +42,6 @@ MODES = (OFF, PLAN, ON)
 TRIGGERED = "TriggeredScaleUp"
 PLANNED = "ScaleUpPlanned"
 SCALED = "scaled"  # how an outcome that raised the desired capacity begins
-DESCRIBE_BATCH = 50  # DescribeAutoScalingGroups takes at most 50 names per call (Auto Scaling API reference)
 
 
 @dataclass(frozen=True)
@@ -141,45 +142,6 @@ def node_free(
         taints = tuple(Taint.from_object(t) for t in spec.get("taints") or [] if isinstance(t, Mapping))
         result.append(NodeFree(name, _group_of(labels), free, labels, taints))
     return result
-
-
-# -- reading the ASGs ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class AsgState:
-    name: str
-    desired: int
-    max_size: int
-    last_scale_up: float | None
-
-
-def parse_last_scale_up(value: str | None) -> float | None:
-    """`<target>@<epoch seconds>` as written by `act`; None when absent or unreadable."""
-    if not value or "@" not in value:
-        return None
-    try:
-        return float(value.split("@", 1)[1])
-    except ValueError:
-        return None
-
-
-def describe_asgs(autoscaling: Any, names: Sequence[str]) -> dict[str, AsgState]:
-    """Desired and max size and fitguard's tag, as AWS has them now. Raises AWS errors."""
-    states: dict[str, AsgState] = {}
-    paginator = autoscaling.get_paginator("describe_auto_scaling_groups")
-    for start in range(0, len(names), DESCRIBE_BATCH):
-        for page in paginator.paginate(AutoScalingGroupNames=list(names[start : start + DESCRIBE_BATCH])):
-            for asg in page.get("AutoScalingGroups", []):
-                tags = {t.get("Key"): t.get("Value") for t in asg.get("Tags") or []}
-                name = asg["AutoScalingGroupName"]
-                states[name] = AsgState(
-                    name,
-                    int(asg.get("DesiredCapacity", 0)),
-                    int(asg.get("MaxSize", 0)),
-                    parse_last_scale_up(tags.get(LAST_SCALE_UP_TAG)),
-                )
-    return states
 
 
 # -- the cycle ----------------------------------------------------------------------------------
@@ -318,26 +280,14 @@ class ScalingDriver:
             target = min(s.to_size, state.max_size)
             if target <= state.desired:
                 return f"skipped: already at max size {state.max_size}"
-            self.autoscaling.set_desired_capacity(
-                AutoScalingGroupName=asg, DesiredCapacity=target, HonorCooldown=False
-            )
+            set_desired_capacity(self.autoscaling, asg, target)
         except AWS_ERRORS as err:
             reason = describe_error("SetDesiredCapacity", err)
             log.error("scale-up of %s failed: %s", s.node_group, reason)
             return f"failed: {reason}"
         self.scale_ups_total.labels(node_group=s.node_group).inc()
         try:
-            self.autoscaling.create_or_update_tags(
-                Tags=[
-                    {
-                        "ResourceId": asg,
-                        "ResourceType": "auto-scaling-group",
-                        "Key": LAST_SCALE_UP_TAG,
-                        "Value": f"{target}@{int(now)}",
-                        "PropagateAtLaunch": False,
-                    }
-                ]
-            )
+            tag_last_scale_up(self.autoscaling, asg, target, now)
         except AWS_ERRORS as err:
             # the scale-up stands; only the cooldown after a restart is lost
             log.warning(
@@ -384,10 +334,9 @@ def scale_ups_json(cycle: Cycle) -> dict[str, Any]:
     }
 
 
-def list_unschedulable_pods(api: Any, page_size: int = 500) -> list[dict[str, Any]]:
+def list_unschedulable_pods(api: ApiLike, page_size: int = 500) -> list[dict[str, Any]]:
     """Raw pending, unbound pods (the planner needs their affinity and tolerations, which the books'
     records do not keep), listed in pages; only the unschedulable ones are read afterwards."""
-    from kube.client import PODS, as_kube_client
+    from kube import api as kube_api
 
-    query = {"fieldSelector": "spec.nodeName=,status.phase=Pending"}
-    return as_kube_client(api).list_all(PODS.path(), query, page_size)
+    return kube_api.list_unschedulable_pods(api, page_size)

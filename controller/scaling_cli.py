@@ -81,10 +81,9 @@ def scaling_config(args: argparse.Namespace) -> ScalingConfig:
 
 
 def build_driver(
-    config: ScalingConfig, recorder: Any = None, registry: Any = None, region: str | None = None
+    config: ScalingConfig, autoscaling: Any, recorder: Any = None, registry: Any = None
 ) -> ScalingDriver | None:
+    """The scaling driver on the process's Auto Scaling client (controller/compose.py); None when off."""
     if config.mode == "off":
         return None
-    from controller.aws.clients import AwsClients
-
-    return ScalingDriver(config, AwsClients.from_environment(region).autoscaling, recorder, registry)
+    return ScalingDriver(config, autoscaling, recorder, registry)

@@ -10,7 +10,9 @@ what a person looks at first when a pod is denied or a group does not scale.
   node offers, when it was seen and until when; False with the reason it does not (none running, no
   live node seen, started too late, forgotten); Unknown while no memory record was made.
 - `autoscalerScalesFromZero` (a printer column), `autoscalingGroup`, `observedGeneration` (the
-  generation the status describes) and `lastDiscoveryTime` (the last complete read from AWS).
+  generation the status describes) and `lastDiscoveryTime` (the last complete read from AWS, to
+  within `LAST_DISCOVERY_REFRESH`: a status that differs in nothing else is not written again
+  until its time is that old, so an unchanged group costs no PATCH per cycle).
 
 Conditions follow metav1.Condition as k8s.io/apimachinery pkg/api/meta/conditions.go
 SetStatusCondition keeps them: lastTransitionTime changes only when the status does.
@@ -19,6 +21,7 @@ No I/O here: the caller passes the time and the object's current status.
 
 from __future__ import annotations
 
+import calendar
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -29,6 +32,8 @@ from capacity.view_match import COMPARED_RESOURCES, autoscaler_scales_from_zero,
 from controller.discovery import GroupOutcome
 
 DISCOVERED = "Discovered"
+LAST_DISCOVERY = "lastDiscoveryTime"
+LAST_DISCOVERY_REFRESH = 600.0  # seconds: how stale lastDiscoveryTime may get while nothing else changes
 VIEW_MATCHES = "AutoscalerViewMatches"
 REMEMBERS = "AutoscalerRemembers"
 
@@ -142,10 +147,32 @@ def desired_status(
     return status
 
 
-def status_patch(current: Mapping[str, Any], desired: Mapping[str, Any]) -> dict[str, Any] | None:
+def _seconds(text: object) -> float | None:
+    try:
+        return float(calendar.timegm(time.strptime(str(text), "%Y-%m-%dT%H:%M:%SZ")))
+    except ValueError:
+        return None
+
+
+def _fresh_enough(have: object, want: object, refresh: float) -> bool:
+    """Whether the stored lastDiscoveryTime `have` may stand for `want`: equal, or both readable
+    and `have` less than `refresh` seconds older."""
+    if have == want:
+        return True
+    before, after = _seconds(have), _seconds(want)
+    return before is not None and after is not None and 0 <= after - before < refresh
+
+
+def status_patch(
+    current: Mapping[str, Any], desired: Mapping[str, Any], refresh: float = LAST_DISCOVERY_REFRESH
+) -> dict[str, Any] | None:
     """A merge patch of `status` turning the current status into the desired one (null removes a
-    field we no longer set); None when they are equal."""
+    field we no longer set); None when they are equal, or differ only by a lastDiscoveryTime less
+    than `refresh` seconds newer than the stored one."""
     have = current.get("status") if isinstance(current.get("status"), Mapping) else {}
-    if dict(have) == dict(desired):
+    others_equal = {k: v for k, v in have.items() if k != LAST_DISCOVERY} == {
+        k: v for k, v in desired.items() if k != LAST_DISCOVERY
+    }
+    if others_equal and _fresh_enough(have.get(LAST_DISCOVERY), desired.get(LAST_DISCOVERY), refresh):
         return None
     return {"status": {**{key: None for key in have if key not in desired}, **desired}}

@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     out = sys.stdout
     examples: Path = args.examples
     with moto_environment():
-        from controller.demo_seed import seed_moto
+        from fitguard.demo_seed import seed_moto
 
         seed_moto(examples / "aws-seed.yaml")
         report = discover(examples, tags="plan")
@@ -130,6 +130,7 @@ def first(objects: list[dict[str, Any]], name: str) -> dict[str, Any]:
 
 def discover(examples: Path, tags: str) -> dict[str, Any]:
     """One controller cycle on the demo cluster, scaling in plan mode (nothing written to AWS)."""
+    from controller.compose import aws_clients, cluster_source
     from controller.run import ControllerOptions, ScalingInputs, run_once
     from controller.scaling import ScalingConfig
     from controller.scaling_cli import build_driver
@@ -137,8 +138,11 @@ def discover(examples: Path, tags: str) -> dict[str, Any]:
     options = ControllerOptions(
         state=str(examples / "cluster.yaml"), sync_autoscaler_tags=tags, cluster_name="demo"
     )
-    driver = build_driver(ScalingConfig(mode="plan"))
-    return run_once(options, scaling=ScalingInputs(driver) if driver else None)
+    clients = aws_clients(options.region)
+    driver = build_driver(ScalingConfig(mode="plan"), clients.autoscaling)
+    scaling = ScalingInputs(driver) if driver else None
+    # the demo reads the report as a user reads `--once -o json`
+    return run_once(options, clients=clients, source=cluster_source(options), scaling=scaling).to_json()
 
 
 def show_scaling(out: TextIO, report: dict[str, Any]) -> None:

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TextIO
 
+from capacity.books_once import books_from_objects
 from capacity.branch_eni import (
     DEFAULT_WAITING_GRACE,
     RELEASE_MODELS,
@@ -27,8 +28,7 @@ from capacity.branch_eni import (
     waiting_message,
 )
 from capacity.names import CAPTURED_AT, VPC_CNI_CONFIG_NAME, VPC_CNI_CONFIG_NAMESPACE
-from controller.books import books_from_objects
-from controller.records import parse_time
+from capacity.records import parse_time
 
 COLUMNS = ("NODE", "GROUP", "INSTANCE TYPE", "CAPACITY", "IN USE", "HELD", "SCHEDULER FREE", "TRUE FREE")
 
@@ -124,14 +124,15 @@ def load_snapshot(path: str) -> tuple[list[dict[str, Any]], float | None]:
 
 def load_live(kubeconfig: str | None, context: str | None) -> list[dict[str, Any]]:
     """Nodes, pods and the VPC CNI ConfigMap listed from the cluster, page by page."""
-    from kube.client import CONFIG_MAPS, NODES, PODS, KubeClient, KubeError, load_api_client
+    from kube.api import get_config_map, list_all_nodes, list_all_pods
+    from kube.client import KubeClient, KubeError, load_api_client
 
     client = KubeClient(load_api_client(kubeconfig, context))
     objects: list[dict[str, Any]] = []
-    for resource, kind in ((NODES, "Node"), (PODS, "Pod")):
-        objects.extend({**item, "kind": kind} for item in client.list_all(resource.path()))
+    objects.extend({**item, "kind": "Node"} for item in list_all_nodes(client))
+    objects.extend({**item, "kind": "Pod"} for item in list_all_pods(client))
     try:
-        config_map = client.get(CONFIG_MAPS.path(VPC_CNI_CONFIG_NAMESPACE, VPC_CNI_CONFIG_NAME))
+        config_map = get_config_map(client, VPC_CNI_CONFIG_NAMESPACE, VPC_CNI_CONFIG_NAME)
         objects.append({**config_map, "kind": "ConfigMap"})
     except KubeError as err:
         if not err.not_found:  # absent means the default cooldown, anything else is a real failure

@@ -83,15 +83,10 @@ def export_state(
 ) -> dict[str, Any]:
     """The state file's content: a `kind: List` of the projected objects, with its provenance
     (`identity`: the kubeconfig's ClusterIdentity when the caller has it already)."""
-    from kube.client import KubeClient, load_api_client
-    from kube.state_listing import PAGE_SIZE, identify, list_objects
+    from kube.state_listing import PAGE_SIZE, identify, list_from_kubeconfig
 
     identity = identity or identify(kubeconfig, context)
-    api = load_api_client(kubeconfig, context)
-    try:
-        objects = list_objects(KubeClient(api), listings(), page_size or PAGE_SIZE)
-    finally:
-        api.close()
+    objects = list_from_kubeconfig(kubeconfig, context, listings(), page_size or PAGE_SIZE)
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() if now is None else now))
     annotations = {
         EXPORTED_AT: stamp,

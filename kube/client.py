@@ -262,5 +262,10 @@ class KubeClient:
                 return items
 
 
-def as_kube_client(api: KubeClient | k8s.ApiClient) -> KubeClient:
+# What the typed functions of kube/api.py and the long-lived readers accept: our client, or the
+# library's ApiClient (wrapped on the way in).
+ApiLike = KubeClient | k8s.ApiClient
+
+
+def as_kube_client(api: ApiLike) -> KubeClient:
     return api if isinstance(api, KubeClient) else KubeClient(api)

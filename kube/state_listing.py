@@ -83,3 +83,14 @@ def list_objects(
             {**item, "apiVersion": listing.resource.api_version, "kind": listing.kind} for item in items
         )
     return objects
+
+
+def list_from_kubeconfig(
+    kubeconfig: str | None, context: str | None, listings: Iterable[Listing], page_size: int = PAGE_SIZE
+) -> list[dict[str, Any]]:
+    """`list_objects` through a client made from the kubeconfig (and context) and closed after."""
+    api = load_api_client(kubeconfig, context)
+    try:
+        return list_objects(KubeClient(api), listings, page_size)
+    finally:
+        api.close()

@@ -129,3 +129,44 @@ class Store(Generic[T]):
     def __len__(self) -> int:
         with self._lock:
             return sum(len(names) for names in self._by_namespace.values())
+
+
+class Fanout(Store[tuple[Any, ...]]):
+    """Several stores of the same kind fed by one reflector (one list, one watch), each with its
+    own projection: the controller's books keep node records, discovery keeps a slim node. Reads
+    go to the stores themselves; this one holds nothing."""
+
+    def __init__(self, stores: Iterable[Store[Any]]) -> None:
+        self.stores = tuple(stores)
+        super().__init__(self.stores[0].kind)
+
+    def project(self, obj: Mapping[str, Any]) -> tuple[Any, ...] | None:
+        records = tuple(store.project(obj) for store in self.stores)
+        return records if any(r is not None for r in records) else None
+
+    def replace_records(
+        self, fresh: dict[str, dict[str, tuple[Any, ...]]], resource_version: str = ""
+    ) -> None:
+        for i, store in enumerate(self.stores):
+            store.replace_records(
+                {
+                    ns: {name: records[i] for name, records in names.items() if records[i] is not None}
+                    for ns, names in fresh.items()
+                },
+                resource_version,
+            )
+        self.synced = True
+
+    def replace(self, objects: Iterable[Mapping[str, Any]], resource_version: str = "") -> None:
+        objects = list(objects)
+        for store in self.stores:
+            store.replace(objects, resource_version)
+        self.synced = True
+
+    def apply(self, event_type: str, obj: Mapping[str, Any], resource_version: str = "") -> None:
+        for store in self.stores:
+            store.apply(event_type, obj, resource_version)
+
+    def advance(self, resource_version: str) -> None:
+        for store in self.stores:
+            store.advance(resource_version)

@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 import yaml
 
-from controller.demo_seed import seed_moto
 from controller.loop import ControllerLoop, LoopOptions
 from controller.run import ControllerOptions
+from fitguard.demo_seed import seed_moto
 from kube.client import as_kube_client
 from kube.statefile import load_state
 from tests.tlsfixtures import TlsFiles
@@ -136,7 +136,11 @@ def test_a_real_prometheus_finds_every_metric_the_rules_and_dashboard_use(
     if prometheus is None:
         pytest.skip("prometheus not installed (Debian: apt-get install prometheus)")
     write_rules(tmp_path)
-    eventually(lambda: controller.last_cycle.get("nodeGroups"), "a controller cycle", timeout=60)
+    eventually(
+        lambda: controller.last_cycle is not None and controller.last_cycle.node_groups,
+        "a controller cycle",
+        timeout=60,
+    )
     with running(tls_files, ["--state", str(EXAMPLES / "cluster.yaml")], workers=1) as webhook:
         pod = next(o for o in load_state(EXAMPLES / "workloads.yaml") if o["kind"] == "Pod")
         for path in ("/mutate", "/validate"):

@@ -451,7 +451,7 @@ def test_autoscaler_view_equals_cluster_autoscalers_template(aws: AwsEnvironment
     state = tmp_path / "empty.yaml"
     state.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": []}))
 
-    report = run_once(ControllerOptions(state=str(state)), clients=clients)
+    report = run_once(ControllerOptions(state=str(state)), clients=clients).to_json()
 
     published = {o["metadata"]["name"]: o["spec"] for o in report["nodeGroups"]}
     asgs = clients.autoscaling.get_paginator("describe_auto_scaling_groups").paginate().build_full_result()

@@ -228,7 +228,7 @@ def test_requirements_override_takes_the_first_matching_type_and_its_minimums(
     }
     asg(clients.autoscaling, "ng-abs", ENABLED, MixedInstancesPolicy=policy)
     fake = fake_instance_requirements(clients.ec2, CATALOGUE)
-    report = run_once(ControllerOptions(state=str(_empty_state(tmp_path))), clients=clients)
+    report = run_once(ControllerOptions(state=str(_empty_state(tmp_path))), clients=clients).to_json()
     [group] = report["nodeGroups"]
     assert group["spec"]["instanceTypes"] == ["m5.xlarge"]
     assert group["spec"]["autoscaler"]["allocatable"] == {
@@ -274,7 +274,7 @@ def test_launch_template_requirements_take_the_first_matching_type_as_it_is(
     clients.ec2.create_launch_template(LaunchTemplateName="ng-none", LaunchTemplateData=impossible)
     asg(clients.autoscaling, "ng-none", ENABLED)
     fake_instance_requirements(clients.ec2, CATALOGUE)
-    report = run_once(ControllerOptions(state=str(_empty_state(tmp_path))), clients=clients)
+    report = run_once(ControllerOptions(state=str(_empty_state(tmp_path))), clients=clients).to_json()
     [group] = report["nodeGroups"]
     assert group["metadata"]["name"] == "ng-arm"
     assert group["spec"]["instanceTypes"] == ["m6g.xlarge"]
@@ -303,7 +303,7 @@ def test_failed_describe_nodegroup_builds_the_group_without_its_data(
     }
     asg(clients.autoscaling, "eks-ng-gone", tags)
     with caplog.at_level(logging.WARNING, logger="controller.aws.discovery"):
-        report = run_once(ControllerOptions(state=str(_empty_state(tmp_path))), clients=clients)
+        report = run_once(ControllerOptions(state=str(_empty_state(tmp_path))), clients=clients).to_json()
     [group] = report["nodeGroups"]
     assert group["metadata"]["name"] == "ng-gone" and group["spec"]["provider"] == "eks-managed"
     assert group["spec"]["autoscaler"]["labels"] == {

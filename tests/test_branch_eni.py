@@ -19,7 +19,7 @@ from capacity.branch_eni import (
     release_window,
     release_window_from_configmap,
 )
-from controller.records import NodeRecord, PodRecord
+from capacity.records import NodeRecord, PodRecord
 
 T0 = 1_714_564_800.0  # 2024-05-01T12:00:00Z
 WINDOW = 90.0

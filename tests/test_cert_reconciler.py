@@ -16,10 +16,9 @@ from cryptography import x509
 from cryptography.exceptions import InvalidSignature
 
 from certs import material
+from certs.rotation import CertificateSettings, webhook_patch
 from controller.certificates import (
     CertificateReconciler,
-    CertificateSettings,
-    webhook_patch,
 )
 
 ROOT = Path(__file__).resolve().parent.parent

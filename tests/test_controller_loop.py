@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from capacity.names import EXHAUSTED_LABEL
-from controller.demo_seed import seed_moto
 from controller.loop import LEASE_NAME, ControllerLoop, LoopOptions
 from controller.run import ControllerOptions
+from fitguard.demo_seed import seed_moto
 from kube.client import as_kube_client
 from kube.statefile import load_state
 from tests.waiting import eventually as wait_for

@@ -8,6 +8,12 @@ from prometheus_client import REGISTRY
 
 from controller.aws.clients import describe_error
 from controller.metrics import ControllerMetrics
+from controller.report import CycleReport, TagSyncLine
+from controller.tagsync import TagChange
+
+
+def change(group: str) -> TagChange:
+    return TagChange(group, "asg", f"asg-{group}", "k", "v", None)
 
 
 def values(metrics: ControllerMetrics, name: str) -> dict[tuple[tuple[str, str], ...], float]:
@@ -22,16 +28,16 @@ def values(metrics: ControllerMetrics, name: str) -> dict[tuple[tuple[str, str],
 def test_cycle_reports_count_discovery_and_tag_sync_errors_by_group() -> None:
     """A report's per-group reasons (and "" for the whole discovery) and its failed tag writes are
     counted by node group; tags written without error are not; a failed cycle counts as failed."""
-    metrics = ControllerMetrics(is_leader=lambda: True, synced=lambda: True, last_cycle=dict)
-    report = {
-        "errors": {"ng-a": "DescribeLaunchTemplateVersions: AccessDenied", "": "whole discovery failed"},
-        "tagSync": [
-            {"nodeGroup": "ng-a", "key": "k", "value": "v", "applied": False, "error": "TagResource: denied"},
-            {"nodeGroup": "ng-b", "key": "k", "value": "v", "applied": True},
-        ],
-    }
+    metrics = ControllerMetrics(is_leader=lambda: True, synced=lambda: True, last_cycle=lambda: None)
+    report = CycleReport(
+        errors={"ng-a": "DescribeLaunchTemplateVersions: AccessDenied", "": "whole discovery failed"},
+        tag_sync=(
+            TagSyncLine(change("ng-a"), applied=False, error="TagResource: denied"),
+            TagSyncLine(change("ng-b"), applied=True),
+        ),
+    )
     metrics.cycle_done(report, now=1_800_000_000.0)
-    metrics.cycle_done({"errors": {"ng-a": "again"}}, now=1_800_000_060.0)
+    metrics.cycle_done(CycleReport(errors={"ng-a": "again"}), now=1_800_000_060.0)
     metrics.cycle_failed()
     assert values(metrics, "fitguard_discovery_errors_total") == {
         (("node_group", "ng-a"),): 2.0,

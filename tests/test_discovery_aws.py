@@ -18,10 +18,10 @@ from capacity.template import NodeGroupTemplate
 from controller.aws.clients import AwsClients
 from controller.aws.discovery import AwsDiscovery
 from controller.aws.records import DiscoverySelection
-from controller.demo_seed import seed_moto
 from controller.discovery import build_templates
 from controller.run import ControllerOptions, run_once
 from fitguard.cli import main as fitguard_main
+from fitguard.demo_seed import seed_moto
 from tests.awsfixtures import AwsEnvironment, inject_errors
 
 ENABLED = {"k8s.io/cluster-autoscaler/enabled": "true"}
@@ -120,7 +120,7 @@ def test_tag_sync_plans_then_applies_and_autoscaler_view_gets_it(aws: AwsEnviron
     state.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": []}))
     options = ControllerOptions(state=str(state), sync_autoscaler_tags="plan")
 
-    planned = run_once(options, clients=clients)
+    planned = run_once(options, clients=clients).to_json()
     assert {(c["nodeGroup"], c["key"], c["applied"]) for c in planned["tagSync"]} == {
         ("ng-batch", EPH_TAG, False),
         ("ng-batch", ENI_TAG, False),
@@ -128,14 +128,16 @@ def test_tag_sync_plans_then_applies_and_autoscaler_view_gets_it(aws: AwsEnviron
     tags = {t["Key"] for t in clients.autoscaling.describe_tags()["Tags"]}
     assert EPH_TAG not in tags
 
-    applied = run_once(ControllerOptions(state=str(state), sync_autoscaler_tags="apply"), clients=clients)
+    applied = run_once(
+        ControllerOptions(state=str(state), sync_autoscaler_tags="apply"), clients=clients
+    ).to_json()
     assert all(c["applied"] for c in applied["tagSync"]) and len(applied["tagSync"]) == 2
     written = {t["Key"]: t for t in clients.autoscaling.describe_tags()["Tags"]}
     assert written[EPH_TAG]["Value"] == "44Gi" and written[EPH_TAG]["PropagateAtLaunch"] is False
     assert written[ENI_TAG]["Value"] == "9"
     assert written["team"]["Value"] == "batch"
 
-    after = run_once(options, clients=clients)
+    after = run_once(options, clients=clients).to_json()
     assert after["tagSync"] == []
     autoscaler = after["nodeGroups"][0]["spec"]["autoscaler"]["allocatable"]
     assert parse_quantity(autoscaler["ephemeral-storage"]) == parse_quantity("44Gi")
@@ -332,18 +334,18 @@ def test_label_and_taint_tags_carry_what_live_nodes_have_into_the_autoscaler_vie
     label_tag = "k8s.io/cluster-autoscaler/node-template/label/team"
     taint_tag = "k8s.io/cluster-autoscaler/node-template/taint/dedicated"
 
-    planned = {c["key"]: c["value"] for c in run_once(plan, clients=clients)["tagSync"]}
+    planned = {c["key"]: c["value"] for c in run_once(plan, clients=clients).to_json()["tagSync"]}
     assert planned[label_tag] == "ml" and planned[taint_tag] == "gpu:NoSchedule"
     assert not any("hostname" in key or "instance-type" in key for key in planned)
     assert label_tag not in {
-        c["key"] for c in run_once(ControllerOptions(state=str(state)), clients=clients)["tagSync"]
+        c["key"] for c in run_once(ControllerOptions(state=str(state)), clients=clients).to_json()["tagSync"]
     }
 
     run_once(
         ControllerOptions(state=str(state), sync_autoscaler_tags="apply", sync_label_tags=True),
         clients=clients,
     )
-    after = run_once(plan, clients=clients)
+    after = run_once(plan, clients=clients).to_json()
     assert after["tagSync"] == []
     template = NodeGroupTemplate.from_object(after["nodeGroups"][0])
     assert template.autoscaler is not None and template.autoscaler.labels["team"] == "ml"

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from controller.eni_verify import OWNER_TAG, TRUNK_DESCRIPTION, TRUNK_TAG, Ec2Verifier
-from controller.records import project_node, project_pod
+from capacity.records import project_node, project_pod
+from controller.aws.eni_verify import OWNER_TAG, TRUNK_DESCRIPTION, TRUNK_TAG, Ec2Verifier
 from kube.events import EventRecorder
 from tests.awsfixtures import inject_errors
 

@@ -71,7 +71,8 @@ def setup(
 
 
 def cycle(fake_kube: FakeKubeServer, clients: AwsClients, driver: ScalingDriver) -> dict[str, Any]:
-    return run_once(OPTIONS, clients=clients, api=fake_kube.api_client(), scaling=ScalingInputs(driver))
+    report = run_once(OPTIONS, clients=clients, api=fake_kube.api_client(), scaling=ScalingInputs(driver))
+    return report.to_json()
 
 
 def desired(aws: AwsEnvironment) -> dict[str, int]:

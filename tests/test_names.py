@@ -10,8 +10,8 @@ import capacity.demand
 import capacity.estimate
 import capacity.guard
 import capacity.names
+import capacity.records
 import controller.books
-import controller.records
 import controller.scaling
 import webhook.mutate
 from capacity.names import (
@@ -37,7 +37,7 @@ def test_the_label_the_controller_writes_is_the_one_the_webhook_guards() -> None
     assert written is capacity.guard.EXHAUSTED_LABEL
     assert written is capacity.demand.EXHAUSTED_LABEL
     assert written is capacity.estimate.EXHAUSTED_LABEL
-    assert written is controller.records.EXHAUSTED_LABEL
+    assert written is capacity.records.EXHAUSTED_LABEL
     assert written is controller.scaling.EXHAUSTED_LABEL
     assert written == EXHAUSTED_LABEL == "fitguard.io/branch-eni-exhausted"
     assert written is EXHAUSTED_LABEL

@@ -10,6 +10,7 @@ from typing import Any
 from capacity.template import AutoscalerMemory, NodeGroupTemplate, View
 from controller.discovery import GroupOutcome
 from controller.publish import publish, write_statuses
+from controller.status import LAST_DISCOVERY_REFRESH, rfc3339
 from kube.client import KubeClient
 
 PATH = "/apis/fitguard.io/v1alpha1/nodegrouptemplates"
@@ -276,6 +277,7 @@ def test_the_remembers_gauge_is_one_per_remembered_group_and_absent_before_obser
     """fitguard_node_group_autoscaler_remembers, whole: 1 for a group cluster-autoscaler remembers,
     0 for one it does not, no series for a group whose memory was never observed."""
     from controller.metrics import ControllerMetrics
+    from controller.report import CycleReport
     from tests.test_controller_metrics import values
 
     groups = [
@@ -284,9 +286,29 @@ def test_the_remembers_gauge_is_one_per_remembered_group_and_absent_before_obser
         template("ng-unobserved").to_object(),
     ]
     metrics = ControllerMetrics(
-        is_leader=lambda: True, synced=lambda: True, last_cycle=lambda: {"nodeGroups": groups}
+        is_leader=lambda: True, synced=lambda: True, last_cycle=lambda: CycleReport(node_groups=tuple(groups))
     )
     assert values(metrics, "fitguard_node_group_autoscaler_remembers") == {
         (("node_group", "ng-kept"),): 1.0,
         (("node_group", "ng-forgotten"),): 0.0,
     }
+
+
+def test_a_status_that_changed_only_by_its_discovery_time_is_not_written_until_it_is_stale(
+    fake_kube: Any,
+) -> None:
+    """The same outcome a cycle later writes nothing (lastDiscoveryTime may lag by up to
+    LAST_DISCOVERY_REFRESH); once the stored time is that old, one PATCH moves it on; a real
+    change is written at once, with the new time."""
+    api = KubeClient(fake_kube.api_client())
+    outcomes = [GroupOutcome("ng-a", template("ng-a"))]
+    publish(api, outcomes, now=T0)
+    fake_kube.requests.clear()
+    assert publish(api, outcomes, now=T1).statuses == [] and status_writes(fake_kube) == []
+    assert stored(fake_kube, "ng-a")["status"]["lastDiscoveryTime"] == T0_TEXT
+    later = T0 + LAST_DISCOVERY_REFRESH
+    assert publish(api, outcomes, now=later).statuses == ["ng-a"]
+    assert stored(fake_kube, "ng-a")["status"]["lastDiscoveryTime"] == rfc3339(later)
+    changed = publish(api, [GroupOutcome("ng-a", template("ng-a", 44))], now=later + 60)
+    assert changed.statuses == ["ng-a"]
+    assert stored(fake_kube, "ng-a")["status"]["lastDiscoveryTime"] == rfc3339(later + 60)

@@ -19,6 +19,7 @@ from capacity.planner import (
     IN_PROGRESS,
     MAX_SIZE_REACHED,
     Headroom,
+    HeadroomLine,
     NodeFree,
     PlannerConfig,
     parse_headroom,
@@ -206,7 +207,16 @@ def test_headroom_scales_ahead_of_demand_from_true_free_capacity() -> None:
     p = plan([], [group("ng", desired=1, nodes=1)], nodes, now=NOW, config=config)
     assert sizes(p) == {"ng": (1, 2)}
     assert p.scale_ups[0].pods == ()
-    assert p.headroom[0]["added"] == 1 and p.headroom[0]["free"] == "3"
+    reason = "headroom: keep 9 vpc.amazonaws.com/pod-eni free in ng, 3 is; 1 node(s) added"
+    assert p.headroom == (HeadroomLine("ng", POD_ENI, "9", added=1, free="3", reason=reason),)
+    assert p.headroom[0].to_json() == {
+        "nodeGroup": "ng",
+        "resource": POD_ENI,
+        "want": "9",
+        "added": 1,
+        "free": "3",
+        "reason": reason,
+    }
     satisfied = plan(
         [], [group("ng", desired=2, nodes=1)], nodes, now=NOW, last_scale_up={"ng": NOW}, config=config
     )

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from controller.demo_seed import seed_moto
+from fitguard.demo_seed import seed_moto
 from kube.statefile import load_state
 from tests.awsfixtures import AwsEnvironment
 from tests.fakekube.faults import RequestRecord

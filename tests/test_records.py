@@ -1,4 +1,4 @@
-"""Pod and node records (controller/records.py): projected once from raw JSON, compact, and a
+"""Pod and node records (capacity/records.py): projected once from raw JSON, compact, and a
 malformed object is refused with an error the caller counts, never a crash of the whole list."""
 
 from __future__ import annotations
@@ -10,10 +10,7 @@ from typing import Any
 
 import pytest
 
-from capacity.resources import POD_ENI
-from capacity.taints import Taint
-from capacity.template import View
-from controller.records import (
+from capacity.records import (
     NodeRecord,
     PodRecord,
     branch_eni_count,
@@ -21,6 +18,9 @@ from controller.records import (
     project_node,
     project_pod,
 )
+from capacity.resources import POD_ENI
+from capacity.taints import Taint
+from capacity.template import View
 
 ENI = [
     {"eniId": "eni-0a1b", "ifAddress": "02:aa", "privateIp": "10.0.1.5", "vlanId": 1, "subnetCidr": "10/19"}

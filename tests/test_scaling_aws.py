@@ -10,10 +10,10 @@ import pytest
 
 from capacity.demand import ALL
 from capacity.names import EXHAUSTED_LABEL, LAST_SCALE_UP_TAG
+from capacity.records import project_pod
 from capacity.resources import POD_ENI
 from capacity.template import NodeGroupTemplate
 from controller.aws.clients import AwsClients
-from controller.records import project_pod
 from controller.scaling import (
     ON,
     PLAN,

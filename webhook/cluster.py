@@ -9,7 +9,7 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from capacity.branch_eni import COOLDOWN_KEY
 from capacity.names import TEMPLATE_KIND, VPC_CNI_CONFIG_NAME, VPC_CNI_CONFIG_NAMESPACE
@@ -19,6 +19,10 @@ from kube.statefile import by_kind, load_state
 from kube.store import Store
 from webhook.memo import RefusalMemo
 from webhook.review import string_map
+
+if TYPE_CHECKING:
+    from kube.client import ApiLike
+    from kube.reflector import Reflector
 
 log = logging.getLogger(__name__)
 
@@ -151,22 +155,13 @@ WATCHES: tuple[tuple[str, str | None, str], ...] = (
 )
 
 
-def start_reflectors(view: ClusterView, api: Any) -> list[Any]:
+def start_reflectors(view: ClusterView, api: ApiLike) -> list[Reflector]:
     """One started list+watch reflector per store (`api`: a KubeClient or ApiClient). Imported
     here so that a webhook run from a state file never loads the Kubernetes client."""
-    from kube import client
-    from kube.reflector import Reflector
+    from kube.api import start_reflector
 
-    resources = {
-        "Namespace": client.NAMESPACES,
-        "ServiceAccount": client.SERVICE_ACCOUNTS,
-        "SecurityGroupPolicy": client.SECURITY_GROUP_POLICIES,
-        "ConfigMap": client.CONFIG_MAPS,
-        TEMPLATE_KIND: client.NODE_GROUP_TEMPLATES,
-    }
     stores = view.stores()
-    kube = client.as_kube_client(api)
     return [
-        Reflector(kube, resources[kind], stores[kind], namespace=namespace, field_selector=selector).start()
+        start_reflector(api, kind, stores[kind], namespace=namespace, field_selector=selector)
         for kind, namespace, selector in WATCHES
     ]

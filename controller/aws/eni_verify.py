@@ -16,8 +16,8 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Gauge
 
 from capacity.eni_audit import Audit, BranchEni, LeakTracker
+from capacity.records import NodeRecord, PodRecord
 from controller.aws.clients import AWS_ERRORS, describe_error
-from controller.records import NodeRecord, PodRecord
 from kube.events import EventRecorder, ObjectRef
 
 log = logging.getLogger(__name__)

@@ -374,3 +374,23 @@ def provider_instance_id(provider_id: object) -> str:
     if not text.startswith("aws://"):
         return ""
     return text.rstrip("/").rsplit("/", 1)[-1]
+
+
+# What a node's status holds that no discovery, memory or scaling decision reads, and that makes up
+# most of a node object (its image list above all): left out of the discovery cache's copy.
+_UNREAD_NODE_STATUS = frozenset({"images", "volumesInUse", "volumesAttached", "daemonEndpoints"})
+
+
+def discovery_node(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """The node as the discovery cycle reads it (labels, providerID, taints, allocatable, conditions,
+    times), without managedFields and the status fields nothing reads. Raises TypeError when the
+    object is not a node's shape."""
+    meta, spec, status = _map(obj, "metadata"), _map(obj, "spec"), _map(obj, "status")
+    if not meta.get("name"):
+        raise ValueError("node without metadata.name")
+    return {
+        **{k: v for k, v in obj.items() if k not in ("metadata", "spec", "status")},
+        "metadata": {k: v for k, v in meta.items() if k != "managedFields"},
+        "spec": dict(spec),
+        "status": {k: v for k, v in status.items() if k not in _UNREAD_NODE_STATUS},
+    }

@@ -1,0 +1,74 @@
+"""kube/store.py Fanout: one reflector feeds several stores of one kind, each with its own
+projection (the books' node records and discovery's slim nodes from one node watch); and
+capacity/records.py discovery_node, the slim copy, keeps everything discovery reads."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from capacity.records import discovery_node
+from kube.store import Fanout, Store
+
+
+def node(name: str, zone: str = "a") -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": {"topology.kubernetes.io/zone": zone},
+            "managedFields": [{"manager": "kubelet"}],
+        },
+        "spec": {"providerID": f"aws:///us-east-1{zone}/i-{name}", "taints": []},
+        "status": {
+            "allocatable": {"cpu": "2"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+            "images": [{"names": ["big"], "sizeBytes": 1}],
+            "volumesInUse": [],
+            "volumesAttached": [],
+            "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
+            "nodeInfo": {"kubeletVersion": "v1.31.0"},
+        },
+    }
+
+
+def test_discovery_node_drops_only_managed_fields_and_unread_status() -> None:
+    """The whole slim node: metadata less managedFields, the whole spec, status less images,
+    volumes and daemon endpoints."""
+    assert discovery_node(node("n1")) == {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "n1", "labels": {"topology.kubernetes.io/zone": "a"}},
+        "spec": {"providerID": "aws:///us-east-1a/i-n1", "taints": []},
+        "status": {
+            "allocatable": {"cpu": "2"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+            "nodeInfo": {"kubeletVersion": "v1.31.0"},
+        },
+    }
+
+
+def test_a_fanout_keeps_each_store_equal_to_the_same_objects_in_its_own_projection() -> None:
+    """A paged list (project + replace_records), then ADDED, MODIFIED and DELETED events: both
+    stores hold exactly the live objects, each projected its own way, and both are synced."""
+    names: Store[str] = Store("nodes", lambda o: o["metadata"]["name"].upper())
+    slim: Store[dict[str, Any]] = Store("nodes (discovery)", discovery_node)
+    fanout = Fanout([names, slim])
+    fresh = {"": {"n1": fanout.project(node("n1")), "n2": fanout.project(node("n2"))}}
+    fanout.replace_records(fresh, "10")  # type: ignore[arg-type]
+    assert (names.synced, slim.synced, names.resource_version, slim.resource_version) == (
+        True,
+        True,
+        "10",
+        "10",
+    )
+    fanout.apply("ADDED", node("n3"), "11")
+    fanout.apply("MODIFIED", node("n1", zone="b"), "12")
+    fanout.apply("DELETED", node("n2"), "13")
+    assert sorted(names.items()) == ["N1", "N3"]
+    assert sorted((n["metadata"]["name"], n["metadata"]["labels"]) for n in slim.items()) == [
+        ("n1", {"topology.kubernetes.io/zone": "b"}),
+        ("n3", {"topology.kubernetes.io/zone": "a"}),
+    ]
+    fanout.advance("14")
+    assert (names.resource_version, slim.resource_version) == ("14", "14")
