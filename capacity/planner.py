@@ -93,7 +93,7 @@ def parse_headroom(text: str) -> list[Headroom]:
 
 
 @dataclass(frozen=True)
-class PlannerConfig:
+class PlannerOptions:
     expanders: tuple[str, ...] = (LEAST_WASTE,)
     priorities: Priorities = field(default_factory=dict)
     max_nodes_per_scale_up: int = DEFAULT_MAX_NODES_PER_SCALE_UP
@@ -194,10 +194,10 @@ def plan(
     *,
     now: float,
     last_scale_up: Mapping[str, float] | None = None,
-    config: PlannerConfig | None = None,
+    config: PlannerOptions | None = None,
 ) -> Plan:
     """The plan for this cycle. `last_scale_up`: when each group was last grown (epoch seconds)."""
-    config = config or PlannerConfig()
+    config = config or PlannerOptions()
     last_scale_up = last_scale_up or {}
     groups_all = sorted((t for t in templates if is_scalable(t)), key=lambda t: t.name)
     nodes = list(nodes)
@@ -318,7 +318,7 @@ Grown = dict[str, tuple[int, list[Bin], list[PodRef]]]  # group -> (nodes added,
 
 
 def _grow(
-    work: Sequence[Shape], groups: Mapping[str, _Group], config: PlannerConfig, pos: Mapping[str, int]
+    work: Sequence[Shape], groups: Mapping[str, _Group], config: PlannerOptions, pos: Mapping[str, int]
 ) -> tuple[Grown, dict[tuple[int, str], str]]:
     """Grows one group at a time until no group helps: every candidate's option is estimated, the
     best `SHORTLIST` are packed exactly, and the expander chooses among those."""
@@ -369,7 +369,7 @@ def _shortlist(
     candidates: Sequence[_Group],
     work: Sequence[Shape],
     by_index: Mapping[int, Shape],
-    config: PlannerConfig,
+    config: PlannerOptions,
     pos: Mapping[str, int],
 ) -> list[_Group]:
     """The candidates worth packing exactly, ranked by a fluid estimate: the nodes the group's free
@@ -422,7 +422,7 @@ def _new_node_free(t: NodeGroupTemplate) -> Resources:
     return free
 
 
-def _limits(g: _Group, now: float, last: float | None, config: PlannerConfig) -> None:
+def _limits(g: _Group, now: float, last: float | None, config: PlannerOptions) -> None:
     """Why the group cannot grow now (skip), how many nodes are on their way, and how far it may grow."""
     t = g.template
     unfinished = t.desired_size > t.nodes

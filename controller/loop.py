@@ -23,7 +23,7 @@ from controller.http import ControllerHttp
 from controller.metrics import ControllerMetrics
 from controller.rescue import carry_out, pods_on_node, reclaim_candidates, rescue_candidates
 from controller.run import ControllerOptions, ScalingInputs, run_once
-from controller.scaling import ON, ScalingConfig, list_unschedulable_pods
+from controller.scaling import ON, ScalingOptions, list_unschedulable_pods
 from controller.scaling_cli import RescueOptions, build_driver
 from controller.tagsync import TagChange
 from kube.events import EventRecorder, ObjectRef
@@ -43,7 +43,7 @@ class LoopOptions:
     namespace: str = field(default_factory=lambda: os.environ.get("POD_NAMESPACE", "fitguard-system"))
     branch_eni_release: str = "cooldown"
     manage_certificates: bool = False
-    scaling: ScalingConfig | None = None  # None or mode off: no scaling driver
+    scaling: ScalingOptions | None = None  # None or mode off: no scaling driver
     rescue: RescueOptions = field(default_factory=RescueOptions)
     verify_with_ec2: bool = False
     guard_grace: float = DEFAULT_GRACE  # seconds a blind group waits before the guard steps aside

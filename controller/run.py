@@ -21,7 +21,7 @@ from controller.aws.records import AwsNodeGroup, DiscoverySelection
 from controller.discovery import GroupOutcome, build_templates
 from controller.memory import observe, remember
 from controller.publish import desired_objects, is_manual, publish, write_statuses
-from controller.scaling import ScalingConfig, ScalingDriver, groups_to_mark, scale_ups_json
+from controller.scaling import ScalingDriver, ScalingOptions, groups_to_mark, scale_ups_json
 from controller.tagsync import TagChange, apply_tag_sync, log_plan, plan_tag_sync
 
 log = logging.getLogger(__name__)
@@ -211,7 +211,7 @@ def _remember(
     )
 
 
-def _mark_scaled_from_zero(outcomes: list[GroupOutcome], config: ScalingConfig) -> list[GroupOutcome]:
+def _mark_scaled_from_zero(outcomes: list[GroupOutcome], config: ScalingOptions) -> list[GroupOutcome]:
     """Groups fitguard scales from zero itself are judged by the webhook by their actual view."""
     templates = [o.template for o in outcomes if o.template is not None]
     marked = groups_to_mark(templates, config)

@@ -25,7 +25,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 from capacity.demand import ALL, BLIND, classify, is_scalable, pending_shapes
 from capacity.expander import usable
 from capacity.names import EXHAUSTED_LABEL, LAST_SCALE_UP_TAG, TERMINAL_PHASES
-from capacity.planner import NodeFree, Plan, PlannerConfig, ScaleUp, plan
+from capacity.planner import NodeFree, Plan, PlannerOptions, ScaleUp, plan
 from capacity.resources import POD_ENI, PODS, parse_resources
 from capacity.taints import Taint
 from capacity.template import NodeGroupTemplate
@@ -44,10 +44,10 @@ DESCRIBE_BATCH = 50  # DescribeAutoScalingGroups takes at most 50 names per call
 
 
 @dataclass(frozen=True)
-class ScalingConfig:
+class ScalingOptions:
     mode: str = PLAN
     scope: str = BLIND
-    planner: PlannerConfig = field(default_factory=PlannerConfig)
+    planner: PlannerOptions = field(default_factory=PlannerOptions)
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -56,7 +56,7 @@ class ScalingConfig:
             raise ValueError(f"--scaling-scope must be blind or all, not {self.scope!r}")
 
 
-def groups_to_mark(templates: Iterable[NodeGroupTemplate], config: ScalingConfig) -> set[str]:
+def groups_to_mark(templates: Iterable[NodeGroupTemplate], config: ScalingOptions) -> set[str]:
     """The groups whose NodeGroupTemplate gets `spec.scaleFromZero: fitguard`: those fitguard will
     grow itself (scaling on, an ASG or managed group with an actual view that the expander may choose)."""
     if config.mode != ON:
@@ -205,7 +205,7 @@ class ScalingDriver:
 
     def __init__(
         self,
-        config: ScalingConfig,
+        config: ScalingOptions,
         autoscaling: Any = None,
         recorder: EventRecorder | None = None,
         registry: CollectorRegistry | None = None,

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from capacity.expander import parse_expanders
-from capacity.planner import PlannerConfig, parse_headroom
+from capacity.planner import PlannerOptions, parse_headroom
 from controller.rescue import parse_duration
-from controller.scaling import MODES, ON, PLAN, ScalingConfig, ScalingDriver
+from controller.scaling import MODES, ON, PLAN, ScalingDriver, ScalingOptions
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -68,20 +68,20 @@ class RescueOptions:
     reclaim_after: float | None = None
 
 
-def scaling_config(args: argparse.Namespace) -> ScalingConfig:
+def scaling_config(args: argparse.Namespace) -> ScalingOptions:
     """Raises ValueError with the flag's problem."""
-    planner = PlannerConfig(
+    planner = PlannerOptions(
         expanders=parse_expanders(args.expander),
         max_nodes_per_scale_up=args.max_nodes_per_scale_up,
         cooldown=args.scale_up_cooldown,
         headroom=tuple(h for text in args.headroom for h in parse_headroom(text)),
     )
     mode = PLAN if args.dry_run and args.scaling == ON else args.scaling
-    return ScalingConfig(mode=mode, scope=args.scaling_scope, planner=planner)
+    return ScalingOptions(mode=mode, scope=args.scaling_scope, planner=planner)
 
 
 def build_driver(
-    config: ScalingConfig, recorder: Any = None, registry: Any = None, region: str | None = None
+    config: ScalingOptions, recorder: Any = None, registry: Any = None, region: str | None = None
 ) -> ScalingDriver | None:
     if config.mode == "off":
         return None

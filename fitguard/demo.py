@@ -131,13 +131,13 @@ def first(objects: list[dict[str, Any]], name: str) -> dict[str, Any]:
 def discover(examples: Path, tags: str) -> dict[str, Any]:
     """One controller cycle on the demo cluster, scaling in plan mode (nothing written to AWS)."""
     from controller.run import ControllerOptions, ScalingInputs, run_once
-    from controller.scaling import ScalingConfig
+    from controller.scaling import ScalingOptions
     from controller.scaling_cli import build_driver
 
     options = ControllerOptions(
         state=str(examples / "cluster.yaml"), sync_autoscaler_tags=tags, cluster_name="demo"
     )
-    driver = build_driver(ScalingConfig(mode="plan"))
+    driver = build_driver(ScalingOptions(mode="plan"))
     return run_once(options, scaling=ScalingInputs(driver) if driver else None)
 
 
@@ -206,11 +206,11 @@ def _view_name(template: Any) -> str:
 def webhook_client(examples: Path, templates: list[dict[str, Any]]) -> Any:
     from webhook.app import create_app
     from webhook.cluster import from_objects
-    from webhook.review import WebhookConfig
+    from webhook.review import WebhookOptions
 
     objects = [o for o in load(examples / "cluster.yaml") if o["kind"] != TEMPLATE_KIND]
     view = from_objects([*objects, *templates])
-    return create_app(view, WebhookConfig(mode="enforce")).test_client()
+    return create_app(view, WebhookOptions(mode="enforce")).test_client()
 
 
 def review(client: Any, endpoint: str, obj: dict[str, Any]) -> dict[str, Any]:

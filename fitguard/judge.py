@@ -19,7 +19,7 @@ from typing import Any
 from webhook.app import create_app
 from webhook.cluster import ClusterView
 from webhook.mutate import apply_patch
-from webhook.review import WebhookConfig, exemption
+from webhook.review import WebhookOptions, exemption
 from webhook.validate import TEMPLATE_PATHS
 
 ADMITTED, WARNED, AUDITED, EXEMPT, DENIED = "admitted", "warned", "audit", "exempt", "denied"
@@ -49,7 +49,7 @@ class Judge:
     """Judges objects against one cluster view under one configuration."""
 
     cluster: ClusterView
-    config: WebhookConfig
+    config: WebhookOptions
     _client: Any = field(init=False, repr=False)
 
     def __post_init__(self) -> None:

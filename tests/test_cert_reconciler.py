@@ -17,8 +17,8 @@ from cryptography.exceptions import InvalidSignature
 
 from certs import material
 from controller.certificates import (
+    CertificateOptions,
     CertificateReconciler,
-    CertificateSettings,
     webhook_patch,
 )
 
@@ -55,7 +55,7 @@ def cluster(fake_kube: Any) -> Any:
 
 
 def make_reconciler(cluster: Any, clock: Clock, **lifetimes: timedelta) -> CertificateReconciler:
-    settings = CertificateSettings(namespace=NAMESPACE, **lifetimes)
+    settings = CertificateOptions(namespace=NAMESPACE, **lifetimes)
     return CertificateReconciler(cluster.api_client(), settings, clock=clock)
 
 

@@ -21,7 +21,7 @@ import pytest
 from capacity.resources import POD_ENI
 from controller.loop import ControllerLoop, LoopOptions
 from controller.run import ControllerOptions
-from controller.scaling import ON, PLAN, ScalingConfig
+from controller.scaling import ON, PLAN, ScalingOptions
 from fitguard.cli import build_parser
 from kube.client import as_kube_client
 from tests import autoscaler_template
@@ -185,7 +185,7 @@ class Running:
             interval=0.3,
             reconcile_interval=0.05,
             metrics_bind="127.0.0.1:0",
-            scaling=ScalingConfig(mode=mode),
+            scaling=ScalingOptions(mode=mode),
             guard_grace=GRACE,
         )
         self.loop = ControllerLoop(options, as_kube_client(fake_kube.api_client()))

@@ -21,13 +21,13 @@ from werkzeug.exceptions import HTTPException, MethodNotAllowed
 
 from webhook import metrics, mutate, validate
 from webhook.cluster import ClusterView
-from webhook.review import Verdict, WebhookConfig, exemption
+from webhook.review import Verdict, WebhookOptions, exemption
 
 log = logging.getLogger(__name__)
 
 API_VERSIONS = ("admission.k8s.io/v1", "admission.k8s.io/v1beta1")
 JSON_TYPE = "application/json"
-Handler = Callable[[Mapping[str, Any], ClusterView, WebhookConfig], Verdict]
+Handler = Callable[[Mapping[str, Any], ClusterView, WebhookOptions], Verdict]
 AuditSink = Callable[[Mapping[str, Any], str], None]
 
 
@@ -90,19 +90,19 @@ def review_response(api_version: str, uid: str, verdict: Verdict, mutating: bool
     return {"apiVersion": api_version, "kind": "AdmissionReview", "response": response}
 
 
-def mutate_handler(req: Mapping[str, Any], cluster: ClusterView, config: WebhookConfig) -> Verdict:
+def mutate_handler(req: Mapping[str, Any], cluster: ClusterView, config: WebhookOptions) -> Verdict:
     if not is_pod_create(req):
         return Verdict(allowed=True)
     return mutate.review(req, cluster, config)
 
 
-def failure_verdict(config: WebhookConfig) -> Verdict:
+def failure_verdict(config: WebhookOptions) -> Verdict:
     if config.failure_policy == "fail":
         return Verdict.deny("fitguard hit an internal error (see its logs)", code=500, reason="InternalError")
     return Verdict(allowed=True, warnings=["fitguard could not review this object (internal error)"])
 
 
-def create_app(cluster: ClusterView, config: WebhookConfig, audit: AuditSink | None = None) -> Flask:
+def create_app(cluster: ClusterView, config: WebhookOptions, audit: AuditSink | None = None) -> Flask:
     """`audit` receives the findings of modes warn and audit (allowed, but no node group fits), to
     record off the request path."""
     # no static route (Flask would serve ./static of the working directory) and no automatic

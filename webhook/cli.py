@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from webhook.review import FAILURE_POLICIES, MODES, WebhookConfig
+from webhook.review import FAILURE_POLICIES, MODES, WebhookOptions
 from webhook.tls import DEFAULT_RELOAD_INTERVAL_SECONDS
 
 DEFAULT_METRICS_BIND = "0.0.0.0:8080"  # as webhook/status.py; not imported, to keep --help light
@@ -155,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(process)d %(name)s: %(message)s"
     )
-    config = WebhookConfig(
+    config = WebhookOptions(
         mode=args.mode,
         failure_policy=args.failure_policy,
         eni_guard=args.eni_guard,
