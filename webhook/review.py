@@ -107,11 +107,3 @@ def soften(verdict: Verdict, mode: str) -> Verdict:
         return verdict
     warnings = [*verdict.warnings, verdict.message] if mode == "warn" else list(verdict.warnings)
     return Verdict(allowed=True, patch=verdict.patch, message="", warnings=warnings)
-
-
-def string_map(raw: object) -> dict[str, str]:
-    """Labels as the API guarantees them (strings to strings); anything else in them is dropped,
-    since the API server would reject such an object before it exists."""
-    if not isinstance(raw, Mapping):
-        return {}
-    return {k: v for k, v in raw.items() if isinstance(k, str) and isinstance(v, str)}

@@ -15,10 +15,11 @@ from typing import Any
 
 from capacity.fit import PodNeeds, Reason
 from capacity.serve import MAX_GROUP_LINES, GroupVerdict, denial_message, memory_warnings
+from capacity.string_maps import string_map
 from webhook import metrics
 from webhook.cluster import ClusterView
 from webhook.mutate import FARGATE_LABEL, PodError, apply_patch, mutate_pod
-from webhook.review import Verdict, WebhookOptions, effective_mode, request_namespace, string_map
+from webhook.review import Verdict, WebhookOptions, effective_mode, request_namespace
 
 log = logging.getLogger(__name__)
 
