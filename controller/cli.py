@@ -12,6 +12,7 @@ from typing import Any
 
 from capacity.autoscaler_memory import DEFAULT_SELECTOR
 from capacity.quantity import format_quantity, parse_quantity
+from cmdline.table import render_table
 from controller.rescue import parse_duration
 from controller.scaling_cli import add_arguments as add_scaling_arguments
 from fitguard.cli import one_line
@@ -228,7 +229,7 @@ def _main(args: argparse.Namespace) -> int:
     if args.once:
         driver = build_driver(scaling, region=options.region)
         report = run_once(options, scaling=ScalingInputs(driver) if driver is not None else None)
-        print(json.dumps(report, indent=2) if args.output == "json" else render_table(report))
+        print(json.dumps(report, indent=2) if args.output == "json" else cycle_table(report))
         return 1 if report["errors"].get("") else 0
     return run_forever(args, options, scaling)
 
@@ -269,7 +270,7 @@ def run_forever(args: argparse.Namespace, options: Any, scaling: Any) -> int:
     return 0
 
 
-def render_table(report: dict[str, Any]) -> str:
+def cycle_table(report: dict[str, Any]) -> str:
     """Each group with both views of the resources CA gets wrong, then the tag plan."""
     header = (
         "NODE GROUP",
@@ -300,10 +301,7 @@ def render_table(report: dict[str, Any]) -> str:
                 spec.get("staleReason", ""),
             )
         )
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    lines = [
-        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows
-    ]
+    lines = [render_table(rows)]
     for change in report["tagSync"]:
         verb = "applied" if change.get("applied") else "failed" if change.get("error") else "plan"
         why = f" ({change['error']})" if change.get("error") else ""

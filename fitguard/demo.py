@@ -189,9 +189,9 @@ def section(out: TextIO, title: str) -> None:
 
 def show_groups(out: TextIO, report: dict[str, Any]) -> None:
     from capacity.template import NodeGroupTemplate
-    from controller.cli import render_table
+    from controller.cli import cycle_table
 
-    out.write(render_table(report) + "\n\n")
+    out.write(cycle_table(report) + "\n\n")
     for obj in report["nodeGroups"]:
         template = NodeGroupTemplate.from_object(obj)
         _, why = template.judged_view()
@@ -274,8 +274,8 @@ def _has_eni(pod: dict[str, Any]) -> bool:
 def show_books(out: TextIO, snapshot: Path) -> None:
     import time
 
-    from fitguard.report import build_report, load_snapshot, render_table
+    from fitguard.report import build_report, load_snapshot, write_report_table
 
     objects, captured = load_snapshot(str(snapshot))
     out.write(f"$ fitguard report --snapshot {snapshot.name}\n")
-    render_table(build_report(objects, captured or time.time()), out)
+    write_report_table(build_report(objects, captured or time.time()), out)
