@@ -31,7 +31,7 @@ class ControllerMetrics:
         last_cycle: Callable[[], Mapping[str, Any]],
         registry: CollectorRegistry | None = None,
     ) -> None:
-        from fitguard import __version__
+        from cmdline import __version__
 
         self.registry = registry or CollectorRegistry()
         build = Gauge(

@@ -104,7 +104,7 @@ def demo(out: TextIO, examples: Path) -> int:
         os.path.relpath(examples / "cluster.yaml"),
     ]
     out.write(f"$ fitguard {' '.join(argv)}\n")
-    status = run(build_parser(only="fitguard.check").parse_args(argv), out)
+    status = run(build_parser(only="check").parse_args(argv), out)
     out.write(
         f"(exit status {status}: the CronJob would be denied at deploy time, so CI fails the pull request)\n"
     )

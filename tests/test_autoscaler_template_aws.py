@@ -45,7 +45,7 @@ def controller_once(tmp_path: Path, capsys: pytest.CaptureFixture[str], *objects
     state.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": list(objects)}))
     capsys.readouterr()
     argv = ["controller", "--once", "--dry-run", "-o", "json", "--state", str(state)]
-    assert fitguard_main(argv, only="controller.cli") == 0
+    assert fitguard_main(argv, only="controller") == 0
     return json.loads(capsys.readouterr().out)
 
 

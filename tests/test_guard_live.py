@@ -324,7 +324,7 @@ def test_with_scaling_on_fitguard_scales_the_group_and_keeps_the_labels(
 
 def test_guard_grace_is_a_controller_flag_with_a_duration() -> None:
     """`fitguard controller --guard-grace`: 30 s by default, Go-style durations, refused otherwise."""
-    parser = build_parser("controller.cli")
+    parser = build_parser("controller")
     assert parser.parse_args(["controller"]).guard_grace == 30.0
     assert parser.parse_args(["controller", "--guard-grace", "1m30s"]).guard_grace == 90.0
     with pytest.raises(SystemExit):
