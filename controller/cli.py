@@ -12,11 +12,11 @@ from typing import Any
 
 from capacity.autoscaler_memory import DEFAULT_SELECTOR
 from capacity.quantity import format_quantity, parse_quantity
+from cmdline.durations import parse_duration
 from cmdline.logs import add_arguments as add_logging_arguments
 from cmdline.logs import setup_logging
 from cmdline.runner import one_line
 from cmdline.table import render_table
-from controller.rescue import parse_duration
 from controller.scaling_cli import add_arguments as add_scaling_arguments
 
 log = logging.getLogger(__name__)

@@ -25,35 +25,21 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 from capacity.demand import ALL, BLIND, classify, is_scalable, pending_shapes
 from capacity.expander import usable
 from capacity.names import EXHAUSTED_LABEL, LAST_SCALE_UP_TAG, TERMINAL_PHASES
-from capacity.planner import NodeFree, Plan, PlannerOptions, ScaleUp, plan
+from capacity.planner import NodeFree, Plan, ScaleUp, plan
 from capacity.resources import POD_ENI, PODS, parse_resources
 from capacity.taints import Taint
 from capacity.template import NodeGroupTemplate
 from controller.aws.clients import AWS_ERRORS, describe_error
 from controller.records import NODE_GROUP_LABELS
+from controller.scaling_options import OFF, ON, PLAN, ScalingOptions
 from kube.events import EventRecorder, ObjectRef
 
 log = logging.getLogger(__name__)
-OFF, PLAN, ON = "off", "plan", "on"
-MODES = (OFF, PLAN, ON)
 # Event reasons on the pods of a scale-up: cluster-autoscaler's for one made, fitguard's for a plan.
 TRIGGERED = "TriggeredScaleUp"
 PLANNED = "ScaleUpPlanned"
 SCALED = "scaled"  # how an outcome that raised the desired capacity begins
 DESCRIBE_BATCH = 50  # DescribeAutoScalingGroups takes at most 50 names per call (Auto Scaling API reference)
-
-
-@dataclass(frozen=True)
-class ScalingOptions:
-    mode: str = PLAN
-    scope: str = BLIND
-    planner: PlannerOptions = field(default_factory=PlannerOptions)
-
-    def __post_init__(self) -> None:
-        if self.mode not in MODES:
-            raise ValueError(f"--scaling must be one of {', '.join(MODES)}, not {self.mode!r}")
-        if self.scope not in (BLIND, ALL):
-            raise ValueError(f"--scaling-scope must be blind or all, not {self.scope!r}")
 
 
 def groups_to_mark(templates: Iterable[NodeGroupTemplate], config: ScalingOptions) -> set[str]:

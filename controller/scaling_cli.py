@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from capacity.expander import parse_expanders
 from capacity.planner import PlannerOptions, parse_headroom
-from controller.rescue import parse_duration
-from controller.scaling import MODES, ON, PLAN, ScalingDriver, ScalingOptions
+from cmdline.durations import parse_duration
+from controller.scaling_options import MODES, ON, PLAN, ScalingOptions
+
+if TYPE_CHECKING:
+    from controller.scaling import ScalingDriver
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -86,5 +89,6 @@ def build_driver(
     if config.mode == "off":
         return None
     from controller.aws.clients import AwsClients
+    from controller.scaling import ScalingDriver
 
     return ScalingDriver(config, AwsClients.from_environment(region).autoscaling, recorder, registry)
