@@ -25,6 +25,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
+	$(VENV)/bin/mypy
 
 test: lint
 	$(PY) -m pytest -n 2 --dist loadgroup

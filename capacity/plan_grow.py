@@ -78,8 +78,8 @@ def _shortlist(
     total = [0] * len(work[0].req) if work else []
     # each unplaced shape's total request, computed once per round rather than once per group
     left = {s.index: [s.remaining * r for r in s.req] for s in work if s.remaining}
-    for vector in left.values():
-        total = [t + v for t, v in zip(total, vector, strict=True)]
+    for shape_total in left.values():
+        total = [t + v for t, v in zip(total, shape_total, strict=True)]
     estimates: list[tuple[Option, PlanGroup]] = []
     for g in candidates:
         need = list(total)

@@ -15,7 +15,7 @@ import argparse
 import json
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -53,7 +53,7 @@ class Report:
 
 
 def build_report(
-    objects: list[Mapping[str, Any]],
+    objects: Sequence[Mapping[str, Any]],
     now: float,
     release: str = "cooldown",
     waiting_grace: float = DEFAULT_WAITING_GRACE,

@@ -134,7 +134,7 @@ def _remove_metrics_dir(server: Any) -> None:
     shutil.rmtree(os.environ.get("PROMETHEUS_MULTIPROC_DIR", ""), ignore_errors=True)
 
 
-class WebhookServer(BaseApplication):  # type: ignore[misc]
+class WebhookServer(BaseApplication):
     """gunicorn run in-process, configured from ServeOptions rather than a config file."""
 
     def __init__(
