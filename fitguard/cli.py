@@ -8,72 +8,46 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from cmdline.runner import Register, run, top_parser
 
-# Each loader imports one subcommand's module (only when called) and returns its `register`.
+# The subcommands, in --help's order.
+COMMANDS: tuple[str, ...] = (
+    "webhook",
+    "controller",
+    "report",
+    "check",
+    "state",
+    "certs",
+    "instance-types",
+    "demo",
+)
 
 
-def _webhook() -> Register:
-    from webhook.cli import register
-
+def load(command: str) -> Register:
+    """The `register(subparsers)` of `command`, its module imported only now: a plain import per
+    command, so that the layers contract sees each edge and no other command's imports run."""
+    match command:
+        case "webhook":
+            from webhook.cli import register
+        case "controller":
+            from controller.cli import register
+        case "report":
+            from fitguard.report import register
+        case "check":
+            from fitguard.check import register
+        case "state":
+            from fitguard.state_export import register
+        case "certs":
+            from certs.cli import register
+        case "instance-types":
+            from fitguard.instance_types import register
+        case "demo":
+            from fitguard.demo import register
+        case _:
+            raise KeyError(command)
     return register
-
-
-def _controller() -> Register:
-    from controller.cli import register
-
-    return register
-
-
-def _report() -> Register:
-    from fitguard.report import register
-
-    return register
-
-
-def _check() -> Register:
-    from fitguard.check import register
-
-    return register
-
-
-def _state() -> Register:
-    from fitguard.state_export import register
-
-    return register
-
-
-def _certs() -> Register:
-    from certs.cli import register
-
-    return register
-
-
-def _instance_types() -> Register:
-    from fitguard.instance_types import register
-
-    return register
-
-
-def _demo() -> Register:
-    from fitguard.demo import register
-
-    return register
-
-
-# Each subcommand's name and the loader of its `register(subparsers)`; order is --help's.
-COMMANDS: dict[str, Callable[[], Register]] = {
-    "webhook": _webhook,
-    "controller": _controller,
-    "report": _report,
-    "check": _check,
-    "state": _state,
-    "certs": _certs,
-    "instance-types": _instance_types,
-    "demo": _demo,
-}
 
 
 def command_of(argv: Sequence[str]) -> str | None:
@@ -86,9 +60,9 @@ def command_of(argv: Sequence[str]) -> str | None:
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The `fitguard` parser with every subcommand, or with the subcommand `only` alone."""
     parser, subparsers = top_parser()
-    for command, load in COMMANDS.items():
+    for command in COMMANDS:
         if only is None or command == only:
-            load()(subparsers)
+            load(command)(subparsers)
     return parser
 
 

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from fitguard.cli import COMMANDS, build_parser
+
 ROOT = Path(__file__).resolve().parents[1]
 FITGUARD = str(Path(sys.executable).with_name("fitguard"))  # the installed console script
 HEAVY = frozenset({"boto3", "botocore", "kubernetes", "cryptography"})
@@ -48,3 +50,20 @@ def test_help_imports_no_aws_kubernetes_or_cryptography(argv: list[str], module:
     assert out.startswith(usage)
     assert module in names
     assert {name.split(".")[0] for name in names} & HEAVY == set()
+
+
+@pytest.mark.parametrize("argv", [[FITGUARD, "webhook", "--help"], ["-m", "webhook", "--help"]])
+def test_the_webhook_command_imports_nothing_of_the_controller(argv: list[str]) -> None:
+    """Only the subcommand's own module is loaded: the webhook must set up multiprocess metrics before
+    anything imports prometheus_client, which the controller's modules do."""
+    names, _ = imported(argv)
+    assert {name for name in names if name.split(".")[0] == "controller"} == set()
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_is_loaded_by_its_own_name(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """`fitguard COMMAND --help` (the parser built with COMMAND alone) is COMMAND's own help."""
+    with pytest.raises(SystemExit) as stop:
+        build_parser(command).parse_args([command, "--help"])
+    assert stop.value.code == 0
+    assert capsys.readouterr().out.startswith(f"usage: fitguard {command} ")
