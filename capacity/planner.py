@@ -26,7 +26,7 @@ capacity/plan_grow.py, headroom in capacity/plan_headroom.py.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from capacity.demand import PodRef, PodShape, is_scalable
@@ -160,9 +160,7 @@ def _place_on_existing(
                 )
             return ok
 
-        _, placed = first_fit(node_bins, s.req, nonzero_indices(s.req), s.remaining, accepts)
-        for target, n in placed:
-            on_existing.setdefault(target, []).extend(s.take(n))
+        _first_fit_into(on_existing, node_bins, s, accepts)
     return on_existing
 
 
@@ -173,10 +171,17 @@ def _place_on_the_way(
     on_the_way: dict[str, list[PodRef]] = {}
     for s in work:
         if s.remaining:
-            _, placed = first_fit(way_bins, s.req, nonzero_indices(s.req), s.remaining, fits_group(groups, s))
-            for target, n in placed:
-                on_the_way.setdefault(target, []).extend(s.take(n))
+            _first_fit_into(on_the_way, way_bins, s, fits_group(groups, s))
     return on_the_way
+
+
+def _first_fit_into(
+    placed_pods: dict[str, list[PodRef]], bins: list[Bin], s: Shape, accepts: Callable[[str], bool]
+) -> None:
+    """The shape's remaining pods first-fit onto `bins` it `accepts`, recorded by bin target."""
+    _, placed = first_fit(bins, s.req, nonzero_indices(s.req), s.remaining, accepts)
+    for target, n in placed:
+        placed_pods.setdefault(target, []).extend(s.take(n))
 
 
 def _scale_ups(
