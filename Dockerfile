@@ -21,6 +21,7 @@ COPY kube/ kube/
 COPY webhook/ webhook/
 COPY controller/ controller/
 COPY certs/ certs/
+COPY cmdline/ cmdline/
 COPY fitguard/ fitguard/
 COPY examples/ examples/
 RUN python -m pip install --no-deps . \

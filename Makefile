@@ -26,6 +26,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
 	$(PY) scripts/check_kube_boundary.py
+	$(VENV)/bin/mypy
 
 test: lint
 	$(PY) -m pytest -n 2 --dist loadgroup

@@ -24,7 +24,7 @@ from capacity.resources import CPU, MEMORY, PODS, Resources
 from capacity.taints import Taint
 from capacity.template import View
 from capacity.template_pods import KUBE_PROXY_REQUESTS
-from capacity.template_taints import DEFAULT_TAINT_CONFIG, TaintConfig, sanitize_taints
+from capacity.template_taints import DEFAULT_TAINT_CONFIG, TaintOptions, sanitize_taints
 
 TEMPLATE_PREFIX = "k8s.io/cluster-autoscaler/node-template/"
 RESOURCES_PREFIX = TEMPLATE_PREFIX + "resources/"
@@ -283,7 +283,7 @@ def sanitized_template_labels(labels: Mapping[str, str], node_name: str) -> dict
     return result
 
 
-def sanitized_template(view: View, taint_config: TaintConfig = DEFAULT_TAINT_CONFIG) -> View:
+def sanitized_template(view: View, taint_config: TaintOptions = DEFAULT_TAINT_CONFIG) -> View:
     """buildNodeFromTemplate's node as SanitizedTemplateNodeInfoFromNodeGroup hands it to the
     scheduler simulation: taints sanitised (capacity.template_taints), deprecated labels added, the
     template-node marker set, and no hostname (random per template: no pod can rely on it)."""

@@ -168,7 +168,8 @@ def offer_of(view: View, overhead: Mapping[str, int] | None = None, overhead_pod
     the overhead object itself, so its id cannot be reused for another while the entry lives."""
     cached = view.memo.get(id(overhead))
     if cached is not None and cached[0] is overhead and cached[1] == overhead_pods:
-        return cached[2]
+        kept: Offer = cached[2]
+        return kept
     offer = Offer.of(view, overhead, overhead_pods)
     if len(view.memo) >= MEMO_SIZE:
         view.memo.clear()

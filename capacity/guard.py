@@ -223,40 +223,22 @@ def decide(
         for n in members:
             labels[n.name] = held[n.name] is not None
             reasons[n.name] = held[n.name] or unlabelled_reason(n)
-        candidates = [n for n in members if n.candidate]
-        names = tuple(n.name for n in members)
-        blind = bool(candidates) and all(held[n.name] for n in candidates)
-        pods = guarded_waiting(pending, candidates) if blind else ()
         was_lifted = state.lifted.get(key)
-        if not blind:
-            why = "no ready node" if not candidates else "a ready node is not labelled"
-            verdicts[key] = GroupVerdict(key, CLEAR, why, names)
-        elif not pods:
-            why = "every ready node is labelled; no guarded pod is pending for node affinity on it"
-            verdicts[key] = GroupVerdict(key, BLIND, why, names)
-        elif scaled_groups is None or key in scaled_groups:
-            who = "--scaling=on scales it" if scaled_groups is not None else "the first scaling cycle decides"
-            why = f"every ready node is labelled and {len(pods)} guarded pods pend on it: {who}"
-            verdicts[key] = GroupVerdict(key, SCALING, why, names, pods)
-        elif was_lifted is not None:
-            lifted[key] = was_lifted
-            verdicts[key] = GroupVerdict(key, LIFTED, lift_message(key, pods), names, pods, was_lifted)
-        else:
-            since = state.blind_since.get(key, now)
-            if now - since >= grace:
-                lifted[key] = now
-                verdicts[key] = GroupVerdict(key, LIFTED, lift_message(key, pods), names, pods, now)
-                lifted_now.append(verdicts[key])
-            else:
-                blind_since[key] = since
-                why = f"every ready node is labelled and {len(pods)} guarded pods pend on it: grace period"
-                verdicts[key] = GroupVerdict(key, GRACE, why, names, pods, since)
+        verdict = verdicts[key] = _group_verdict(
+            key, members, held, pending, state, now=now, grace=grace, scaled_groups=scaled_groups
+        )
+        if verdict.state == LIFTED and verdict.since is not None:
+            lifted[key] = verdict.since
+            if was_lifted is None:
+                lifted_now.append(verdict)
+        elif verdict.state == GRACE and verdict.since is not None:
+            blind_since[key] = verdict.since
         if key in lifted:
             for n in members:
                 labels[n.name] = False
-                reasons[n.name] = f"guard lifted for {key}: {verdicts[key].reason}"
+                reasons[n.name] = f"guard lifted for {key}: {verdict.reason}"
         elif was_lifted is not None:
-            restored_now.append(verdicts[key])
+            restored_now.append(verdict)
     return GuardDecision(
         labels,
         reasons,
@@ -265,6 +247,43 @@ def decide(
         tuple(restored_now),
         GuardState(blind_since, lifted),
     )
+
+
+def _group_verdict(
+    key: str,
+    members: Sequence[GuardNode],
+    held: Mapping[str, str | None],
+    pending: Sequence[PendingPod],
+    state: GuardState,
+    *,
+    now: float,
+    grace: float,
+    scaled_groups: frozenset[str] | None,
+) -> GroupVerdict:
+    """One group's state in this pass: clear, blind, scaling, lifted (since when) or in its grace
+    period (blind since when)."""
+    candidates = [n for n in members if n.candidate]
+    names = tuple(n.name for n in members)
+    blind = bool(candidates) and all(held[n.name] for n in candidates)
+    pods = guarded_waiting(pending, candidates) if blind else ()
+    was_lifted = state.lifted.get(key)
+    if not blind:
+        why = "no ready node" if not candidates else "a ready node is not labelled"
+        return GroupVerdict(key, CLEAR, why, names)
+    if not pods:
+        why = "every ready node is labelled; no guarded pod is pending for node affinity on it"
+        return GroupVerdict(key, BLIND, why, names)
+    if scaled_groups is None or key in scaled_groups:
+        who = "--scaling=on scales it" if scaled_groups is not None else "the first scaling cycle decides"
+        why = f"every ready node is labelled and {len(pods)} guarded pods pend on it: {who}"
+        return GroupVerdict(key, SCALING, why, names, pods)
+    if was_lifted is not None:
+        return GroupVerdict(key, LIFTED, lift_message(key, pods), names, pods, was_lifted)
+    since = state.blind_since.get(key, now)
+    if now - since >= grace:
+        return GroupVerdict(key, LIFTED, lift_message(key, pods), names, pods, now)
+    why = f"every ready node is labelled and {len(pods)} guarded pods pend on it: grace period"
+    return GroupVerdict(key, GRACE, why, names, pods, since)
 
 
 def lift_message(group: str, pods: Sequence[PendingPod]) -> str:

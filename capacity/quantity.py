@@ -88,8 +88,10 @@ def _parse(text: str) -> int:
     if sign == "-":
         scaled = -scaled
     if power10 >= 0:
-        return scaled * 10**power10
-    return -((-scaled) // 10**-power10)  # ceiling division: rounds up, as the API server does
+        factor: int = 10**power10
+        return scaled * factor
+    divisor: int = 10**-power10
+    return -((-scaled) // divisor)  # ceiling division: rounds up, as the API server does
 
 
 def milli_to_units(milli: int) -> int:

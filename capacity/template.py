@@ -15,6 +15,7 @@ from typing import Any
 
 from capacity.names import API_VERSION, TEMPLATE_KIND
 from capacity.resources import Resources, parse_resources, to_quantities
+from capacity.string_maps import string_map
 from capacity.taints import Taint
 from capacity.template_pods import template_node_pods
 
@@ -39,12 +40,10 @@ class View:
         taints = raw.get("taints") or []
         if not isinstance(taints, list):
             raise TypeError(f"{field_path}.taints: expected a list")
-        labels = raw.get("labels") or {}
-        if not isinstance(labels, Mapping):
-            raise TypeError(f"{field_path}.labels: expected a map")
+        labels = string_map(raw.get("labels") or {}, f"{field_path}.labels")
         return cls(
             allocatable=parse_resources(raw.get("allocatable"), f"{field_path}.allocatable"),
-            labels={str(k): str(v) for k, v in labels.items()},
+            labels=labels,
             taints=tuple(Taint.from_object(t) for t in taints if isinstance(t, Mapping)),
             source=str(raw.get("source") or default_source),
         )

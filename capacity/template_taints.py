@@ -43,7 +43,7 @@ NODE_CONDITION_TAINTS = frozenset(
 
 
 @dataclass(frozen=True, slots=True)
-class TaintConfig:
+class TaintOptions:
     """NewTaintConfig: `--startup-taint`, `--startup-taint-prefix` and `--status-taint` on top of the
     built-in prefixes (ignore-taint and startup-taint are startup prefixes; status-taint is status)."""
 
@@ -59,10 +59,10 @@ class TaintConfig:
         return key in self.status_taints or key.startswith(STATUS_TAINT_PREFIX)
 
 
-DEFAULT_TAINT_CONFIG = TaintConfig()
+DEFAULT_TAINT_CONFIG = TaintOptions()
 
 
-def is_dropped(taint: Taint, config: TaintConfig = DEFAULT_TAINT_CONFIG) -> bool:
+def is_dropped(taint: Taint, config: TaintOptions = DEFAULT_TAINT_CONFIG) -> bool:
     """True when SanitizeTaints leaves the taint out of a template."""
     return (
         taint.key in (TO_BE_DELETED, DELETION_CANDIDATE)
@@ -72,6 +72,8 @@ def is_dropped(taint: Taint, config: TaintConfig = DEFAULT_TAINT_CONFIG) -> bool
     )
 
 
-def sanitize_taints(taints: Iterable[Taint], config: TaintConfig = DEFAULT_TAINT_CONFIG) -> tuple[Taint, ...]:
+def sanitize_taints(
+    taints: Iterable[Taint], config: TaintOptions = DEFAULT_TAINT_CONFIG
+) -> tuple[Taint, ...]:
     """SanitizeTaints: the taints a template keeps, in their order."""
     return tuple(t for t in taints if not is_dropped(t, config))

@@ -37,6 +37,12 @@ def register(subparsers: Any) -> None:
             "and a new caBundle. Existing files in DIR are replaced atomically."
         ),
     )
+    _add_generate_arguments(generate)
+    generate.set_defaults(func=run)
+
+
+def _add_generate_arguments(generate: argparse.ArgumentParser) -> None:
+    """Where to write, the names and addresses the serving certificate is valid for, validities."""
     generate.add_argument("--out", required=True, type=Path, metavar="DIR", help="directory to write to")
     generate.add_argument(
         "--dns",
@@ -79,7 +85,6 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help=f"also write the CA private key to DIR/{files.CA_KEY_FILE} (0600), to sign renewals later",
     )
-    generate.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

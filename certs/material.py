@@ -10,7 +10,7 @@ import ipaddress
 import re
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
-from typing import TypeVar
+from typing import TypeVar, cast, get_args
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -19,6 +19,7 @@ from cryptography.hazmat.primitives.asymmetric.types import CertificateIssuerPri
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network  # what a SAN may hold, though ours never do
 _T = TypeVar("_T")
 
 DEFAULT_CA_COMMON_NAME = "fitguard-ca"
@@ -140,7 +141,7 @@ def make_serving_cert(
     return cert, key
 
 
-def subject_alt_names(cert: x509.Certificate) -> tuple[list[str], list[IPAddress]]:
+def subject_alt_names(cert: x509.Certificate) -> tuple[list[str], list[IPAddress | IPNetwork]]:
     """The DNS names and IP addresses a certificate is valid for (empty lists when it has no SAN)."""
     try:
         san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
@@ -187,9 +188,9 @@ def private_key_to_pem(key: CertificateIssuerPrivateKeyTypes) -> bytes:
 def private_key_from_pem(data: bytes) -> CertificateIssuerPrivateKeyTypes:
     """An unencrypted PEM private key that can sign certificates; ValueError for anything else."""
     key = serialization.load_pem_private_key(data, password=None)
-    if not isinstance(key, CertificateIssuerPrivateKeyTypes):
+    if not isinstance(key, get_args(CertificateIssuerPrivateKeyTypes)):
         raise ValueError(f"unsupported private key type for signing certificates: {type(key).__name__}")
-    return key
+    return cast(CertificateIssuerPrivateKeyTypes, key)
 
 
 def _key_usage(

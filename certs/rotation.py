@@ -30,7 +30,7 @@ CA_BUNDLE_KEY = "ca.crt"  # the trust bundle's key in both Secrets
 
 
 @dataclass(frozen=True)
-class CertificateSettings:
+class CertificateOptions:
     """Names and lifetimes; the defaults match manifests/base."""
 
     namespace: str = "fitguard-system"
@@ -68,7 +68,7 @@ class Serving:
 
 
 @dataclass(frozen=True)
-class Decision:
+class RotationDecision:
     """What a plan settled on, and why it changed anything (empty reason: kept as it was)."""
 
     reason: str = ""
@@ -123,25 +123,29 @@ def read_authority(data: Mapping[str, bytes]) -> tuple[Authority | None, str]:
 
 
 def plan_authority(
-    stored: Authority | None, unusable: str, settings: CertificateSettings, now: datetime
-) -> tuple[Authority, Decision]:
+    stored: Authority | None, unusable: str, settings: CertificateOptions, now: datetime
+) -> tuple[Authority, RotationDecision]:
     """Keep, renew or create the CA; the bundle keeps every earlier CA until it expires."""
     if stored is None:
         cert, key = material.make_ca(valid_for=settings.ca_validity, now=now)
-        return Authority(cert, key, (cert,)), Decision(f"issued a new CA ({unusable or 'none stored'})")
+        return Authority(cert, key, (cert,)), RotationDecision(
+            f"issued a new CA ({unusable or 'none stored'})"
+        )
     if now >= material.not_after(stored.cert):
         cert, key = material.make_ca(valid_for=settings.ca_validity, now=now)
-        return Authority(cert, key, (cert,)), Decision("issued a new CA (the stored one has expired)")
+        return Authority(cert, key, (cert,)), RotationDecision("issued a new CA (the stored one has expired)")
     if now >= material.renew_at(stored.cert):
         cert, key = material.make_ca(valid_for=settings.ca_validity, now=now)
         bundle = _dedupe([cert, *_unexpired(stored.bundle, now)])
         until = material.not_after(stored.cert).isoformat()
         reason = f"rotated the CA (two thirds of its life passed; the old one is trusted until {until})"
-        return Authority(cert, key, bundle), Decision(reason)
+        return Authority(cert, key, bundle), RotationDecision(reason)
     bundle = _dedupe([stored.cert, *_unexpired(stored.bundle, now)])
     if bundle != stored.bundle:
-        return Authority(stored.cert, stored.key, bundle), Decision("dropped expired CAs from the bundle")
-    return stored, Decision()
+        return Authority(stored.cert, stored.key, bundle), RotationDecision(
+            "dropped expired CAs from the bundle"
+        )
+    return stored, RotationDecision()
 
 
 def read_serving(data: Mapping[str, bytes]) -> Serving | None:
@@ -180,11 +184,11 @@ def serving_problem(
 
 
 def plan_serving(
-    stored: Serving | None, authority: Authority, settings: CertificateSettings, now: datetime
-) -> tuple[Serving, Decision]:
+    stored: Serving | None, authority: Authority, settings: CertificateOptions, now: datetime
+) -> tuple[Serving, RotationDecision]:
     problem = serving_problem(stored, authority, settings.dns_names, now)
     if stored is not None and not problem:
-        return stored, Decision()
+        return stored, RotationDecision()
     # A leaf may not outlive its CA (make_serving_cert refuses): cut it to the CA's remaining life.
     valid_for = min(
         settings.serving_validity, material.not_after(authority.cert) - now.replace(microsecond=0)
@@ -192,7 +196,7 @@ def plan_serving(
     cert, key = material.make_serving_cert(
         authority.cert, authority.key, settings.dns_names, valid_for=valid_for, now=now
     )
-    return Serving(cert, key), Decision(f"issued a serving certificate ({problem})")
+    return Serving(cert, key), RotationDecision(f"issued a serving certificate ({problem})")
 
 
 def webhook_patch(

@@ -1,6 +1,7 @@
 """`python -m controller`: the same as `fitguard controller`."""
 
-from fitguard.cli import module_main
+from cmdline.runner import module_main
+from controller.cli import register
 
 if __name__ == "__main__":
-    module_main("controller.cli", "controller")
+    module_main(register, "controller")

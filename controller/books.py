@@ -53,7 +53,7 @@ NODE_LABELS = ["node", "node_group"]
 
 
 @dataclass(frozen=True)
-class Decision:
+class BooksDecision:
     """One thing the leader did or chose not to do, with its reason (also logged)."""
 
     action: str  # label-set, label-removed, label-deferred, label-failed
@@ -219,12 +219,12 @@ class LiveBooks:
 
     # -- the leader's actions ------------------------------------------------------------------
 
-    def reconcile(self, now: float | None = None) -> list[Decision]:
+    def reconcile(self, now: float | None = None) -> list[BooksDecision]:
         """One pass: labels and events for every node (the leader only); returns what it did."""
         start = time.monotonic()
         now = self.clock() if now is None else now
         rows = self.snapshot(now)
-        decisions: list[Decision] = []
+        decisions: list[BooksDecision] = []
         # Before the first complete list of pods and nodes the books show ENIs as free that are not:
         # acting then would remove rightful exhausted labels.
         if self.is_leader() and self.wait_synced(0):
@@ -319,7 +319,7 @@ class LiveBooks:
             },
         }
 
-    def _label(self, row: NodeSummary, now: float, want: bool, reason: str) -> Decision | None:
+    def _label(self, row: NodeSummary, now: float, want: bool, reason: str) -> BooksDecision | None:
         node = self.nodes.get("", row.name)
         if node is None:
             return None
@@ -334,7 +334,7 @@ class LiveBooks:
         reason = held_message(row) if want and row.held else reason  # names the holding pods
         if not self._labels.take(now):
             log.info("label write deferred", extra={"node": row.name, "exhausted": want, "why": "rate limit"})
-            return Decision("label-deferred", row.name, "rate limit")
+            return BooksDecision("label-deferred", row.name, "rate limit")
         action = "label-set" if want else "label-removed"
         try:
             if not self.dry_run:
@@ -344,10 +344,10 @@ class LiveBooks:
                     remove_node_label(self.api, row.name, EXHAUSTED_LABEL)
         except KubeError as err:
             log.warning("label write failed", extra={"node": row.name, "exhausted": want, "error": str(err)})
-            return Decision("label-failed", row.name, str(err))
+            return BooksDecision("label-failed", row.name, str(err))
         self._written[row.name] = (want, now)
         log.info(action, extra={"node": row.name, "node_group": row.node_group, "reason": reason})
-        return Decision(action, row.name, reason)
+        return BooksDecision(action, row.name, reason)
 
     def _events(self, row: NodeSummary, now: float) -> None:
         """Events on changes of state only; the recorder de-duplicates and rate-limits them."""

@@ -26,7 +26,7 @@ from capacity.names import CERTIFICATE_MANAGER, MANAGED_BY_LABEL
 from certs import material
 from certs.rotation import (
     CA_BUNDLE_KEY,
-    CertificateSettings,
+    CertificateOptions,
     plan_authority,
     plan_serving,
     read_authority,
@@ -85,11 +85,11 @@ class CertificateReconciler:
     def __init__(
         self,
         api: ApiLike,
-        settings: CertificateSettings | None = None,
+        settings: CertificateOptions | None = None,
         clock: Callable[[], datetime] = utc_now,
     ) -> None:
         self.kube: KubeClient = as_kube_client(api)
-        self.settings = settings or CertificateSettings()
+        self.settings = settings or CertificateOptions()
         self.clock = clock
 
     def reconcile(self) -> ReconcileResult:

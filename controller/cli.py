@@ -12,11 +12,12 @@ from typing import Any
 
 from capacity.autoscaler_memory import DEFAULT_SELECTOR
 from capacity.quantity import format_quantity, parse_quantity
-from controller.rescue import parse_duration
+from cmdline.durations import parse_duration
+from cmdline.logs import add_arguments as add_logging_arguments
+from cmdline.logs import setup_logging
+from cmdline.runner import one_line
+from cmdline.table import render_table
 from controller.scaling_cli import add_arguments as add_scaling_arguments
-from fitguard.cli import one_line
-from fitguard.logs import add_arguments as add_logging_arguments
-from fitguard.logs import setup_logging
 
 log = logging.getLogger(__name__)
 
@@ -254,7 +255,7 @@ def _main(args: argparse.Namespace) -> int:
         scaling_inputs = ScalingInputs(driver) if driver is not None else None
         report = run_once(options, clients=clients, source=source, scaling=scaling_inputs)
         printed = report.to_json()
-        print(json.dumps(printed, indent=2) if args.output == "json" else render_table(printed))
+        print(json.dumps(printed, indent=2) if args.output == "json" else cycle_table(printed))
         return 1 if report.discovery_error else 0
     return run_forever(args, options, scaling)
 
@@ -297,7 +298,7 @@ def run_forever(args: argparse.Namespace, options: Any, scaling: Any) -> int:
     return 0
 
 
-def render_table(report: dict[str, Any]) -> str:
+def cycle_table(report: dict[str, Any]) -> str:
     """Each group with both views of the resources CA gets wrong, then the tag plan."""
     header = (
         "NODE GROUP",
@@ -328,10 +329,7 @@ def render_table(report: dict[str, Any]) -> str:
                 spec.get("staleReason", ""),
             )
         )
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    lines = [
-        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows
-    ]
+    lines = [render_table(rows)]
     for change in report["tagSync"]:
         verb = "applied" if change.get("applied") else "failed" if change.get("error") else "plan"
         why = f" ({change['error']})" if change.get("error") else ""

@@ -18,7 +18,7 @@ from controller.source import ApiSource, ClusterSource, StateFileSource
 if TYPE_CHECKING:
     from controller.aws.clients import AwsClients
     from controller.run import ControllerOptions
-    from kube.client import ApiLike
+    from kube.client import ApiLike, KubeClient
 
 
 def aws_clients(region: str) -> AwsClients:
@@ -29,7 +29,7 @@ def aws_clients(region: str) -> AwsClients:
     return AwsClients.from_environment(region or None)
 
 
-def kube_client(kubeconfig: str | None) -> ApiLike:
+def kube_client(kubeconfig: str | None) -> KubeClient:
     """The process's Kubernetes client: in-cluster, else the kubeconfig."""
     from kube.client import KubeClient, load_api_client
 

@@ -27,8 +27,9 @@ from controller.metrics import ControllerMetrics
 from controller.report import CycleReport
 from controller.rescue import carry_out, pods_on_node, reclaim_candidates, rescue_candidates
 from controller.run import ControllerOptions, ScalingInputs, run_once
-from controller.scaling import OFF, ON, ScalingConfig, ScalingDriver, list_unschedulable_pods
+from controller.scaling import ScalingDriver, list_unschedulable_pods
 from controller.scaling_cli import RescueOptions, build_driver
+from controller.scaling_options import OFF, ON, ScalingOptions
 from controller.source import CachedSource
 from controller.tagsync import TagChange
 from kube.client import KubeClient
@@ -49,7 +50,7 @@ class LoopOptions:
     namespace: str = field(default_factory=lambda: os.environ.get("POD_NAMESPACE", "fitguard-system"))
     branch_eni_release: str = "cooldown"
     manage_certificates: bool = False
-    scaling: ScalingConfig | None = None  # None or mode off: no scaling driver
+    scaling: ScalingOptions | None = None  # None or mode off: no scaling driver
     rescue: RescueOptions = field(default_factory=RescueOptions)
     verify_with_ec2: bool = False
     guard_grace: float = DEFAULT_GRACE  # seconds a blind group waits before the guard steps aside
@@ -116,7 +117,7 @@ class ControllerLoop:
             self._clients = aws_clients(self.options.controller.region)
         return self._clients
 
-    def _driver(self, config: ScalingConfig) -> ScalingDriver | None:
+    def _driver(self, config: ScalingOptions) -> ScalingDriver | None:
         if config.mode == OFF:
             return None  # no AWS client needed
         return build_driver(config, self.clients.autoscaling, self.recorder)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from capacity.autoscaler_flags import pod_selector
@@ -43,7 +43,7 @@ def autoscaler_pods(
     *,
     state_pods: Iterable[Mapping[str, Any]] | None = None,
     api: ApiLike | None = None,
-) -> list[Mapping[str, Any]]:
+) -> Sequence[Mapping[str, Any]]:
     """cluster-autoscaler's pods: from a state file's pods, or listed from the API (the API server
     applies the selector). An empty selector looks for none. Raises KubeError from the API, and
     ValueError for a selector it cannot read."""

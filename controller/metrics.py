@@ -32,7 +32,7 @@ class ControllerMetrics:
         last_cycle: Callable[[], CycleReport | None],
         registry: CollectorRegistry | None = None,
     ) -> None:
-        from fitguard import __version__
+        from cmdline import __version__
 
         self.registry = registry or CollectorRegistry()
         build = Gauge(

@@ -22,7 +22,8 @@ from controller.discovery import GroupOutcome, build_templates
 from controller.memory import remember
 from controller.publish import desired_objects, is_manual, publish, write_statuses
 from controller.report import CycleReport, TagSyncLine
-from controller.scaling import ScalingConfig, ScalingDriver, groups_to_mark, scale_ups_json
+from controller.scaling import ScalingDriver, groups_to_mark, scale_ups_json
+from controller.scaling_options import ScalingOptions
 from controller.source import (
     ClusterObjects,
     ClusterSource,
@@ -208,7 +209,7 @@ def _remember(
     )
 
 
-def _mark_scaled_from_zero(outcomes: list[GroupOutcome], config: ScalingConfig) -> list[GroupOutcome]:
+def _mark_scaled_from_zero(outcomes: list[GroupOutcome], config: ScalingOptions) -> list[GroupOutcome]:
     """Groups fitguard scales from zero itself are judged by the webhook by their actual view."""
     templates = [o.template for o in outcomes if o.template is not None]
     marked = groups_to_mark(templates, config)

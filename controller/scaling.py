@@ -25,39 +25,25 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 from capacity.demand import ALL, BLIND, classify, is_scalable, pending_shapes
 from capacity.expander import usable
 from capacity.names import EXHAUSTED_LABEL, TERMINAL_PHASES
-from capacity.planner import NodeFree, Plan, PlannerConfig, ScaleUp, plan
+from capacity.planner import NodeFree, Plan, ScaleUp, plan
 from capacity.records import NODE_GROUP_LABELS
 from capacity.resources import POD_ENI, PODS, parse_resources
 from capacity.taints import Taint
 from capacity.template import NodeGroupTemplate
 from controller.aws.asgs import describe_asgs, set_desired_capacity, tag_last_scale_up
 from controller.aws.clients import AWS_ERRORS, describe_error
+from controller.scaling_options import OFF, ON, PLAN, ScalingOptions
 from kube.client import ApiLike
 from kube.events import EventRecorder, ObjectRef
 
 log = logging.getLogger(__name__)
-OFF, PLAN, ON = "off", "plan", "on"
-MODES = (OFF, PLAN, ON)
 # Event reasons on the pods of a scale-up: cluster-autoscaler's for one made, fitguard's for a plan.
 TRIGGERED = "TriggeredScaleUp"
 PLANNED = "ScaleUpPlanned"
 SCALED = "scaled"  # how an outcome that raised the desired capacity begins
 
 
-@dataclass(frozen=True)
-class ScalingConfig:
-    mode: str = PLAN
-    scope: str = BLIND
-    planner: PlannerConfig = field(default_factory=PlannerConfig)
-
-    def __post_init__(self) -> None:
-        if self.mode not in MODES:
-            raise ValueError(f"--scaling must be one of {', '.join(MODES)}, not {self.mode!r}")
-        if self.scope not in (BLIND, ALL):
-            raise ValueError(f"--scaling-scope must be blind or all, not {self.scope!r}")
-
-
-def groups_to_mark(templates: Iterable[NodeGroupTemplate], config: ScalingConfig) -> set[str]:
+def groups_to_mark(templates: Iterable[NodeGroupTemplate], config: ScalingOptions) -> set[str]:
     """The groups whose NodeGroupTemplate gets `spec.scaleFromZero: fitguard`: those fitguard will
     grow itself (scaling on, an ASG or managed group with an actual view that the expander may choose)."""
     if config.mode != ON:
@@ -167,7 +153,7 @@ class ScalingDriver:
 
     def __init__(
         self,
-        config: ScalingConfig,
+        config: ScalingOptions,
         autoscaling: Any = None,
         recorder: EventRecorder | None = None,
         registry: CollectorRegistry | None = None,

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from capacity.expander import parse_expanders
-from capacity.planner import PlannerConfig, parse_headroom
-from controller.rescue import parse_duration
-from controller.scaling import MODES, ON, PLAN, ScalingConfig, ScalingDriver
+from capacity.planner import PlannerOptions, parse_headroom
+from cmdline.durations import parse_duration
+from controller.scaling_options import MODES, ON, PLAN, ScalingOptions
+
+if TYPE_CHECKING:
+    from controller.scaling import ScalingDriver
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -68,22 +71,24 @@ class RescueOptions:
     reclaim_after: float | None = None
 
 
-def scaling_config(args: argparse.Namespace) -> ScalingConfig:
+def scaling_config(args: argparse.Namespace) -> ScalingOptions:
     """Raises ValueError with the flag's problem."""
-    planner = PlannerConfig(
+    planner = PlannerOptions(
         expanders=parse_expanders(args.expander),
         max_nodes_per_scale_up=args.max_nodes_per_scale_up,
         cooldown=args.scale_up_cooldown,
         headroom=tuple(h for text in args.headroom for h in parse_headroom(text)),
     )
     mode = PLAN if args.dry_run and args.scaling == ON else args.scaling
-    return ScalingConfig(mode=mode, scope=args.scaling_scope, planner=planner)
+    return ScalingOptions(mode=mode, scope=args.scaling_scope, planner=planner)
 
 
 def build_driver(
-    config: ScalingConfig, autoscaling: Any, recorder: Any = None, registry: Any = None
+    config: ScalingOptions, autoscaling: Any, recorder: Any = None, registry: Any = None
 ) -> ScalingDriver | None:
     """The scaling driver on the process's Auto Scaling client (controller/compose.py); None when off."""
     if config.mode == "off":
         return None
+    from controller.scaling import ScalingDriver
+
     return ScalingDriver(config, autoscaling, recorder, registry)

@@ -45,7 +45,10 @@ class ConfigMapUnreadable(Exception):
 class ClusterSource(Protocol):
     """What a discovery cycle reads. `api` is the client the cycle writes through (None: write nothing)."""
 
-    api: ApiLike | None
+    @property
+    def api(self) -> ApiLike | None:
+        """The client the cycle writes through; None: write nothing."""
+        ...
 
     def objects(self) -> ClusterObjects:
         """Nodes, DaemonSets and NodeGroupTemplates, as of now."""

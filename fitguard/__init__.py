@@ -1,4 +1,6 @@
 """fitguard: the user-facing command line and the demo; the engine lives in capacity/, kube/,
 webhook/, controller/ and certs/."""
 
-__version__ = "0.1.0"
+from cmdline import __version__
+
+__all__ = ["__version__"]

@@ -61,7 +61,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     from fitguard.judge import Judge
     from fitguard.manifests import ManifestError, read_manifests
     from kube.statefile import StateFileError
-    from webhook.review import WebhookConfig
+    from webhook.review import WebhookOptions
 
     if args.state is not None and args.context is not None:
         return _fail("--context needs --kubeconfig (or the default kubeconfig), not --state")
@@ -74,7 +74,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     except (StateFileError, UnreadableCluster) as err:
         return _fail(str(err))
     header = {**header, "mode": args.mode}
-    judge = Judge(cluster, WebhookConfig(mode=args.mode))
+    judge = Judge(cluster, WebhookOptions(mode=args.mode))
     results = []
     for item in located:
         own = str((item.obj.get("metadata") or {}).get("namespace") or namespace)
@@ -104,7 +104,7 @@ def demo(out: TextIO, examples: Path) -> int:
         os.path.relpath(examples / "cluster.yaml"),
     ]
     out.write(f"$ fitguard {' '.join(argv)}\n")
-    status = run(build_parser(only="fitguard.check").parse_args(argv), out)
+    status = run(build_parser(only="check").parse_args(argv), out)
     out.write(
         f"(exit status {status}: the CronJob would be denied at deploy time, so CI fails the pull request)\n"
     )

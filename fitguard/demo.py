@@ -132,14 +132,14 @@ def discover(examples: Path, tags: str) -> dict[str, Any]:
     """One controller cycle on the demo cluster, scaling in plan mode (nothing written to AWS)."""
     from controller.compose import aws_clients, cluster_source
     from controller.run import ControllerOptions, ScalingInputs, run_once
-    from controller.scaling import ScalingConfig
     from controller.scaling_cli import build_driver
+    from controller.scaling_options import ScalingOptions
 
     options = ControllerOptions(
         state=str(examples / "cluster.yaml"), sync_autoscaler_tags=tags, cluster_name="demo"
     )
     clients = aws_clients(options.region)
-    driver = build_driver(ScalingConfig(mode="plan"), clients.autoscaling)
+    driver = build_driver(ScalingOptions(mode="plan"), clients.autoscaling)
     scaling = ScalingInputs(driver) if driver else None
     # the demo reads the report as a user reads `--once -o json`
     return run_once(options, clients=clients, source=cluster_source(options), scaling=scaling).to_json()
@@ -193,9 +193,9 @@ def section(out: TextIO, title: str) -> None:
 
 def show_groups(out: TextIO, report: dict[str, Any]) -> None:
     from capacity.template import NodeGroupTemplate
-    from controller.cli import render_table
+    from controller.cli import cycle_table
 
-    out.write(render_table(report) + "\n\n")
+    out.write(cycle_table(report) + "\n\n")
     for obj in report["nodeGroups"]:
         template = NodeGroupTemplate.from_object(obj)
         _, why = template.judged_view()
@@ -210,11 +210,11 @@ def _view_name(template: Any) -> str:
 def webhook_client(examples: Path, templates: list[dict[str, Any]]) -> Any:
     from webhook.app import create_app
     from webhook.cluster import from_objects
-    from webhook.review import WebhookConfig
+    from webhook.review import WebhookOptions
 
     objects = [o for o in load(examples / "cluster.yaml") if o["kind"] != TEMPLATE_KIND]
     view = from_objects([*objects, *templates])
-    return create_app(view, WebhookConfig(mode="enforce")).test_client()
+    return create_app(view, WebhookOptions(mode="enforce")).test_client()
 
 
 def review(client: Any, endpoint: str, obj: dict[str, Any]) -> dict[str, Any]:
@@ -278,8 +278,8 @@ def _has_eni(pod: dict[str, Any]) -> bool:
 def show_books(out: TextIO, snapshot: Path) -> None:
     import time
 
-    from fitguard.report import build_report, load_snapshot, render_table
+    from fitguard.report import build_report, load_snapshot, write_report_table
 
     objects, captured = load_snapshot(str(snapshot))
     out.write(f"$ fitguard report --snapshot {snapshot.name}\n")
-    render_table(build_report(objects, captured or time.time()), out)
+    write_report_table(build_report(objects, captured or time.time()), out)

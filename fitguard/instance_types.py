@@ -6,6 +6,8 @@ import argparse
 import json
 from typing import Any
 
+from cmdline.table import render_table
+
 DESCRIPTION = """\
 Print the facts fitguard knows for each EC2 instance type: the branch ENIs a node offers to pods
 with security groups (vpc.amazonaws.com/pod-eni), whether the type can trunk at all, its ENIs and
@@ -66,7 +68,7 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-def render_table(facts: dict[str, dict[str, Any] | None]) -> str:
+def instance_table(facts: dict[str, dict[str, Any] | None]) -> str:
     header = ["TYPE", *(title for title, _ in _COLUMNS)]
     rows = [header]
     for name, document in facts.items():
@@ -74,10 +76,7 @@ def render_table(facts: dict[str, dict[str, Any] | None]) -> str:
             rows.append([name, "unknown", *("-" for _ in _COLUMNS[1:])])
         else:
             rows.append([name, *(_cell(document.get(key)) for _, key in _COLUMNS)])
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    return "\n".join(
-        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows
-    )
+    return render_table(rows)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -90,5 +89,5 @@ def run(args: argparse.Namespace) -> int:
     if args.output == "json":
         print(json.dumps(facts, indent=2))
     else:
-        print(render_table(facts))
+        print(instance_table(facts))
     return 0 if all(document is not None for document in facts.values()) else 1

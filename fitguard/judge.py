@@ -19,7 +19,7 @@ from typing import Any
 from webhook.app import create_app
 from webhook.cluster import ClusterView
 from webhook.mutate import apply_patch
-from webhook.review import WebhookConfig, exemption
+from webhook.review import WebhookOptions, exemption
 from webhook.validate import TEMPLATE_PATHS
 
 ADMITTED, WARNED, AUDITED, EXEMPT, DENIED = "admitted", "warned", "audit", "exempt", "denied"
@@ -49,7 +49,7 @@ class Judge:
     """Judges objects against one cluster view under one configuration."""
 
     cluster: ClusterView
-    config: WebhookConfig
+    config: WebhookOptions
     _client: Any = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -72,32 +72,32 @@ class Judge:
 
     def judge(self, obj: Mapping[str, Any], namespace: str) -> Judgement:
         """The verdict on `obj` created in `namespace` (its own metadata.namespace wins)."""
-        obj = copy.deepcopy(dict(obj))
-        meta = obj.setdefault("metadata", {})
+        doc: dict[str, Any] = copy.deepcopy(dict(obj))
+        meta = doc.setdefault("metadata", {})
         namespace = str(meta.get("namespace") or namespace)
         meta["namespace"] = namespace  # the apiserver fills it in before any webhook sees the object
-        group, _, version = str(obj["apiVersion"]).rpartition("/")
+        group, _, version = str(doc["apiVersion"]).rpartition("/")
         request: dict[str, Any] = {
             "uid": "fitguard-check",
-            "kind": {"group": group, "version": version, "kind": obj["kind"]},
+            "kind": {"group": group, "version": version, "kind": doc["kind"]},
             "operation": "CREATE",
             "namespace": namespace,
             "name": str(meta.get("name") or ""),
-            "object": obj,
+            "object": doc,
             "dryRun": True,
         }
         reason = exemption(request, self.cluster, self.config)
         if reason is not None:
             return Judgement(EXEMPT, reason)
         warnings: list[str] = []
-        if obj["kind"] == "Pod":
+        if doc["kind"] == "Pod":
             mutated = self._post("/mutate", request)
             warnings += mutated.get("warnings") or []
             if not mutated.get("allowed"):
                 return _denied(mutated, MUTATING_NAME, warnings)
             if mutated.get("patch"):
                 patch = json.loads(base64.b64decode(mutated["patch"]))
-                request = {**request, "object": apply_patch(obj, patch)}
+                request = {**request, "object": apply_patch(doc, patch)}
         validated = self._post("/validate", request)
         warnings += validated.get("warnings") or []
         if not validated.get("allowed"):

@@ -15,7 +15,7 @@ import argparse
 import json
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -29,6 +29,7 @@ from capacity.branch_eni import (
 )
 from capacity.names import CAPTURED_AT, VPC_CNI_CONFIG_NAME, VPC_CNI_CONFIG_NAMESPACE
 from capacity.records import parse_time
+from cmdline.table import render_table
 
 COLUMNS = ("NODE", "GROUP", "INSTANCE TYPE", "CAPACITY", "IN USE", "HELD", "SCHEDULER FREE", "TRUE FREE")
 
@@ -52,7 +53,7 @@ class Report:
 
 
 def build_report(
-    objects: list[Mapping[str, Any]],
+    objects: Sequence[Mapping[str, Any]],
     now: float,
     release: str = "cooldown",
     waiting_grace: float = DEFAULT_WAITING_GRACE,
@@ -66,7 +67,7 @@ def build_report(
     return Report(books.node_summary(now), now, books.window, release, skipped)
 
 
-def render_table(report: Report, out: TextIO) -> None:
+def write_report_table(report: Report, out: TextIO) -> None:
     header = (*COLUMNS, "WAITING")
     rows = [
         (
@@ -82,10 +83,7 @@ def render_table(report: Report, out: TextIO) -> None:
         )
         for row in report.nodes
     ]
-    widths = [max(len(line[i]) for line in (header, *rows)) for i in range(len(header))]
-    for line in (header, *rows):
-        out.write("  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip())
-        out.write("\n")
+    out.write(render_table([header, *rows]) + "\n")
     for row in report.nodes:
         if row.held:
             out.write(f"\n{row.name}: {held_message(row)}")
@@ -169,7 +167,7 @@ def run(args: argparse.Namespace) -> int:
         json.dump(report.to_json(), sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        render_table(report, sys.stdout)
+        write_report_table(report, sys.stdout)
     return 0
 
 

@@ -238,8 +238,8 @@ class EventRecorder:
         self._last_prune = now
         for key in [k for k, seen in self._seen.items() if now - seen.last_observed > self.window]:
             del self._seen[key]
-        for key in [k for k, bucket in self._buckets.items() if bucket.full(now)]:
-            del self._buckets[key]
+        for bucket_key in [k for k, bucket in self._buckets.items() if bucket.full(now)]:
+            del self._buckets[bucket_key]
 
     def _new_event(self, key: _Key, note: str, now: float) -> _Seen:
         self._sequence += 1

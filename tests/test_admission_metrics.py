@@ -13,7 +13,7 @@ from fitguard import __version__
 from kube.statefile import load_state
 from webhook.app import create_app
 from webhook.cluster import from_objects
-from webhook.review import WebhookConfig
+from webhook.review import WebhookOptions
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 CLUSTER = load_state(EXAMPLES / "cluster.yaml")
@@ -50,7 +50,7 @@ def answer(mode: str, obj: dict[str, Any], operation: str = "CREATE", broken: bo
     view = from_objects(copy.deepcopy(CLUSTER))
     if broken:
         view.templates = None  # type: ignore[assignment]  # the review itself fails: an internal error
-    client = create_app(view, WebhookConfig(mode=mode)).test_client()
+    client = create_app(view, WebhookOptions(mode=mode)).test_client()
     body = client.post("/validate", json=review(copy.deepcopy(obj), operation)).get_json()
     return bool(body["response"]["allowed"])
 
@@ -82,7 +82,7 @@ def test_each_verdict_is_counted_once_under_its_own_label() -> None:
 
 def test_build_info_names_the_webhook_and_its_version() -> None:
     """fitguard_build_info{component="webhook", version} is 1 once an app exists."""
-    create_app(from_objects([]), WebhookConfig())
+    create_app(from_objects([]), WebhookOptions())
     assert (
         REGISTRY.get_sample_value("fitguard_build_info", {"component": "webhook", "version": __version__})
         == 1

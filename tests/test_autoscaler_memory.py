@@ -27,7 +27,7 @@ from capacity.demand import Skipped, classify, pending_shapes
 from capacity.fit import PodNeeds
 from capacity.serve import denial_message, memory_reliance, memory_warnings, refusals
 from capacity.template import AutoscalerMemory, NodeGroupTemplate, View
-from controller.cli import render_table
+from controller.cli import cycle_table
 
 GIB = 2**30 * 1000  # milli-units
 T0 = parse_time("2026-11-30T12:00:00Z")
@@ -535,7 +535,7 @@ def test_the_controller_table_says_per_group_whether_cluster_autoscaler_remember
         group(None, name="ng-c").to_object(),
         group(AutoscalerMemory(False, "no running cluster-autoscaler found"), name="ng-d").to_object(),
     ]
-    lines = render_table({"nodeGroups": objects, "tagSync": [], "errors": {}}).splitlines()
+    lines = cycle_table({"nodeGroups": objects, "tagSync": [], "errors": {}}).splitlines()
     column = lines[0].index("CA MEMORY")
     cells = [(line.split()[0], line[column:].split("  ")[0].strip()) for line in lines[1:]]
     assert cells == [

@@ -143,7 +143,7 @@ def controller_report(kubeconfig: Path, capsys: pytest.CaptureFixture[str], *fla
     """`fitguard controller --once -o json` against the fake API server: the whole report."""
     capsys.readouterr()
     argv = ["controller", "--once", "-o", "json", "--kubeconfig", str(kubeconfig), *flags]
-    code = fitguard_main(argv, only="controller.cli")
+    code = fitguard_main(argv, only="controller")
     report = json.loads(capsys.readouterr().out)
     assert code == 0, report["errors"]
     return report

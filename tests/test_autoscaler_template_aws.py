@@ -22,7 +22,7 @@ from tests.awsfixtures import AwsEnvironment, fake_instance_requirements
 from tests.test_discovery_aws import ENABLED, asg, launch_template
 from webhook.app import create_app
 from webhook.cluster import from_objects
-from webhook.review import WebhookConfig
+from webhook.review import WebhookOptions
 
 # Every label cluster-autoscaler's m5.large template in us-east-1a carries, and no other.
 M5_LARGE_TEMPLATE_LABELS = {
@@ -45,7 +45,7 @@ def controller_once(tmp_path: Path, capsys: pytest.CaptureFixture[str], *objects
     state.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": list(objects)}))
     capsys.readouterr()
     argv = ["controller", "--once", "--dry-run", "-o", "json", "--state", str(state)]
-    assert fitguard_main(argv, only="controller.cli") == 0
+    assert fitguard_main(argv, only="controller") == 0
     return json.loads(capsys.readouterr().out)
 
 
@@ -68,7 +68,7 @@ def validate(objects: list[dict[str, Any]], pod_spec: dict[str, Any]) -> dict[st
             "object": pod,
         },
     }
-    client = create_app(from_objects(objects), WebhookConfig(mode="enforce")).test_client()
+    client = create_app(from_objects(objects), WebhookOptions(mode="enforce")).test_client()
     answer = client.post("/validate", json=review)
     assert answer.status_code == 200
     return dict(answer.get_json()["response"])

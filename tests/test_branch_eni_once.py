@@ -116,14 +116,14 @@ def write(tmp_path: Path, items: list[dict[str, Any]], captured: str | None = No
 def once(capsys: pytest.CaptureFixture[str], state: str) -> dict[str, Any]:
     argv = ["controller", "--once", "--dry-run", "-o", "json", "--state", state]
     argv += ["--scaling", "plan", "--scaling-scope", "all", "--sync-autoscaler-tags", "off"]
-    code = main(argv, only="controller.cli")
+    code = main(argv, only="controller")
     out = capsys.readouterr().out
     assert code == 0, out
     return json.loads(out)
 
 
 def report(capsys: pytest.CaptureFixture[str], state: str) -> dict[str, Any]:
-    code = main(["report", "--snapshot", state, "-o", "json"], only="fitguard.report")
+    code = main(["report", "--snapshot", state, "-o", "json"], only="report")
     out = capsys.readouterr().out
     assert code == 0, out
     return json.loads(out)

@@ -16,10 +16,8 @@ from cryptography import x509
 from cryptography.exceptions import InvalidSignature
 
 from certs import material
-from certs.rotation import CertificateSettings, webhook_patch
-from controller.certificates import (
-    CertificateReconciler,
-)
+from certs.rotation import CertificateOptions, webhook_patch
+from controller.certificates import CertificateReconciler
 
 ROOT = Path(__file__).resolve().parent.parent
 WEBHOOK_CONFIGURATIONS = ROOT / "manifests" / "base" / "webhook-configurations.yaml"
@@ -54,7 +52,7 @@ def cluster(fake_kube: Any) -> Any:
 
 
 def make_reconciler(cluster: Any, clock: Clock, **lifetimes: timedelta) -> CertificateReconciler:
-    settings = CertificateSettings(namespace=NAMESPACE, **lifetimes)
+    settings = CertificateOptions(namespace=NAMESPACE, **lifetimes)
     return CertificateReconciler(cluster.api_client(), settings, clock=clock)
 
 

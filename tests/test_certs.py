@@ -28,7 +28,7 @@ NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def generate(*argv: str) -> int:
-    return main(["certs", "generate", *argv], only="certs.cli")
+    return main(["certs", "generate", *argv], only="certs")
 
 
 @contextmanager

@@ -26,7 +26,7 @@ from kube.statefile import load_state
 from tests.fakekube.patch import json_patch
 from webhook.app import create_app
 from webhook.cluster import from_objects
-from webhook.review import WebhookConfig
+from webhook.review import WebhookOptions
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 CLUSTER = load_state(EXAMPLES / "cluster.yaml")
@@ -209,7 +209,7 @@ Answer = tuple[bool, str, list[str]]
 
 def through_webhook(case: Case) -> Answer:
     """The answer of the webhook's app: /mutate for a pod (its patch applied), then /validate."""
-    client = create_app(from_objects(case.state()), WebhookConfig(mode=case.mode)).test_client()
+    client = create_app(from_objects(case.state()), WebhookOptions(mode=case.mode)).test_client()
     obj = copy.deepcopy(case.obj)
     group, _, version = obj["apiVersion"].rpartition("/")
     request = {

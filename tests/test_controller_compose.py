@@ -15,7 +15,7 @@ import pytest
 
 from controller.loop import ControllerLoop, LoopOptions
 from controller.run import ControllerOptions
-from controller.scaling import ScalingConfig
+from controller.scaling_options import ScalingOptions
 from controller.source import CachedSource
 from fitguard.demo_seed import seed_moto
 from kube.client import as_kube_client
@@ -44,7 +44,7 @@ def started_loop(cluster: Any, controller: ControllerOptions) -> ControllerLoop:
         controller=controller,
         metrics_bind="127.0.0.1:0",
         namespace=NAMESPACE,
-        scaling=ScalingConfig(mode="plan"),
+        scaling=ScalingOptions(mode="plan"),
         verify_with_ec2=True,
     )
     loop = ControllerLoop(options, as_kube_client(cluster.api_client()))

@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from capacity.planner import PlannerConfig, parse_headroom
+from capacity.planner import PlannerOptions, parse_headroom
 from controller.compose import aws_clients, cluster_source
 from controller.run import ControllerOptions, ScalingInputs, run_once
-from controller.scaling import ScalingConfig
 from controller.scaling_cli import build_driver
+from controller.scaling_options import ScalingOptions
 from fitguard.demo_seed import seed_moto
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,8 +31,8 @@ HEADROOM = ("ng-general:pod-eni=40", "ng-burst:cpu=1", "ng-none:cpu=1")
 def demo_report() -> Any:
     options = ControllerOptions(state=str(EXAMPLES / "cluster.yaml"), cluster_name="demo")
     clients = aws_clients("")
-    planner = PlannerConfig(headroom=tuple(h for text in HEADROOM for h in parse_headroom(text)))
-    driver = build_driver(ScalingConfig(mode="plan", planner=planner), clients.autoscaling)
+    planner = PlannerOptions(headroom=tuple(h for text in HEADROOM for h in parse_headroom(text)))
+    driver = build_driver(ScalingOptions(mode="plan", planner=planner), clients.autoscaling)
     assert driver is not None
     source = cluster_source(options)
     return run_once(options, clients=clients, source=source, scaling=ScalingInputs(driver))

@@ -283,7 +283,7 @@ def test_cli_once_dry_run_json(
     state = tmp_path / "cluster.json"
     state.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [*nodes, daemonset]}))
     argv = ["controller", "--once", "--dry-run", "-o", "json", "--state", str(state)]
-    code = fitguard_main(argv, only="controller.cli")
+    code = fitguard_main(argv, only="controller")
     report = json.loads(capsys.readouterr().out)
     assert code == 0
     by_name = {o["metadata"]["name"]: o["spec"] for o in report["nodeGroups"]}
@@ -386,7 +386,7 @@ def test_cli_once_json_t2_medium_is_amd64_and_p4d_has_737_pods(
     state = tmp_path / "cluster.json"
     state.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": []}))
     argv = ["controller", "--once", "--dry-run", "-o", "json", "--state", str(state)]
-    code = fitguard_main(argv, only="controller.cli")
+    code = fitguard_main(argv, only="controller")
     specs = {o["metadata"]["name"]: o["spec"] for o in json.loads(capsys.readouterr().out)["nodeGroups"]}
     assert code == 0
     assert {

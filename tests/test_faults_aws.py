@@ -15,7 +15,7 @@ from botocore.awsrequest import AWSPreparedRequest, AWSResponse
 
 from controller.aws.clients import AwsClients
 from controller.run import ControllerOptions, ScalingInputs, run_once
-from controller.scaling import ON, ScalingConfig, ScalingDriver
+from controller.scaling import ON, ScalingDriver, ScalingOptions
 from tests.awsfixtures import AwsEnvironment, _RawBody, error_response
 from tests.fakekube.server import FakeKubeServer
 from tests.test_discovery_aws import ENABLED, asg, launch_template, scratch_pod
@@ -67,7 +67,7 @@ def setup(
         launch_template(clients.ec2, name, "m5.large", root)
         asg(clients.autoscaling, name, ENABLED)
     fake_kube.create(scratch_pod())
-    return clients, ScalingDriver(ScalingConfig(mode=ON), clients.autoscaling)
+    return clients, ScalingDriver(ScalingOptions(mode=ON), clients.autoscaling)
 
 
 def cycle(fake_kube: FakeKubeServer, clients: AwsClients, driver: ScalingDriver) -> dict[str, Any]:
@@ -99,7 +99,7 @@ def test_a_failed_second_page_of_asgs_deletes_nothing_and_scales_nothing(
     every published template stays as it was (none deleted for a group missing from page 1), no
     SetDesiredCapacity is sent; the next clean cycle scales ng-a once."""
     clients, driver = setup
-    published = cycle(fake_kube, clients, ScalingDriver(ScalingConfig(mode="plan"), clients.autoscaling))
+    published = cycle(fake_kube, clients, ScalingDriver(ScalingOptions(mode="plan"), clients.autoscaling))
     assert published["errors"] == {} and sorted(templates(fake_kube)) == sorted(GROUPS)
     before = templates(fake_kube)
     sets = count_sets(clients)

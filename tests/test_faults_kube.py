@@ -21,7 +21,7 @@ from tests.fakekube.server import FakeKubeServer
 from tests.waiting import eventually
 from webhook.app import create_app
 from webhook.cluster import ClusterView, start_reflectors
-from webhook.review import WebhookConfig
+from webhook.review import WebhookOptions
 from webhook.status import answer
 
 SGP_PATH = "securitygrouppolicies"
@@ -77,7 +77,7 @@ def webhook(fake_kube: FakeKubeServer) -> Iterator[tuple[ClusterView, FlaskClien
     seed_shop(fake_kube)
     view = ClusterView()
     reflectors: list[Reflector] = []
-    client = create_app(view, WebhookConfig()).test_client()
+    client = create_app(view, WebhookOptions()).test_client()
     yield view, client, reflectors
     for reflector in reflectors:
         reflector.stop()
@@ -85,7 +85,7 @@ def webhook(fake_kube: FakeKubeServer) -> Iterator[tuple[ClusterView, FlaskClien
 
 def readyz(view: ClusterView) -> int:
     """The status port's /readyz answer for this view (the certificate counted as loaded)."""
-    return answer("GET", "/readyz", view, WebhookConfig(), lambda: True)[0]
+    return answer("GET", "/readyz", view, WebhookOptions(), lambda: True)[0]
 
 
 def start(view: ClusterView, fake_kube: FakeKubeServer, reflectors: list[Reflector]) -> None:

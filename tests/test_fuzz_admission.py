@@ -37,7 +37,7 @@ from tests.webhook_server import Server, admission_review, post, running
 from webhook.app import API_VERSIONS, create_app
 from webhook.cluster import ClusterView, from_objects
 from webhook.memo import RefusalMemo
-from webhook.review import MAX_BODY_BYTES, MODES, WebhookConfig
+from webhook.review import MAX_BODY_BYTES, MODES, WebhookOptions
 
 
 def examples(default: int) -> settings:
@@ -82,7 +82,7 @@ CLUSTER = [
 VIEW = from_objects(CLUSTER)
 # Every mode under both failure policies: `fail` turns a handler's bug into a denial, not a 5xx.
 APPS = {
-    (mode, policy): create_app(VIEW, WebhookConfig(mode=mode, failure_policy=policy)).test_client()
+    (mode, policy): create_app(VIEW, WebhookOptions(mode=mode, failure_policy=policy)).test_client()
     for mode in MODES
     for policy in ("ignore", "fail")
 }
@@ -509,7 +509,7 @@ def test_an_injected_fault_is_answered_by_the_failure_policy(
         monkeypatch.setattr(ClusterView, "security_groups", broken)
     else:
         monkeypatch.setattr(RefusalMemo, "refusals", broken)
-    client = create_app(VIEW, WebhookConfig(mode="enforce", failure_policy=policy)).test_client()
+    client = create_app(VIEW, WebhookOptions(mode="enforce", failure_policy=policy)).test_client()
     counted, logged = internal_errors()
     answer = client.post(endpoint, data=json.dumps(BASES[0]), headers={"Content-Type": "application/json"})
     assert internal_errors() == (counted + 1, logged + 1)

@@ -21,7 +21,7 @@ import pytest
 from capacity.resources import POD_ENI
 from controller.loop import ControllerLoop, LoopOptions
 from controller.run import ControllerOptions
-from controller.scaling import ON, PLAN, ScalingConfig
+from controller.scaling import ON, PLAN, ScalingOptions
 from fitguard.cli import build_parser
 from kube.client import as_kube_client
 from tests import autoscaler_template
@@ -185,7 +185,7 @@ class Running:
             interval=0.3,
             reconcile_interval=0.05,
             metrics_bind="127.0.0.1:0",
-            scaling=ScalingConfig(mode=mode),
+            scaling=ScalingOptions(mode=mode),
             guard_grace=GRACE,
         )
         self.loop = ControllerLoop(options, as_kube_client(fake_kube.api_client()))
@@ -324,7 +324,7 @@ def test_with_scaling_on_fitguard_scales_the_group_and_keeps_the_labels(
 
 def test_guard_grace_is_a_controller_flag_with_a_duration() -> None:
     """`fitguard controller --guard-grace`: 30 s by default, Go-style durations, refused otherwise."""
-    parser = build_parser("controller.cli")
+    parser = build_parser("controller")
     assert parser.parse_args(["controller"]).guard_grace == 30.0
     assert parser.parse_args(["controller", "--guard-grace", "1m30s"]).guard_grace == 90.0
     with pytest.raises(SystemExit):

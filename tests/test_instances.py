@@ -247,7 +247,7 @@ def test_cluster_autoscaler_shapes_agree_with_conformance_data() -> None:
 
 
 def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
-    code = fitguard_main(["instance-types", *argv], only="fitguard.instance_types")
+    code = fitguard_main(["instance-types", *argv], only="instance-types")
     return code, capsys.readouterr().out
 
 
@@ -405,7 +405,7 @@ def test_cli_table_has_one_row_per_type_and_says_unknown(capsys: pytest.CaptureF
 def test_cli_help_documents_the_exit_status(capsys: pytest.CaptureFixture[str]) -> None:
     """--help says what the exit statuses and null mean."""
     with pytest.raises(SystemExit) as exit_info:
-        fitguard_main(["instance-types", "--help"], only="fitguard.instance_types")
+        fitguard_main(["instance-types", "--help"], only="instance-types")
     text = capsys.readouterr().out
     assert exit_info.value.code == 0
     assert "exit status" in text and "unknown" in text and "null" in text

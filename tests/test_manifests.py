@@ -540,7 +540,7 @@ def test_the_webhook_arguments_parse_and_the_mode_overlays_set_the_mode(
     rendered: dict[str, list[Obj]], variant: str
 ) -> None:
     args = container(rendered[variant], "fitguard-webhook")["args"]
-    parsed = build_parser("webhook.cli").parse_args(args)
+    parsed = build_parser("webhook").parse_args(args)
     assert parsed.mode == (variant if variant in ("warn", "audit") else "enforce"), shlex.join(args)
     assert parsed.failure_policy == ("fail" if variant == "fail-closed" else "ignore")
 
@@ -550,7 +550,7 @@ def test_the_controller_arguments_parse_with_the_controller_cli(
     rendered: dict[str, list[Obj]], variant: str
 ) -> None:
     args = container(rendered[variant], "fitguard-controller")["args"]
-    build_parser("controller.cli").parse_args(args)
+    build_parser("controller").parse_args(args)
 
 
 def test_the_scaling_and_reclaim_overlays_switch_those_features_on(rendered: dict[str, list[Obj]]) -> None:

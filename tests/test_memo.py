@@ -9,7 +9,7 @@ from pathlib import Path
 from capacity.fit import PodNeeds
 from kube.statefile import load_state
 from webhook.cluster import from_objects
-from webhook.review import WebhookConfig
+from webhook.review import WebhookOptions
 from webhook.validate import review
 
 OBJECTS = load_state(Path(__file__).resolve().parents[1] / "examples" / "cluster.yaml")
@@ -52,7 +52,7 @@ def test_pods_judged_alike_share_a_key_and_others_do_not() -> None:
 
 def test_a_remembered_denial_is_forgotten_when_a_template_changes() -> None:
     view = from_objects(copy.deepcopy(OBJECTS))
-    config = WebhookConfig(mode="enforce")
+    config = WebhookOptions(mode="enforce")
     assert not review(request("one", {"ephemeral-storage": "30Gi"}), view, config).allowed
     assert not review(request("two", {"ephemeral-storage": "30Gi"}), view, config).allowed
     tagged = next(o for o in copy.deepcopy(OBJECTS) if o["metadata"]["name"] == "ng-batch")

@@ -16,7 +16,7 @@ from capacity.names import EXHAUSTED_LABEL
 from webhook import status
 from webhook.app import create_app
 from webhook.cluster import ClusterView, from_objects
-from webhook.review import MAX_BODY_BYTES, WebhookConfig
+from webhook.review import MAX_BODY_BYTES, WebhookOptions
 
 
 def apply_patch(document: Any, patch: list[dict[str, Any]]) -> Any:
@@ -47,7 +47,7 @@ def _cases(*groups: str) -> list[Any]:
 
 def client_for(objects: list[dict[str, Any]], **config: Any) -> FlaskClient:
     # /validate is the lead's handler, tested on its own: here only its HTTP envelope is checked
-    app = create_app(from_objects(objects), WebhookConfig(**config))
+    app = create_app(from_objects(objects), WebhookOptions(**config))
     return app.test_client()
 
 
@@ -426,7 +426,7 @@ def test_health_readiness_snapshot_and_metrics() -> None:
     view = from_objects([service_account("shop"), sg_policy("shop", ["sg-1"], {"podSelector": {}})])
 
     def get(path: str, cluster: ClusterView = view, tls: bool = True) -> tuple[int, bytes]:
-        code, body, _ = status.answer("GET", path, cluster, WebhookConfig(), lambda: tls)
+        code, body, _ = status.answer("GET", path, cluster, WebhookOptions(), lambda: tls)
         return code, body
 
     assert get("/healthz") == (200, b"ok\n")

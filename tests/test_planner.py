@@ -21,7 +21,7 @@ from capacity.planner import (
     Headroom,
     HeadroomLine,
     NodeFree,
-    PlannerConfig,
+    PlannerOptions,
     parse_headroom,
     plan,
 )
@@ -94,7 +94,7 @@ def test_least_waste_ties_break_by_name_so_replicas_agree() -> None:
 
 def test_priority_expander_prefers_the_highest_matching_regex_and_drops_unmatched_groups() -> None:
     priorities = parse_priorities("10:\n  - .*-large$\n50:\n  - ^ng-spot-.*\n")
-    config = PlannerConfig(expanders=(PRIORITY, "least-waste"), priorities=priorities)
+    config = PlannerOptions(expanders=(PRIORITY, "least-waste"), priorities=priorities)
     templates = [group("ng-large"), group("ng-spot-a", cpu="16", memory="64Gi"), group("ng-other")]
     p = plan([shape("p", 1, cpu="1")], templates, now=NOW, config=config)
     assert sizes(p) == {"ng-spot-a": (0, 1)}
@@ -120,7 +120,10 @@ def test_max_size_caps_the_scale_up_and_the_rest_get_the_reason() -> None:
 
 def test_max_nodes_per_scale_up_caps_one_group() -> None:
     p = plan(
-        [shape("big", 5, cpu="1500m")], [group("ng")], now=NOW, config=PlannerConfig(max_nodes_per_scale_up=3)
+        [shape("big", 5, cpu="1500m")],
+        [group("ng")],
+        now=NOW,
+        config=PlannerOptions(max_nodes_per_scale_up=3),
     )
     assert sizes(p) == {"ng": (0, 3)}
     assert p.not_helped[0].reasons == {"ng": ("max nodes per scale-up reached",)}
@@ -129,7 +132,7 @@ def test_max_nodes_per_scale_up_caps_one_group() -> None:
 def test_cooldown_keeps_a_recently_grown_group_still() -> None:
     templates = [group("ng", desired=1, nodes=1)]
     shapes = [shape("p", 1, cpu="1500m")]
-    config = PlannerConfig(cooldown=300.0)
+    config = PlannerOptions(cooldown=300.0)
     cooling = plan(shapes, templates, now=NOW, last_scale_up={"ng": NOW - 100}, config=config)
     assert cooling.scale_ups == ()
     assert cooling.not_helped[0].message() == f"pod didn't trigger scale-up: 1 {COOLDOWN}"
@@ -203,7 +206,7 @@ def test_identical_pods_are_one_shape() -> None:
 def test_headroom_scales_ahead_of_demand_from_true_free_capacity() -> None:
     """9 pod-eni wanted free; the one node has 9 but 6 are held (true free 3): one more node."""
     nodes = [node("n1", "ng", cpu="1", pods="20", pod_eni="3")]
-    config = PlannerConfig(headroom=tuple(parse_headroom("ng:pod-eni=9")))
+    config = PlannerOptions(headroom=tuple(parse_headroom("ng:pod-eni=9")))
     p = plan([], [group("ng", desired=1, nodes=1)], nodes, now=NOW, config=config)
     assert sizes(p) == {"ng": (1, 2)}
     assert p.scale_ups[0].pods == ()

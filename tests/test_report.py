@@ -28,7 +28,7 @@ CONTRACT_KEYS = {
 
 
 def report(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
-    code = main(["report", *args], only="fitguard.report")
+    code = main(["report", *args], only="report")
     return code, capsys.readouterr().out
 
 
@@ -94,9 +94,9 @@ def test_the_configmap_cooldown_sets_the_window(capsys, tmp_path) -> None:
 
 
 def test_a_missing_snapshot_or_bad_time_is_a_clear_error(capsys, tmp_path) -> None:
-    assert main(["report", "--snapshot", str(tmp_path / "nope.json")], only="fitguard.report") == 1
+    assert main(["report", "--snapshot", str(tmp_path / "nope.json")], only="report") == 1
     assert "nope.json" in capsys.readouterr().err
-    assert main(["report", "--snapshot", SNAPSHOT, "--now", "noon"], only="fitguard.report") == 2
+    assert main(["report", "--snapshot", SNAPSHOT, "--now", "noon"], only="report") == 2
     assert "--now" in capsys.readouterr().err
 
 

@@ -10,7 +10,8 @@ import pytest
 
 from capacity.branch_eni import ON_DELETE
 from capacity.resources import POD_ENI
-from controller.rescue import carry_out, parse_duration, reclaim_candidates, rescue_candidates
+from cmdline.durations import parse_duration
+from controller.rescue import carry_out, reclaim_candidates, rescue_candidates
 from kube.events import EventRecorder
 
 NOW = 1_700_000_000.0

@@ -17,8 +17,8 @@ from controller.aws.clients import AwsClients
 from controller.scaling import (
     ON,
     PLAN,
-    ScalingConfig,
     ScalingDriver,
+    ScalingOptions,
     exhausted_groups,
     groups_to_mark,
 )
@@ -119,7 +119,7 @@ def desired(aws: AwsEnvironment, name: str) -> int:
 def driver(mode: str, fake_kube: Any = None, **config: Any) -> ScalingDriver:
     recorder = EventRecorder(fake_kube.api_client(), "test") if fake_kube is not None else None
     return ScalingDriver(
-        ScalingConfig(mode=mode, **config), AwsClients.from_environment().autoscaling, recorder
+        ScalingOptions(mode=mode, **config), AwsClients.from_environment().autoscaling, recorder
     )
 
 
@@ -174,7 +174,7 @@ def test_on_mode_sets_the_desired_capacity_and_leaves_its_tag(aws: AwsEnvironmen
         == "pod triggered scale-up: [{ng-large 0->1 (max: 10)}]"
     )
     assert groups_to_mark(templates, d.config) == {"ng-large", "ng-4xlarge", "ng-small-disk"}
-    assert groups_to_mark(templates, ScalingConfig(mode=PLAN)) == set()
+    assert groups_to_mark(templates, ScalingOptions(mode=PLAN)) == set()
 
 
 def test_a_correct_tag_leaves_the_pod_to_cluster_autoscaler(aws: AwsEnvironment) -> None:

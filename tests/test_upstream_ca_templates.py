@@ -14,7 +14,7 @@ from capacity import autoscaler_view as av
 from capacity.quantity import parse_quantity
 from capacity.taints import Taint
 from capacity.template_pods import template_node_pods
-from capacity.template_taints import TaintConfig, sanitize_taints
+from capacity.template_taints import TaintOptions, sanitize_taints
 from tests.upstream import cluster_autoscaler_templates as table
 
 
@@ -75,7 +75,7 @@ def test_sanitized_template(case: dict[str, Any]) -> None:
 def test_sanitize_taints(case: dict[str, Any]) -> None:
     """SanitizeTaints keeps exactly these taints, in order."""
     raw = case["input"]["config"]
-    config = TaintConfig(
+    config = TaintOptions(
         startup_taints=frozenset(raw.get("startup_taints", ())),
         startup_taint_prefixes=tuple(raw.get("startup_taint_prefixes", ())),
         status_taints=frozenset(raw.get("status_taints", ())),

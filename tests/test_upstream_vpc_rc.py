@@ -18,12 +18,12 @@ from tests.upstream.sgp_matching import MatchCase
 from tests.upstream.vpc_rc_pod_webhook import FARGATE_LABEL, NAMESPACE, POD_ENI, POD_SG, WebhookCase
 from webhook.app import create_app
 from webhook.cluster import from_objects
-from webhook.review import WebhookConfig
+from webhook.review import WebhookOptions
 
 
 def client_for(objects: list[dict[str, Any]]) -> FlaskClient:
     """The webhook over exactly these objects, with fitguard's own guard off (upstream has none)."""
-    return create_app(from_objects(objects), WebhookConfig(eni_guard=False)).test_client()
+    return create_app(from_objects(objects), WebhookOptions(eni_guard=False)).test_client()
 
 
 def review(pod: dict[str, Any], uid: str = "uid-1") -> dict[str, Any]:

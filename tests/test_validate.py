@@ -12,13 +12,13 @@ import pytest
 from capacity.template import NodeGroupTemplate
 from kube.statefile import load_state
 from webhook.cluster import ClusterView, from_objects
-from webhook.review import WebhookConfig
+from webhook.review import WebhookOptions
 from webhook.validate import COLD_START, MAX_WARNING, WARNING_LIMIT, review, whole_warning
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 CLUSTER = load_state(EXAMPLES / "cluster.yaml")
 WORKLOADS = {obj["metadata"]["name"]: obj for obj in load_state(EXAMPLES / "workloads.yaml")}
-ENFORCE = WebhookConfig(mode="enforce")
+ENFORCE = WebhookOptions(mode="enforce")
 
 
 def cluster(*extra: dict[str, Any], drop: tuple[str, ...] = ()) -> ClusterView:
@@ -140,7 +140,7 @@ def test_daemonset_overhead_tips_a_pod_over() -> None:
 
 
 def test_a_deployment_is_refused_with_the_field_path_in_warn_mode() -> None:
-    verdict = review(request(WORKLOADS["video-transcode"]), cluster(), WebhookConfig(mode="warn"))
+    verdict = review(request(WORKLOADS["video-transcode"]), cluster(), WebhookOptions(mode="warn"))
     assert verdict.allowed
     assert verdict.warnings
     assert all(len(w) <= MAX_WARNING for w in verdict.warnings)
@@ -157,7 +157,7 @@ def test_a_deployment_is_refused_with_the_field_path_in_warn_mode() -> None:
 def test_warn_mode_gives_one_whole_warning_per_group_when_a_field_line_would_be_cut() -> None:
     """Three groups refuse the same field and do not fit one 120-character line: one warning per
     group, none cut, each naming its reason; the whole denial message is the finding to record."""
-    verdict = review(request(WORKLOADS["video-transcode"]), cluster(), WebhookConfig(mode="warn"))
+    verdict = review(request(WORKLOADS["video-transcode"]), cluster(), WebhookOptions(mode="warn"))
     field = "spec.template.spec.containers[0].resources.limits.ephemeral-storage"
     assert verdict.allowed and verdict.message == ""
     assert verdict.warnings == [
@@ -181,7 +181,7 @@ def test_warn_mode_names_twelve_groups_per_field_and_counts_the_rest() -> None:
     view = cluster(
         *groups, drop=tuple(o["metadata"]["name"] for o in CLUSTER if o["kind"] == "NodeGroupTemplate")
     )
-    verdict = review(request(pod("x", {"cpu": "300"})), view, WebhookConfig(mode="warn"))
+    verdict = review(request(pod("x", {"cpu": "300"})), view, WebhookOptions(mode="warn"))
     field = "spec.containers[0].resources.requests.cpu"
     assert verdict.warnings == [f"{field}: fits no node group: ng-small-{i:02d} (cpu)" for i in range(12)] + [
         f"{field}: and 3 more node groups do not fit"
@@ -216,7 +216,7 @@ def test_job_and_cronjob_templates_are_found() -> None:
         "spec": {"jobTemplate": {"spec": {"template": template}}},
     }
     assert not review(request(job), cluster(), ENFORCE).allowed
-    warn = review(request(cron), cluster(), WebhookConfig(mode="warn"))
+    warn = review(request(cron), cluster(), WebhookOptions(mode="warn"))
     assert warn.warnings[0].startswith("spec.jobTemplate.spec.template.spec.containers[0].resources.requests")
 
 

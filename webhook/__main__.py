@@ -1,3 +1,6 @@
-from fitguard.cli import module_main
+"""`python -m webhook`: the same as `fitguard webhook`."""
 
-module_main("webhook.cli", "webhook")
+from cmdline.runner import module_main
+from webhook.cli import register
+
+module_main(register, "webhook")

@@ -21,13 +21,13 @@ from werkzeug.exceptions import HTTPException, MethodNotAllowed
 
 from webhook import metrics, mutate, validate
 from webhook.cluster import ClusterView
-from webhook.review import Verdict, WebhookConfig, exemption
+from webhook.review import Verdict, WebhookOptions, exemption
 
 log = logging.getLogger(__name__)
 
 API_VERSIONS = ("admission.k8s.io/v1", "admission.k8s.io/v1beta1")
 JSON_TYPE = "application/json"
-Handler = Callable[[Mapping[str, Any], ClusterView, WebhookConfig], Verdict]
+Handler = Callable[[Mapping[str, Any], ClusterView, WebhookOptions], Verdict]
 AuditSink = Callable[[Mapping[str, Any], str], None]
 
 
@@ -90,19 +90,101 @@ def review_response(api_version: str, uid: str, verdict: Verdict, mutating: bool
     return {"apiVersion": api_version, "kind": "AdmissionReview", "response": response}
 
 
-def mutate_handler(req: Mapping[str, Any], cluster: ClusterView, config: WebhookConfig) -> Verdict:
+def mutate_handler(req: Mapping[str, Any], cluster: ClusterView, config: WebhookOptions) -> Verdict:
     if not is_pod_create(req):
         return Verdict(allowed=True)
     return mutate.review(req, cluster, config)
 
 
-def failure_verdict(config: WebhookConfig) -> Verdict:
+def failure_verdict(config: WebhookOptions) -> Verdict:
     if config.failure_policy == "fail":
         return Verdict.deny("fitguard hit an internal error (see its logs)", code=500, reason="InternalError")
     return Verdict(allowed=True, warnings=["fitguard could not review this object (internal error)"])
 
 
-def create_app(cluster: ClusterView, config: WebhookConfig, audit: AuditSink | None = None) -> Flask:
+class Admission:
+    """What POST /mutate and /validate do, for one app: the HTTP checks, the review by a handler, its
+    metrics, and the findings of modes warn and audit handed to `audit`. `create_app` wires it."""
+
+    def __init__(self, cluster: ClusterView, config: WebhookOptions, audit: AuditSink | None = None) -> None:
+        self.cluster = cluster
+        self.config = config
+        self.audit = audit
+
+    def admit(self, name: str, handler: Handler, mutating: bool) -> Response:
+        refused = self._refuse_unread(name)
+        if refused is not None:
+            return refused
+        started = time.perf_counter()
+        in_flight = metrics.IN_FLIGHT.labels(name)
+        in_flight.inc()
+        try:
+            return self._answer(name, handler, mutating)
+        finally:
+            in_flight.dec()
+            metrics.DURATION.labels(name).observe(time.perf_counter() - started)
+
+    def _refuse_unread(self, name: str) -> Response | None:
+        """415 for a wrong content type, 413 for a declared length over the limit; None to go on."""
+        if request.mimetype != JSON_TYPE:
+            metrics.INVALID.labels(name, "415").inc()
+            return _json({"message": f"content type must be {JSON_TYPE}"}, 415)
+        length = request.content_length
+        if length is not None and length > self.config.max_body_bytes:
+            metrics.INVALID.labels(name, "413").inc()
+            # answered unread; gunicorn discards the declared body before reusing the connection
+            return _json({"message": "request body too large"}, 413)
+        return None
+
+    def _answer(self, name: str, handler: Handler, mutating: bool) -> Response:
+        body = request.get_data(cache=False)
+        if len(body) > self.config.max_body_bytes:  # chunked: no Content-Length to judge it by
+            metrics.INVALID.labels(name, "413").inc()
+            return _json({"message": "request body too large"}, 413)
+        try:
+            api_version, req = parse_review(body)
+        except BadReview as err:
+            metrics.INVALID.labels(name, str(err.code)).inc()
+            return _json({"message": err.message}, err.code)
+        verdict, outcome = self._verdict(name, handler, req, mutating)
+        metrics.REVIEWS.labels(name, _kind(req), str(req.get("operation") or ""), outcome).inc()
+        answer = review_response(api_version, req["uid"], verdict, mutating)
+        metrics.REQUESTS.labels(
+            name,
+            str(req.get("operation") or ""),
+            "true" if verdict.allowed else "false",
+            "true" if req.get("dryRun") is True else "false",
+        ).inc()
+        return _json(answer)
+
+    def _verdict(
+        self, name: str, handler: Handler, req: Mapping[str, Any], mutating: bool
+    ) -> tuple[Verdict, str]:
+        """The verdict on `req` and its outcome label; an exempt request is allowed with the reason."""
+        reason = exemption(req, self.cluster, self.config)
+        if reason is not None:
+            return Verdict(allowed=True, message=reason), "allow"
+        try:
+            verdict = handler(req, self.cluster, self.config)
+            outcome = _verdict_label(verdict, mutating)
+        except Exception:  # any bug becomes the failure policy's answer, never a 500
+            log.exception("%s: review %s failed", name, req.get("uid"))
+            metrics.ERRORS.labels(name).inc()
+            verdict = failure_verdict(self.config)
+            outcome = "error"
+        if verdict.allowed and verdict.finding and not mutating and req.get("dryRun") is not True:
+            # a dry run gets the same answer and causes nothing else
+            self._finding(req, verdict.finding, verdict.finding_mode)
+        return verdict, outcome
+
+    def _finding(self, req: Mapping[str, Any], message: str, mode: str) -> None:
+        metrics.AUDITED.labels(mode).inc()
+        log.warning("%s: %s %s/%s: %s", mode, _kind(req), req.get("namespace"), _name(req), message)
+        if self.audit is not None:
+            self.audit(req, message)
+
+
+def create_app(cluster: ClusterView, config: WebhookOptions, audit: AuditSink | None = None) -> Flask:
     """`audit` receives the findings of modes warn and audit (allowed, but no node group fits), to
     record off the request path."""
     # no static route (Flask would serve ./static of the working directory) and no automatic
@@ -115,71 +197,15 @@ def create_app(cluster: ClusterView, config: WebhookConfig, audit: AuditSink | N
     # One byte over the limit: werkzeug cuts a chunked body at MAX_CONTENT_LENGTH without an error,
     # so reading limit + 1 bytes is how an oversized chunked body is told from one at the limit.
     app.config["MAX_CONTENT_LENGTH"] = config.max_body_bytes + 1
-
-    def admit(name: str, handler: Handler, mutating: bool) -> Response:
-        if request.mimetype != JSON_TYPE:
-            metrics.INVALID.labels(name, "415").inc()
-            return _json({"message": f"content type must be {JSON_TYPE}"}, 415)
-        length = request.content_length
-        if length is not None and length > config.max_body_bytes:
-            metrics.INVALID.labels(name, "413").inc()
-            # answered unread; gunicorn discards the declared body before reusing the connection
-            return _json({"message": "request body too large"}, 413)
-        started = time.perf_counter()
-        in_flight = metrics.IN_FLIGHT.labels(name)
-        in_flight.inc()
-        try:
-            body = request.get_data(cache=False)
-            if len(body) > config.max_body_bytes:  # chunked: no Content-Length to judge it by
-                metrics.INVALID.labels(name, "413").inc()
-                return _json({"message": "request body too large"}, 413)
-            try:
-                api_version, req = parse_review(body)
-            except BadReview as err:
-                metrics.INVALID.labels(name, str(err.code)).inc()
-                return _json({"message": err.message}, err.code)
-            reason = exemption(req, cluster, config)
-            outcome = "allow"
-            if reason is not None:
-                verdict = Verdict(allowed=True, message=reason)
-            else:
-                try:
-                    verdict = handler(req, cluster, config)
-                    outcome = _verdict_label(verdict, mutating)
-                except Exception:  # any bug becomes the failure policy's answer, never a 500
-                    log.exception("%s: review %s failed", name, req.get("uid"))
-                    metrics.ERRORS.labels(name).inc()
-                    verdict = failure_verdict(config)
-                    outcome = "error"
-                if verdict.allowed and verdict.finding and not mutating and req.get("dryRun") is not True:
-                    # a dry run gets the same answer and causes nothing else
-                    _finding(req, verdict.finding, verdict.finding_mode)
-            metrics.REVIEWS.labels(name, _kind(req), str(req.get("operation") or ""), outcome).inc()
-            answer = review_response(api_version, req["uid"], verdict, mutating)
-            metrics.REQUESTS.labels(
-                name,
-                str(req.get("operation") or ""),
-                "true" if verdict.allowed else "false",
-                "true" if req.get("dryRun") is True else "false",
-            ).inc()
-            return _json(answer)
-        finally:
-            in_flight.dec()
-            metrics.DURATION.labels(name).observe(time.perf_counter() - started)
-
-    def _finding(req: Mapping[str, Any], message: str, mode: str) -> None:
-        metrics.AUDITED.labels(mode).inc()
-        log.warning("%s: %s %s/%s: %s", mode, _kind(req), req.get("namespace"), _name(req), message)
-        if audit is not None:
-            audit(req, message)
+    admission = Admission(cluster, config, audit)
 
     @app.post("/mutate")
     def mutate_endpoint() -> Response:
-        return admit("mutate", mutate_handler, mutating=True)
+        return admission.admit("mutate", mutate_handler, mutating=True)
 
     @app.post("/validate")
     def validate_endpoint() -> Response:
-        return admit("validate", validate.review, mutating=False)
+        return admission.admit("validate", validate.review, mutating=False)
 
     @app.errorhandler(HTTPException)
     def http_error(err: HTTPException) -> Response:

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from webhook.review import FAILURE_POLICIES, MODES, WebhookConfig
+from webhook.review import FAILURE_POLICIES, MODES, WebhookOptions
 from webhook.tls import DEFAULT_RELOAD_INTERVAL_SECONDS
 
 DEFAULT_METRICS_BIND = "0.0.0.0:8080"  # as webhook/status.py; not imported, to keep --help light
@@ -65,6 +65,14 @@ def register(subparsers: Any) -> None:
             "pair to new connections without a restart; /readyz is 503 while no valid one is loaded."
         ),
     )
+    _add_serving_arguments(parser)
+    _add_review_arguments(parser)
+    _add_process_arguments(parser)
+    parser.set_defaults(func=run)
+
+
+def _add_serving_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ports and their TLS."""
     parser.add_argument(
         "--bind",
         default=DEFAULT_BIND,
@@ -95,6 +103,10 @@ def register(subparsers: Any) -> None:
         help="require a client certificate signed by a CA in this PEM file (the apiserver presents one "
         "when its admission configuration names it); reloaded like the certificate (default: off)",
     )
+
+
+def _add_review_arguments(parser: argparse.ArgumentParser) -> None:
+    """Where the cluster's objects come from and how a review is answered."""
     parser.add_argument("--state", type=Path, metavar="PATH", help="answer from this state file, no API")
     parser.add_argument("--kubeconfig", metavar="PATH", help="kubeconfig (default: in-cluster, $KUBECONFIG)")
     parser.add_argument("--context", help="kubeconfig context")
@@ -131,6 +143,10 @@ def register(subparsers: Any) -> None:
         default=os.environ.get("POD_NAMESPACE") or DEFAULT_NAMESPACE,
         help="the webhook's own namespace, never reviewed (default: $POD_NAMESPACE or %(default)s)",
     )
+
+
+def _add_process_arguments(parser: argparse.ArgumentParser) -> None:
+    """Workers, threads, metrics directory, log level."""
     parser.add_argument(
         "--workers", type=_positive, default=2, help="worker processes (default: %(default)s)"
     )
@@ -146,7 +162,6 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--log-level", choices=("debug", "info", "warning", "error"), default="info", help="(default: info)"
     )
-    parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -155,7 +170,7 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(process)d %(name)s: %(message)s"
     )
-    config = WebhookConfig(
+    config = WebhookOptions(
         mode=args.mode,
         failure_policy=args.failure_policy,
         eni_guard=args.eni_guard,

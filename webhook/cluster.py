@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any
 from capacity.branch_eni import COOLDOWN_KEY
 from capacity.names import TEMPLATE_KIND, VPC_CNI_CONFIG_NAME, VPC_CNI_CONFIG_NAMESPACE
 from capacity.sgp import SecurityGroupPolicy, compile_policy, matching_groups
+from capacity.string_maps import string_map
 from capacity.template import NodeGroupTemplate
 from kube.statefile import by_kind, load_state
 from kube.store import Store
 from webhook.memo import RefusalMemo
-from webhook.review import string_map
 
 if TYPE_CHECKING:
     from kube.client import ApiLike
@@ -40,18 +40,12 @@ class ServiceAccountNotFound(LookupError):
 def labels_of(obj: Mapping[str, Any]) -> dict[str, str]:
     meta = obj.get("metadata") or {}
     labels = meta.get("labels") if isinstance(meta, Mapping) else None
-    if labels is None:
-        return {}
-    if not isinstance(labels, Mapping):
-        raise TypeError("metadata.labels: expected a map")
-    return {str(k): str(v) for k, v in labels.items()}
+    return string_map(labels, "metadata.labels")
 
 
 def config_data(obj: Mapping[str, Any]) -> dict[str, str]:
-    data = obj.get("data") or {}
-    if not isinstance(data, Mapping):
-        raise TypeError("data: expected a map")
-    return {key: str(data[key]) for key in CONFIG_KEYS if key in data}
+    data = string_map(obj.get("data") or {}, "data")
+    return {key: data[key] for key in CONFIG_KEYS if key in data}
 
 
 def parse_bool(value: str | None) -> bool:

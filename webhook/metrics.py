@@ -96,7 +96,7 @@ VERDICTS = ("allow", "deny", "warn", "audit", "error")
 
 
 def set_build_info(component: str) -> None:
-    from fitguard import __version__
+    from cmdline import __version__
 
     BUILD_INFO.labels(component, __version__).set(1)
 

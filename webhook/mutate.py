@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from capacity.names import EXHAUSTED_LABEL
 from capacity.resources import POD_ENI
 from capacity.sgp import pod_has_eni_request
-from webhook.review import Verdict, WebhookConfig, effective_mode, request_namespace, soften
+from webhook.review import Verdict, WebhookOptions, effective_mode, request_namespace, soften
 
 PRIVATE_IPV4 = "vpc.amazonaws.com/PrivateIPv4Address"
 FARGATE_LABEL = "eks.amazonaws.com/fargate-profile"
@@ -230,7 +230,7 @@ def plan(pod: Mapping[str, Any], groups: list[str], *, windows_ipam: bool, eni_g
 
 
 def mutate_pod(
-    pod: Mapping[str, Any], namespace: str, cluster: SecurityGroupSource, config: WebhookConfig
+    pod: Mapping[str, Any], namespace: str, cluster: SecurityGroupSource, config: WebhookOptions
 ) -> Mutation:
     """Checks the pod, looks its groups up in memory when its type needs them, and plans.
     Raises PodError for a malformed pod and LookupError when the ServiceAccount is missing."""
@@ -245,7 +245,7 @@ def mutate_pod(
     )
 
 
-def review(request: Mapping[str, Any], cluster: SecurityGroupSource, config: WebhookConfig) -> Verdict:
+def review(request: Mapping[str, Any], cluster: SecurityGroupSource, config: WebhookOptions) -> Verdict:
     """The verdict on one pod CREATE (the HTTP layer has already checked kind, operation and
     exemptions)."""
     namespace = request_namespace(request)

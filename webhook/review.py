@@ -16,7 +16,7 @@ MAX_BODY_BYTES = 7 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
-class WebhookConfig:
+class WebhookOptions:
     """How the webhook answers.
 
     mode: enforce denies, warn allows with warnings, audit allows and only logs (the namespace label
@@ -77,7 +77,7 @@ def request_namespace(request: Mapping[str, Any]) -> str:
     return value if isinstance(value, str) else ""
 
 
-def exemption(request: Mapping[str, Any], cluster: NamespaceLabels, config: WebhookConfig) -> str | None:
+def exemption(request: Mapping[str, Any], cluster: NamespaceLabels, config: WebhookOptions) -> str | None:
     """Why this request is skipped, or None. Checked in code as well as in the webhook
     configuration's selectors, so a misconfigured selector cannot make the webhook block itself.
     An object's own ignore label counts only with `allow_object_ignore`."""
@@ -94,7 +94,7 @@ def exemption(request: Mapping[str, Any], cluster: NamespaceLabels, config: Webh
     return None
 
 
-def effective_mode(namespace: str, cluster: NamespaceLabels, config: WebhookConfig) -> str:
+def effective_mode(namespace: str, cluster: NamespaceLabels, config: WebhookOptions) -> str:
     """The namespace label `fitguard.io/mode` when it names a mode, else the configured one."""
     mode = cluster.namespace_labels(namespace).get(MODE_LABEL) if namespace else None
     return mode if mode in MODES else config.mode
@@ -107,11 +107,3 @@ def soften(verdict: Verdict, mode: str) -> Verdict:
         return verdict
     warnings = [*verdict.warnings, verdict.message] if mode == "warn" else list(verdict.warnings)
     return Verdict(allowed=True, patch=verdict.patch, message="", warnings=warnings)
-
-
-def string_map(raw: object) -> dict[str, str]:
-    """Labels as the API guarantees them (strings to strings); anything else in them is dropped,
-    since the API server would reject such an object before it exists."""
-    if not isinstance(raw, Mapping):
-        return {}
-    return {k: v for k, v in raw.items() if isinstance(k, str) and isinstance(v, str)}

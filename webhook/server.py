@@ -24,7 +24,7 @@ from typing import Any
 from gunicorn.app.base import BaseApplication
 
 from capacity.names import WEBHOOK_REPORTER
-from webhook.review import WebhookConfig
+from webhook.review import WebhookOptions
 from webhook.tls import (
     DEFAULT_RELOAD_INTERVAL_SECONDS,
     CertificateError,
@@ -51,7 +51,7 @@ class ServeOptions:
     bind: str
     tls_cert: Path
     tls_key: Path
-    config: WebhookConfig
+    config: WebhookOptions
     state: Path | None = None
     kubeconfig: str | None = None
     context: str | None = None
@@ -134,7 +134,7 @@ def _remove_metrics_dir(server: Any) -> None:
     shutil.rmtree(os.environ.get("PROMETHEUS_MULTIPROC_DIR", ""), ignore_errors=True)
 
 
-class WebhookServer(BaseApplication):  # type: ignore[misc]
+class WebhookServer(BaseApplication):
     """gunicorn run in-process, configured from ServeOptions rather than a config file."""
 
     def __init__(

@@ -19,7 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from webhook.cluster import ClusterView
-from webhook.review import WebhookConfig
+from webhook.review import WebhookOptions
 
 log = logging.getLogger(__name__)
 DEFAULT_METRICS_BIND = "0.0.0.0:8080"  # the default of `fitguard webhook --metrics-bind`
@@ -34,7 +34,7 @@ def waiting_for(cluster: ClusterView, tls_ready: Callable[[], bool]) -> list[str
     return waiting
 
 
-def snapshot(cluster: ClusterView, config: WebhookConfig) -> dict[str, Any]:
+def snapshot(cluster: ClusterView, config: WebhookOptions) -> dict[str, Any]:
     """What /snapshotz shows: the view's snapshot and the configuration it answers with."""
     shown = cluster.snapshot()
     shown["config"] = {
@@ -48,7 +48,7 @@ def snapshot(cluster: ClusterView, config: WebhookConfig) -> dict[str, Any]:
 
 
 def answer(
-    method: str, path: str, cluster: ClusterView, config: WebhookConfig, tls_ready: Callable[[], bool]
+    method: str, path: str, cluster: ClusterView, config: WebhookOptions, tls_ready: Callable[[], bool]
 ) -> tuple[int, bytes, str]:
     """(status, body, content type) of one request to the status port."""
     path = path.split("?", 1)[0]
@@ -94,7 +94,7 @@ class StatusServer:
         self,
         listener: socket.socket,
         cluster: ClusterView,
-        config: WebhookConfig,
+        config: WebhookOptions,
         tls_ready: Callable[[], bool],
     ) -> None:
         def respond(handler: BaseHTTPRequestHandler) -> None:

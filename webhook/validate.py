@@ -15,10 +15,11 @@ from typing import Any
 
 from capacity.fit import PodNeeds, Reason
 from capacity.serve import MAX_GROUP_LINES, GroupVerdict, denial_message, memory_warnings
+from capacity.string_maps import string_map
 from webhook import metrics
 from webhook.cluster import ClusterView
 from webhook.mutate import FARGATE_LABEL, PodError, apply_patch, mutate_pod
-from webhook.review import Verdict, WebhookConfig, effective_mode, request_namespace, string_map
+from webhook.review import Verdict, WebhookOptions, effective_mode, request_namespace
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +86,7 @@ def _template_changed(request: Mapping[str, Any], kind: str) -> bool:
 
 
 def _with_injected_eni(
-    template: PodTemplate, namespace: str, cluster: ClusterView, config: WebhookConfig
+    template: PodTemplate, namespace: str, cluster: ClusterView, config: WebhookOptions
 ) -> Mapping[str, Any]:
     """A workload's pods will be mutated at creation: judge its template as /mutate will leave
     them (the same code, without the guard affinity, which no new node's labels can fail)."""
@@ -160,7 +161,7 @@ def field_lines(verdicts: list[GroupVerdict], spec: Mapping[str, Any], base: str
     return [f"fields to edit: {', '.join(paths)}"] if paths else []
 
 
-def review(request: Mapping[str, Any], cluster: ClusterView, config: WebhookConfig) -> Verdict:
+def review(request: Mapping[str, Any], cluster: ClusterView, config: WebhookOptions) -> Verdict:
     kind_info = request.get("kind") or {}
     kind = str(kind_info.get("kind", "")) if isinstance(kind_info, Mapping) else ""
     operation = request.get("operation")

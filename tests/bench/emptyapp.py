@@ -31,7 +31,7 @@ def create_empty_app() -> Flask:
 
 
 def main() -> int:
-    from webhook.review import WebhookConfig
+    from webhook.review import WebhookOptions
     from webhook.server import ServeOptions, WebhookServer, prepare_metrics_dir
 
     parser = argparse.ArgumentParser(prog="python -m tests.bench.emptyapp")
@@ -47,7 +47,7 @@ def main() -> int:
         bind=args.bind,
         tls_cert=args.tls_cert,
         tls_key=args.tls_key,
-        config=WebhookConfig(),
+        config=WebhookOptions(),
         workers=args.workers,
         threads=args.threads,
         log_level=args.log_level,
