@@ -59,6 +59,8 @@ def command_of(argv: Sequence[str]) -> str | None:
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The `fitguard` parser with every subcommand, or with the subcommand `only` alone."""
+    if only is not None and only not in COMMANDS:
+        raise ValueError(f"no fitguard command {only!r} (one of {', '.join(COMMANDS)})")
     parser, subparsers = top_parser()
     for command in COMMANDS:
         if only is None or command == only:

@@ -114,7 +114,7 @@ def test_the_controller_stops_managing_certificates(objects: list[Obj]) -> None:
         "args"
     ]
     assert args == ["controller", "--leader-elect", "--metrics-bind=0.0.0.0:8080"]
-    assert build_parser("controller.cli").parse_args(args).manage_certificates is False
+    assert build_parser("controller").parse_args(args).manage_certificates is False
 
 
 def test_the_component_refuses_a_base_whose_fourth_argument_moved(tmp_path: Path) -> None:

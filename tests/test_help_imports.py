@@ -67,3 +67,12 @@ def test_every_command_is_loaded_by_its_own_name(command: str, capsys: pytest.Ca
         build_parser(command).parse_args([command, "--help"])
     assert stop.value.code == 0
     assert capsys.readouterr().out.startswith(f"usage: fitguard {command} ")
+
+
+def test_a_parser_for_an_unknown_command_is_refused_not_built_empty() -> None:
+    """`build_parser` with a name that is not a command (a module path, say) raises and names the
+    commands, instead of returning a parser that knows no command at all."""
+    with pytest.raises(
+        ValueError, match=r"no fitguard command 'controller.cli' \(one of webhook, controller, "
+    ):
+        build_parser("controller.cli")

@@ -175,7 +175,7 @@ def test_each_combination_passes_exactly_the_arguments_its_components_set(
     """Whole argument lists of both containers, and both parse with their command line: the mode
     and failure policy the webhook runs with, the controller's scaling, reclaim, and certificate
     management (off exactly with cert-manager)."""
-    webhook_cli, controller_cli = build_parser("webhook.cli"), build_parser("controller.cli")
+    webhook_cli, controller_cli = build_parser("webhook"), build_parser("controller")
     base_webhook, base_controller = args_of(base, "fitguard-webhook"), args_of(base, "fitguard-controller")
     for combination, objects in ours.items():
         webhook, controller = args_of(objects, "fitguard-webhook"), args_of(objects, "fitguard-controller")
