@@ -20,6 +20,7 @@ from capacity.branch_eni import (
     release_window_from_configmap,
 )
 from controller.records import NodeRecord, PodRecord
+from tests.budget import examples
 
 T0 = 1_714_564_800.0  # 2024-05-01T12:00:00Z
 WINDOW = 90.0
@@ -294,7 +295,7 @@ def _observed(b: BranchEniBooks, now: float):
     return {s.name: (s.in_use, s.held, s.waiting) for s in b.node_summary(now)}
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(lives=lives, actions=actions, release=st.sampled_from(["cooldown", "on-delete"]))
 @example(  # a finished pod deleted under on-delete: its tombstone must end
     lives=[_lifecycle("u1", node="n1", pod_eni=1, stage=3, ok=True, finish=5.0)],
@@ -336,7 +337,7 @@ def test_incremental_books_match_the_definitions_after_any_event_sequence(lives,
         assert _observed(b, later) == _expected(current, tombstones, release, later)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(lives=lives, keep=st.lists(st.booleans(), min_size=12, max_size=12))
 def test_a_relist_rebuild_equals_the_incremental_deletes_and_updates(lives, keep) -> None:
     """Books fed event by event, then a relist where some pods vanished, equal books that saw

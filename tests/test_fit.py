@@ -11,6 +11,7 @@ from capacity.quantity import canonical_quantity, parse_quantity
 from capacity.selectors import SelectorError
 from capacity.taints import Taint
 from capacity.template import View
+from tests.budget import examples
 
 M5_LARGE = View(
     allocatable={
@@ -253,14 +254,14 @@ views = st.builds(
 )
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(pod_specs, views)
 def test_fit_check_never_raises_on_a_pod_the_api_would_accept(spec: dict, view: View) -> None:
     reasons = check_fit(PodNeeds.from_spec(spec), view)
     assert all(r.message for r in reasons)
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(pod_specs, views, st.dictionaries(st.sampled_from([*RESOURCES, "pods"]), st.integers(0, 10**16)))
 def test_more_allocatable_never_turns_a_fit_into_a_non_fit(
     spec: dict, view: View, extra: dict[str, int]

@@ -25,6 +25,7 @@ from capacity.names import EXHAUSTED_LABEL
 from capacity.resources import POD_ENI, parse_resources
 from capacity.template import View
 from tests import autoscaler_template
+from tests.budget import examples
 
 NOW = 1_700_000_000.0
 GRACE_S = 30.0
@@ -32,6 +33,7 @@ AFFINITY_MESSAGE = (
     "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector. "
     "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
 )
+
 CPU_MESSAGE = "0/2 nodes are available: 2 Insufficient cpu."
 GUARD = {
     "nodeAffinity": {
@@ -227,7 +229,7 @@ GUARDED_SPEC = {
 }
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(
     books=st.lists(
         st.tuples(st.integers(0, 3), st.integers(0, 3), st.integers(0, 1), st.booleans()),
