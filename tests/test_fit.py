@@ -19,7 +19,7 @@ from capacity.fit import (
 )
 from capacity.quantity import canonical_quantity, parse_quantity
 from capacity.selectors import SelectorError
-from capacity.taints import Taint, Toleration
+from capacity.taints import Taint, Toleration, first_untolerated, parse_tolerations
 from capacity.template import View
 from tests.budget import examples
 
@@ -588,3 +588,102 @@ def test_the_field_prefix_is_the_callers() -> None:
     with pytest.raises(ValueError) as raised:
         PodNeeds.from_spec({"containers": [{"name": "c", "resources": {"requests": {"cpu": "-1"}}}]}, "t")
     assert str(raised.value) == "t.containers[0].resources.requests.cpu: must not be negative"
+
+
+# -- taints and tolerations whole (the mutation run of capacity/taints.py) ---------------------
+
+
+@pytest.mark.parametrize(
+    ("raw", "taint", "back"),
+    [
+        (
+            {"key": "k", "value": "v", "effect": "NoExecute"},
+            Taint("k", "v", "NoExecute"),
+            {"key": "k", "value": "v", "effect": "NoExecute"},
+        ),
+        (
+            {"key": "k", "effect": "NoSchedule"},
+            Taint("k", "", "NoSchedule"),
+            {"key": "k", "effect": "NoSchedule"},
+        ),
+        (
+            {"key": "k", "value": None, "effect": "NoSchedule"},
+            Taint("k", "", "NoSchedule"),
+            {"key": "k", "effect": "NoSchedule"},
+        ),
+        ({}, Taint("", "", ""), {"key": "", "effect": ""}),
+    ],
+)
+def test_a_taint_reads_and_writes_its_api_form(raw: dict, taint: Taint, back: dict) -> None:
+    """Taint.from_object and to_object: an empty value is left out of the API form."""
+    assert Taint.from_object(raw) == taint
+    assert taint.to_object() == back
+
+
+def test_a_taint_defaults_to_no_value_and_no_schedule() -> None:
+    """Taint("k") is `k:NoSchedule` with no value."""
+    assert Taint("k") == Taint("k", "", "NoSchedule")
+
+
+@pytest.mark.parametrize(
+    ("raw", "toleration"),
+    [
+        ({}, Toleration("", "Equal", "", "")),
+        ({"key": None, "operator": None, "value": None, "effect": None}, Toleration("", "Equal", "", "")),
+        (
+            {"key": "k", "operator": "Exists", "value": "v", "effect": "NoExecute"},
+            Toleration("k", "Exists", "v", "NoExecute"),
+        ),
+    ],
+)
+def test_a_toleration_reads_its_api_form(raw: dict, toleration: Toleration) -> None:
+    """Missing or null fields: no key, operator Equal, no value, any effect."""
+    assert Toleration.from_object(raw) == toleration
+    assert Toleration() == Toleration("", "Equal", "", "")
+
+
+@pytest.mark.parametrize(
+    ("toleration", "taint", "tolerated"),
+    [
+        (Toleration("k", "Equal", "v", ""), Taint("k", "v", "NoSchedule"), True),
+        (Toleration("k", "Equal", "v", "NoSchedule"), Taint("k", "v", "NoExecute"), False),
+        (Toleration("k", "Equal", "v", "NoExecute"), Taint("k", "v", "NoExecute"), True),
+        (Toleration("k", "Equal", "w", ""), Taint("k", "v", "NoSchedule"), False),
+        (Toleration("k", "Equal", "", ""), Taint("k", "", "NoSchedule"), True),
+        (Toleration("j", "Exists", "", ""), Taint("k", "v", "NoSchedule"), False),
+        (Toleration("", "Exists", "", ""), Taint("k", "v", "NoExecute"), True),
+        (Toleration("", "Equal", "v", ""), Taint("k", "v", "NoSchedule"), True),  # empty key: any key
+        (Toleration("k", "Near", "v", ""), Taint("k", "v", "NoSchedule"), False),
+    ],
+)
+def test_which_toleration_tolerates_which_taint(
+    toleration: Toleration, taint: Taint, tolerated: bool
+) -> None:
+    """v1.Toleration.ToleratesTaint: the effect (when set) and the key (when set) must agree; Exists
+    tolerates any value, Equal only its own, any other operator nothing."""
+    assert toleration.tolerates(taint) is tolerated
+
+
+def test_the_first_untolerated_filtering_taint_is_reported() -> None:
+    """PreferNoSchedule never filters; the first NoSchedule/NoExecute taint not tolerated is the one."""
+    soft, a, b = (
+        Taint("s", "", "PreferNoSchedule"),
+        Taint("a", "1", "NoSchedule"),
+        Taint("b", "2", "NoExecute"),
+    )
+    assert first_untolerated([soft, a, b], ()) == a
+    assert first_untolerated([soft, a, b], (Toleration("a", "Exists"),)) == b
+    assert first_untolerated([soft, a, b], (Toleration("a", "Exists"), Toleration("b", "Equal", "2"))) is None
+    assert first_untolerated([soft], ()) is None
+    assert first_untolerated([], ()) is None
+
+
+@pytest.mark.parametrize("raw", [{"key": "a"}, [{"key": "a"}, "b"], "x"])
+def test_tolerations_that_are_not_a_list_of_maps_are_refused(raw: object) -> None:
+    """parse_tolerations names the field and says what it expected."""
+    with pytest.raises(TypeError) as raised:
+        parse_tolerations(raw, "f")
+    assert str(raised.value) == "f: expected a list of tolerations"
+    assert parse_tolerations(None, "f") == ()
+    assert parse_tolerations([], "f") == ()
+    assert parse_tolerations([{"key": "a"}], "f") == (Toleration("a", "Equal", "", ""),)
