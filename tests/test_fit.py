@@ -10,6 +10,7 @@ from capacity.fit import (
     AFFINITY_MISMATCH,
     MEMO_SIZE,
     TOO_MANY_PODS,
+    Offer,
     PodNeeds,
     Reason,
     check_fit,
@@ -687,3 +688,15 @@ def test_tolerations_that_are_not_a_list_of_maps_are_refused(raw: object) -> Non
     assert parse_tolerations(None, "f") == ()
     assert parse_tolerations([], "f") == ()
     assert parse_tolerations([{"key": "a"}], "f") == (Toleration("a", "Equal", "", ""),)
+
+
+def test_an_offer_made_directly_counts_no_overhead_by_default() -> None:
+    """Offer.of without overhead arguments: everything allocatable is free, every pod slot too."""
+    view = View({"cpu": 1000, "pods": 2000})
+    offer = Offer.of(view)
+    assert (offer.free, offer.comparable_free, offer.pods_allowed, offer.pods_free) == (
+        {"cpu": 1000, "pods": 2000},
+        {"cpu": 1000, "pods": 2},
+        2,
+        2,
+    )
