@@ -470,7 +470,7 @@ def test_what_a_pod_compiles_to() -> None:
         "nodeSelector": {"zone": "a", "tier": "2"},
         "tolerations": [{"key": "k", "operator": "Exists", "effect": "NoSchedule"}],
         "affinity": required(
-            {"key": "tier", "operator": "In", "values": ["2"]},
+            {"key": "pool", "operator": "In", "values": ["2"]},
             {"key": "gpu", "operator": "Exists"},
             {"key": "size", "operator": "Gt", "values": ["1"]},
             {"key": "age", "operator": "Lt", "values": ["9"]},
@@ -482,10 +482,10 @@ def test_what_a_pod_compiles_to() -> None:
     assert pod.requests == {"cpu": 250, "memory": 1500, "storage": 1000, "x/y": 0}
     assert pod.checked == (("cpu", 250), ("memory", 2))
     assert pod.tolerations == (Toleration("k", "Exists", "", "NoSchedule"),)
-    assert pod.selector_keys == ("zone", "tier", "gpu", "size", "age")
+    assert pod.selector_keys == ("zone", "tier", "pool", "gpu", "size", "age")
     placement = (
         '[{"tier": "2", "zone": "a"}, {"nodeSelectorTerms": [{"matchExpressions": ['
-        '{"key": "tier", "operator": "In", "values": ["2"]}, {"key": "gpu", "operator": "Exists"}, '
+        '{"key": "pool", "operator": "In", "values": ["2"]}, {"key": "gpu", "operator": "Exists"}, '
         '{"key": "size", "operator": "Gt", "values": ["1"]}, '
         '{"key": "age", "operator": "Lt", "values": ["9"]}, '
         '{"key": "old", "operator": "NotIn", "values": ["x"]}, '
@@ -700,3 +700,11 @@ def test_an_offer_made_directly_counts_no_overhead_by_default() -> None:
         2,
         2,
     )
+
+
+def test_a_key_both_selected_and_required_is_named_once() -> None:
+    """selector_keys drops a repeated key, keeping its first place."""
+    pod = needs(
+        nodeSelector={"zone": "a"}, affinity=required({"key": "zone", "operator": "In", "values": ["a"]})
+    )
+    assert pod.selector_keys == ("zone",)
