@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import date
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -708,3 +710,17 @@ def test_a_key_both_selected_and_required_is_named_once() -> None:
         nodeSelector={"zone": "a"}, affinity=required({"key": "zone", "operator": "In", "values": ["a"]})
     )
     assert pod.selector_keys == ("zone",)
+
+
+def test_the_smallest_request_is_checked() -> None:
+    """One milli-cpu is a request: checked, and insufficient on a node offering none."""
+    pod = needs({"cpu": "1m"})
+    assert pod.checked == (("cpu", 1),)
+    assert check_fit(pod, View({"pods": 1000})) == [Reason("Insufficient cpu", "cpu", 1, 0, 0)]
+
+
+def test_a_placement_value_json_cannot_hold_is_keyed_by_its_text() -> None:
+    """A YAML manifest may carry a date where a string belongs (an unquoted label value): the
+    workload key holds its text instead of failing."""
+    pod = needs(nodeSelector={"since": date(2024, 5, 1)})
+    assert pod.key == ((), (), '[{"since": "2024-05-01"}, null]')
