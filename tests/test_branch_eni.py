@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from capacity.branch_eni import (
     BranchEniBooks,
+    Held,
     NodeSummary,
     ReleaseWindow,
     Waiting,
@@ -576,3 +577,28 @@ def test_a_relist_deletes_the_missing_replaces_the_nodes_and_expires() -> None:
     assert (summary.in_use, summary.held_by, summary.next_release) == (1, ("lost",), 90.0)
     assert b.tracked() == 2
     assert b.expire(T0 + 10) == set()  # the old one was already dropped by the relist
+
+
+def test_the_cooldown_value_at_the_edges_of_int64() -> None:
+    """strconv.Atoi accepts -2^63 (then time.Second * n wraps to 0 in int64) and refuses -2^63 - 1;
+    a ConfigMap without data, or a value that is no string, sets nothing."""
+    assert configured_cooldown({"branch-eni-cooldown": "-9223372036854775808"}) == 0.0
+    assert configured_cooldown({"branch-eni-cooldown": "-9223372036854775809"}) is None
+    assert configured_cooldown({"branch-eni-cooldown": "9223372036854775807"}) == -1.0
+    assert configured_cooldown(None) is None
+    assert configured_cooldown({"branch-eni-cooldown": 90}) is None
+    assert configured_cooldown({"other": "90"}) is None
+
+
+def test_held_enis_are_free_a_window_after_release_or_never_without_one() -> None:
+    """Held.until: release time plus the window in force; None while the pod is not yet deleted."""
+    assert Held("p", 2, T0).until(90.0) == T0 + 90.0
+    assert Held("p", 2, T0).until(60.0) == T0 + 60.0
+    assert Held("p", 2, None).until(90.0) is None
+
+
+def test_removing_a_node_never_seen_is_harmless() -> None:
+    """remove_node of an unknown name changes nothing and raises nothing."""
+    b = books()
+    b.remove_node("never")
+    assert [r.name for r in b.node_summary(T0)] == ["n1"]
