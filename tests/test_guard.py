@@ -24,6 +24,7 @@ from capacity.guard import (
 )
 from capacity.names import EXHAUSTED_LABEL
 from capacity.resources import POD_ENI, parse_resources
+from capacity.taints import Taint
 from capacity.template import View
 from tests import autoscaler_template
 from tests.budget import examples
@@ -542,3 +543,36 @@ def test_the_grace_defaults_to_thirty_seconds() -> None:
         == LIFTED
     )
     assert decide(blind_group(), [guarded()], GuardState(), NOW).groups["ng-sg"].state == GRACE
+
+
+def test_a_pending_pod_keeps_what_it_was_given() -> None:
+    """pending_pod: namespace, name, uid, the scheduler's message, the compiled needs, guarded."""
+    pod = pending_pod("team", "web-0", "uid-1", AFFINITY_MESSAGE, GUARDED_SPEC)
+    assert (pod.namespace, pod.name, pod.uid, pod.message, pod.guarded, pod.key) == (
+        "team",
+        "web-0",
+        "uid-1",
+        AFFINITY_MESSAGE,
+        True,
+        "team/web-0",
+    )
+    assert pod.needs.requests == {"cpu": 100, POD_ENI: 1000}
+
+
+def test_a_taint_the_pod_does_not_tolerate_keeps_it_off_the_group() -> None:
+    """The node's taints stay when its label is set aside: a pod that does not tolerate them would
+    not fit the group's template anyway, so the guard has nothing to step aside for."""
+    labelled = node("n1", in_use=2, held=1)
+    assert labelled.view is not None
+    tainted = GuardNode(
+        "n1",
+        "ng-sg",
+        3,
+        2,
+        1,
+        view=View(
+            labelled.view.allocatable, labelled.view.labels, (Taint("dedicated", "gpu", "NoSchedule"),)
+        ),
+    )
+    assert decide([tainted], [guarded()], GuardState(), NOW).groups["ng-sg"].state == BLIND
+    assert decide([labelled], [guarded()], GuardState(), NOW).groups["ng-sg"].state == GRACE
