@@ -438,6 +438,13 @@ def test_the_verdicts_of_every_group_are_reported_whole() -> None:
         },
     }
     assert decision.state == GuardState(blind_since={"ng-c": NOW, "ng-d": NOW - 10})
+    assert [(key, verdict.group) for key, verdict in decision.groups.items()] == [
+        ("ng-a", "ng-a"),
+        ("ng-b", "ng-b"),
+        ("ng-c", "ng-c"),
+        ("ng-d", "ng-d"),
+        ("ng-e", "ng-e"),
+    ]
     assert (decision.lifted_now, decision.restored_now) == ((), ())
 
 
@@ -490,6 +497,7 @@ def test_a_lift_is_reported_whole_on_the_nodes_and_the_group() -> None:
     kept = decide(blind_group(), [guarded()], GuardState(lifted={"ng-sg": NOW - 500}), NOW, grace=30.0)
     assert kept.groups["ng-sg"].to_json() == {**expected, "since": NOW - 500}
     assert kept.lifted_now == ()
+    assert (lifted.groups["ng-sg"].group, kept.groups["ng-sg"].group) == ("ng-sg", "ng-sg")
     assert kept.state == GuardState(lifted={"ng-sg": NOW - 500})
 
 
