@@ -602,3 +602,14 @@ def test_removing_a_node_never_seen_is_harmless() -> None:
     b = books()
     b.remove_node("never")
     assert [r.name for r in b.node_summary(T0)] == ["n1"]
+
+
+def test_a_finished_pod_without_timestamps_is_not_held_again_after_its_window() -> None:
+    """Once its window has ended, a later event of the same finished pod (still no timestamps)
+    keeps the first-seen date and does not hold its branch ENI again."""
+    b = books(window=90.0)
+    pod = finished(running("job-1"), None)
+    b.update_pod(pod, T0)
+    assert b.expire(T0 + 90) == {"n1"}
+    b.update_pod(pod, T0 + 100)
+    assert (row(b, T0 + 100).held, row(b, T0 + 100).held_by) == (0, ())
