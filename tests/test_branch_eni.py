@@ -613,3 +613,25 @@ def test_a_finished_pod_without_timestamps_is_not_held_again_after_its_window() 
     assert b.expire(T0 + 90) == {"n1"}
     b.update_pod(pod, T0 + 100)
     assert (row(b, T0 + 100).held, row(b, T0 + 100).held_by) == (0, ())
+
+
+def test_a_finished_pod_without_a_branch_eni_is_not_listed_as_holding() -> None:
+    """A pod that asked for a branch ENI and finished without one holds nothing and is not named."""
+    b = books()
+    b.update_pod(finished(running("job-x", eni=0), T0 - 5), T0)
+    assert (row(b, T0).held, row(b, T0).held_by, row(b, T0).next_release) == (0, (), None)
+
+
+def test_a_window_ending_exactly_now_holds_nothing_to_expire() -> None:
+    """Seen finished exactly one window ago: not held, so expire has nothing to drop."""
+    b = books(window=90.0)
+    b.update_pod(_pod("old", phase="Succeeded", pod_eni=1, eni_count=1, finished_at=T0 - 90), T0)
+    assert b.expire(T0) == set()
+
+
+def test_held_enis_are_ordered_by_release_time_from_the_epoch_on() -> None:
+    """The order is by release time itself, even for a release at time zero."""
+    b = books(window=90.0)
+    b.update_pod(_pod("b", phase="Succeeded", pod_eni=1, eni_count=1, finished_at=0.5), 1.0)
+    b.update_pod(_pod("a", phase="Succeeded", pod_eni=1, eni_count=1, finished_at=0.0), 1.0)
+    assert row(b, 1.0).held_by == ("a", "b")
