@@ -474,3 +474,10 @@ def test_a_policy_object_that_is_not_one_is_refused() -> None:
 def test_which_pods_request_a_branch_eni(pod: Any, wanted: bool) -> None:
     """utils.PodHasENIRequest: any container naming pod-eni in its requests (limits do not count)."""
     assert pod_has_eni_request(pod) is wanted
+
+
+def test_a_label_selector_error_names_the_selector_by_default() -> None:
+    """Without a field name the message starts with `selector`."""
+    with pytest.raises(SelectorError) as raised:
+        label_selector("x")  # type: ignore[arg-type]
+    assert str(raised.value) == "selector: expected a map"
