@@ -635,3 +635,14 @@ def test_held_enis_are_ordered_by_release_time_from_the_epoch_on() -> None:
     b.update_pod(_pod("b", phase="Succeeded", pod_eni=1, eni_count=1, finished_at=0.5), 1.0)
     b.update_pod(_pod("a", phase="Succeeded", pod_eni=1, eni_count=1, finished_at=0.0), 1.0)
     assert row(b, 1.0).held_by == ("a", "b")
+
+
+def test_a_pod_that_finishes_and_vanishes_in_one_event_holds_from_its_finish() -> None:
+    """A delete event whose last state is already finished: the window runs from the finish time
+    in that state, not from the deletion."""
+    b = books(window=90.0)
+    pod = running("job-1")
+    b.update_pod(pod, T0)
+    assert b.delete_pod(finished(pod, T0 - 10), T0 + 5) == "n1"
+    assert (row(b, T0 + 79).held, row(b, T0 + 79).next_release) == (1, 1.0)
+    assert row(b, T0 + 80).held == 0
