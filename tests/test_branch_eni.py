@@ -12,14 +12,18 @@ from hypothesis import strategies as st
 
 from capacity.branch_eni import (
     BranchEniBooks,
+    Held,
     NodeSummary,
     ReleaseWindow,
+    Waiting,
     configured_cooldown,
     held_message,
     release_window,
     release_window_from_configmap,
+    waiting_message,
 )
 from capacity.records import NodeRecord, PodRecord
+from tests.budget import examples
 
 T0 = 1_714_564_800.0  # 2024-05-01T12:00:00Z
 WINDOW = 90.0
@@ -294,7 +298,7 @@ def _observed(b: BranchEniBooks, now: float):
     return {s.name: (s.in_use, s.held, s.waiting) for s in b.node_summary(now)}
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(lives=lives, actions=actions, release=st.sampled_from(["cooldown", "on-delete"]))
 @example(  # a finished pod deleted under on-delete: its tombstone must end
     lives=[_lifecycle("u1", node="n1", pod_eni=1, stage=3, ok=True, finish=5.0)],
@@ -336,7 +340,7 @@ def test_incremental_books_match_the_definitions_after_any_event_sequence(lives,
         assert _observed(b, later) == _expected(current, tombstones, release, later)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(lives=lives, keep=st.lists(st.booleans(), min_size=12, max_size=12))
 def test_a_relist_rebuild_equals_the_incremental_deletes_and_updates(lives, keep) -> None:
     """Books fed event by event, then a relist where some pods vanished, equal books that saw
@@ -370,3 +374,275 @@ def books_after(lives: list[Life], nodes: list[NodeRecord]) -> BranchEniBooks:
         for step in life.steps:
             b.update_pod(step, T0 + 10)
     return b
+
+
+# -- whole answers (the mutation run of capacity/branch_eni.py, TESTING.md) --------------------
+
+
+def _pod(name: str, node: str = "n1", ns: str = "batch", **kw: object) -> PodRecord:
+    return PodRecord(uid=f"uid-{name}", namespace=ns, name=name, node=node, **kw)  # type: ignore[arg-type]
+
+
+def test_a_node_summary_is_reported_whole() -> None:
+    """Capacity, in use, held (timed ones first by release, then the untimed, each by name),
+    waiting pods past the grace (by since, namespace, name), and the seconds to the next release."""
+    b = books(window=90.0, grace=20.0)
+    for name in ("web-a", "web-b"):
+        b.update_pod(_pod(name, phase="Running", pod_eni=1, eni_count=1), T0 - 300)
+    b.update_pod(_pod("job-z", phase="Succeeded", pod_eni=1, eni_count=2, finished_at=T0 - 30), T0)
+    b.update_pod(_pod("job-y", phase="Failed", pod_eni=1, eni_count=1, finished_at=T0 - 30), T0)
+    b.update_pod(_pod("job-x", phase="Succeeded", pod_eni=1, eni_count=1, finished_at=T0 - 10), T0)
+    b.update_pod(_pod("wait-b", ns="b", phase="Pending", pod_eni=1, scheduled_at=T0 - 25), T0)
+    b.update_pod(_pod("wait-a", ns="b", phase="Pending", pod_eni=1, scheduled_at=T0 - 25), T0)
+    b.update_pod(_pod("wait-c", ns="a", phase="Pending", pod_eni=1, scheduled_at=T0 - 25), T0)
+    b.update_pod(_pod("wait-d", ns="a", phase="Pending", pod_eni=1, created_at=T0 - 40), T0)
+    b.update_pod(_pod("fresh", ns="a", phase="Pending", pod_eni=1, scheduled_at=T0 - 5), T0)
+    summary = b.summary("n1", T0)
+    assert summary is not None
+    assert summary.to_json() == {
+        "name": "n1",
+        "nodeGroup": "ng-batch",
+        "instanceType": "m5.large",
+        "capacity": 9,
+        "inUse": 7,
+        "held": 4,
+        "schedulerFree": 2,
+        "trueFree": -2,
+        "waiting": 4,
+        "heldBy": ["job-y", "job-z", "job-x"],
+        "waitingPods": ["a/wait-d", "a/wait-c", "b/wait-a", "b/wait-b"],
+        "nextReleaseSeconds": 60.0,
+    }
+    assert [w.since for w in summary.waiting_pods] == [T0 - 40, T0 - 25, T0 - 25, T0 - 25]
+
+
+def test_a_pod_waiting_without_timestamps_waits_from_when_it_was_seen() -> None:
+    """No scheduled or created time: the grace runs from the event's `now`; scheduled beats created."""
+    b = books(grace=20.0)
+    b.update_pod(_pod("w", phase="Pending", pod_eni=1), T0)
+    b.update_pod(_pod("v", phase="Pending", pod_eni=1, created_at=T0 - 100, scheduled_at=T0 - 10), T0)
+    assert [w.pod for w in row(b, T0 + 9).waiting_pods] == []
+    assert [w.pod for w in row(b, T0 + 10).waiting_pods] == ["v"]
+    assert [(w.pod, w.since) for w in row(b, T0 + 20).waiting_pods] == [("v", T0 - 10), ("w", T0)]
+
+
+def test_held_without_a_release_time_sorts_last_and_sets_no_next_release() -> None:
+    """Under on-delete a finished pod holds with no timed release: it sorts after timed ones and,
+    alone, leaves the next release unknown."""
+    b = books(release="on-delete", window=90.0)
+    b.update_pod(_pod("job-b", phase="Succeeded", pod_eni=1, eni_count=1, finished_at=T0), T0)
+    assert (row(b, T0).held_by, row(b, T0).next_release) == (("job-b",), None)
+    gone = _pod("job-a", phase="Succeeded", pod_eni=1, eni_count=1, finished_at=T0)
+    b.update_pod(gone, T0)
+    b.delete_pod(gone, T0 + 10)
+    assert (row(b, T0 + 20).held_by, row(b, T0 + 20).next_release) == (("job-a", "job-b"), 80.0)
+    assert row(b, T0 + 200).next_release is None
+
+
+def test_the_next_release_is_never_negative_before_expiry() -> None:
+    """Read at the last instant of a window the next release is 0 seconds away, not less."""
+    b = books(window=90.0)
+    b.update_pod(_pod("j", phase="Succeeded", pod_eni=1, eni_count=1, finished_at=T0), T0)
+    assert row(b, T0 + 89.5).next_release == 0.5
+    assert row(b, T0 + 90).held == 0
+
+
+def test_the_held_message_names_five_pods_then_dots() -> None:
+    """The node event's whole text; past five names it ends the list with `...`; the true free is
+    never shown below zero."""
+    five = NodeSummary("n1", "ng", "m5.large", 9, 6, 5, 0, ("a", "b", "c", "d", "e"))
+    assert held_message(five) == (
+        "5 of 9 branch ENIs are held by finished pods a, b, c, d, e; the scheduler sees 3 free, 0 are"
+    )
+    six = NodeSummary("n1", "ng", "m5.large", 9, 2, 6, 0, ("a", "b", "c", "d", "e", "f"))
+    assert held_message(six) == (
+        "6 of 9 branch ENIs are held by finished pods a, b, c, d, e, ...; the scheduler sees 7 free, 1 are"
+    )
+    assert held_message(six, shown=2) == (
+        "6 of 9 branch ENIs are held by finished pods a, b, ...; the scheduler sees 7 free, 1 are"
+    )
+
+
+def test_the_waiting_message_says_why_and_until_when() -> None:
+    """Whole texts for the three cases: held with a timed release (three names, then `...`), held
+    until deleted, and every branch ENI in use by running pods."""
+    waiting = Waiting("p", "ns", T0 - 42.4)
+    timed = NodeSummary("n1", "ng", "m5.large", 9, 5, 4, 1, ("a", "b", "c", "d"), (waiting,), 37.6)
+    assert waiting_message(timed, waiting, T0) == (
+        "bound to n1 42 s ago, still without a branch ENI: 4 of 9 are held by finished or deleted pods "
+        "(a, b, c, ...); the next is released within about 38 s"
+    )
+    three = NodeSummary("n1", "ng", "m5.large", 9, 6, 3, 1, ("a", "b", "c"), (waiting,), 5.0)
+    assert waiting_message(three, waiting, T0) == (
+        "bound to n1 42 s ago, still without a branch ENI: 3 of 9 are held by finished or deleted pods "
+        "(a, b, c); the next is released within about 5 s"
+    )
+    untimed = NodeSummary("n1", "ng", "m5.large", 9, 8, 1, 1, ("a",), (waiting,), None)
+    assert waiting_message(untimed, waiting, T0) == (
+        "bound to n1 42 s ago, still without a branch ENI: 1 of 9 are held by finished pods until deleted"
+    )
+    full = NodeSummary("n1", "ng", "m5.large", 9, 9, 0, 1, (), (waiting,), 12.0)
+    assert waiting_message(full, waiting, T0 - 100) == (
+        "bound to n1 0 s ago, still without a branch ENI: all 9 are in use by running pods; "
+        "it waits until one of them ends"
+    )
+
+
+def test_the_books_default_to_the_cooldown_model_the_default_window_and_grace() -> None:
+    """No arguments: cooldown release, a 60 + 30 s window and a 30 s waiting grace."""
+    b = BranchEniBooks()
+    assert (b.release, b.window, b.waiting_grace) == ("cooldown", 90.0, 30.0)
+    with pytest.raises(ValueError) as raised:
+        BranchEniBooks(release="never")
+    assert str(raised.value) == "release model must be one of cooldown, on-delete, not 'never'"
+
+
+def test_which_node_each_event_moved_and_what_the_books_track() -> None:
+    """update_pod and delete_pod name the node whose books moved ('' for none); only pods that
+    request or got branch ENIs are tracked; expire names the nodes whose held count fell."""
+    b = books()
+    b.set_node(NodeRecord("n2", "ng", "m5.large", pod_eni=9))
+    plain = _pod("plain", phase="Running")
+    assert b.update_pod(plain, T0) == ""
+    assert b.delete_pod(plain, T0) == ""
+    assert b.update_pod(_pod("unbound", node="", phase="Pending", pod_eni=1), T0) == ""
+    eni = _pod("eni", phase="Running", pod_eni=1, eni_count=1)
+    assert b.update_pod(eni, T0) == "n1"
+    assert b.tracked() == 1
+    # the same pod no longer asking for branch ENIs: the node it left moved
+    assert b.update_pod(_pod("eni", phase="Running"), T0) == "n1"
+    assert b.tracked() == 0
+    assert row(b, T0).in_use == 0
+    assert b.update_pod(eni, T0) == "n1"
+    job = _pod("job", node="n2", phase="Succeeded", pod_eni=1, eni_count=1, finished_at=T0)
+    assert b.update_pod(job, T0) == "n2"
+    assert b.tracked() == 2
+    assert b.delete_pod(eni, T0 + 10) == "n1"
+    assert b.tracked() == 1
+    assert b.expire(T0 + 89) == set()
+    assert b.expire(T0 + 90) == {"n2"}
+    assert b.expire(T0 + 100) == {"n1"}
+    assert b.expire(T0 + 100) == set()
+
+
+def test_a_pod_finished_long_ago_holds_nothing() -> None:
+    """A pod first seen finished after its window ended is not held (release + window <= now)."""
+    b = books(window=90.0)
+    b.update_pod(_pod("old", phase="Succeeded", pod_eni=1, eni_count=1, finished_at=T0 - 90), T0)
+    b.update_pod(_pod("young", phase="Succeeded", pod_eni=1, eni_count=1, finished_at=T0 - 89), T0)
+    assert row(b, T0).held_by == ("young",)
+
+
+def test_a_removed_node_keeps_its_held_enis_and_unknown_nodes_have_no_summary() -> None:
+    """A node removed and seen again keeps its held branch ENIs; a node never seen has no row;
+    an idle removed node's books are dropped and it comes back empty."""
+    b = books()
+    b.set_node(NodeRecord("n2", "ng", "m5.large", pod_eni=9))
+    b.update_pod(_pod("j", node="n2", phase="Succeeded", pod_eni=1, eni_count=1, finished_at=T0), T0)
+    b.remove_node("n2")
+    assert b.summary("n2", T0) is None
+    assert [r.name for r in b.node_summary(T0)] == ["n1"]
+    b.set_node(NodeRecord("n2", "ng", "m5.large", pod_eni=9))
+    assert (row(b, T0, "n2").held, row(b, T0, "n2").held_by) == (1, ("j",))
+    b.remove_node("n1")
+    assert b.summary("n1", T0) is None
+
+
+def test_rows_are_ordered_by_node_group_then_name() -> None:
+    """node_summary sorts by node group first, then by node name."""
+    b = BranchEniBooks()
+    for name, group in (("a", "ng-2"), ("c", "ng-1"), ("b", "ng-1"), ("d", "ng-0")):
+        b.set_node(NodeRecord(name, group, "m5.large", pod_eni=3))
+    assert [(r.node_group, r.name) for r in b.node_summary(T0)] == [
+        ("ng-0", "d"),
+        ("ng-1", "b"),
+        ("ng-1", "c"),
+        ("ng-2", "a"),
+    ]
+
+
+def test_a_relist_deletes_the_missing_replaces_the_nodes_and_expires() -> None:
+    """rebuild: a pod missing from the list leaves a tombstone from the relist time, the node list
+    is replaced whole, and windows already over are dropped."""
+    b = books(window=90.0)
+    b.set_node(NodeRecord("gone", "ng", "m5.large", pod_eni=9))
+    kept = _pod("kept", phase="Running", pod_eni=1, eni_count=1)
+    lost = _pod("lost", phase="Running", pod_eni=1, eni_count=1)
+    old = _pod("old", phase="Succeeded", pod_eni=1, eni_count=1, finished_at=T0 - 80)
+    for pod in (kept, lost, old):
+        b.update_pod(pod, T0 - 80)
+    b.rebuild([kept, old], [NodeRecord("n1", "ng-batch", "m5.large", pod_eni=9)], T0 + 10)
+    assert [r.name for r in b.node_summary(T0 + 10)] == ["n1"]
+    summary = row(b, T0 + 10)
+    assert (summary.in_use, summary.held_by, summary.next_release) == (1, ("lost",), 90.0)
+    assert b.tracked() == 2
+    assert b.expire(T0 + 10) == set()  # the old one was already dropped by the relist
+
+
+def test_the_cooldown_value_at_the_edges_of_int64() -> None:
+    """strconv.Atoi accepts -2^63 (then time.Second * n wraps to 0 in int64) and refuses -2^63 - 1;
+    a ConfigMap without data, or a value that is no string, sets nothing."""
+    assert configured_cooldown({"branch-eni-cooldown": "-9223372036854775808"}) == 0.0
+    assert configured_cooldown({"branch-eni-cooldown": "-9223372036854775809"}) is None
+    assert configured_cooldown({"branch-eni-cooldown": "9223372036854775807"}) == -1.0
+    assert configured_cooldown(None) is None
+    assert configured_cooldown({"branch-eni-cooldown": 90}) is None
+    assert configured_cooldown({"other": "90"}) is None
+
+
+def test_held_enis_are_free_a_window_after_release_or_never_without_one() -> None:
+    """Held.until: release time plus the window in force; None while the pod is not yet deleted."""
+    assert Held("p", 2, T0).until(90.0) == T0 + 90.0
+    assert Held("p", 2, T0).until(60.0) == T0 + 60.0
+    assert Held("p", 2, None).until(90.0) is None
+
+
+def test_removing_a_node_never_seen_is_harmless() -> None:
+    """remove_node of an unknown name changes nothing and raises nothing."""
+    b = books()
+    b.remove_node("never")
+    assert [r.name for r in b.node_summary(T0)] == ["n1"]
+
+
+def test_a_finished_pod_without_timestamps_is_not_held_again_after_its_window() -> None:
+    """Once its window has ended, a later event of the same finished pod (still no timestamps)
+    keeps the first-seen date and does not hold its branch ENI again."""
+    b = books(window=90.0)
+    pod = finished(running("job-1"), None)
+    b.update_pod(pod, T0)
+    assert b.expire(T0 + 90) == {"n1"}
+    b.update_pod(pod, T0 + 100)
+    assert (row(b, T0 + 100).held, row(b, T0 + 100).held_by) == (0, ())
+
+
+def test_a_finished_pod_without_a_branch_eni_is_not_listed_as_holding() -> None:
+    """A pod that asked for a branch ENI and finished without one holds nothing and is not named."""
+    b = books()
+    b.update_pod(finished(running("job-x", eni=0), T0 - 5), T0)
+    assert (row(b, T0).held, row(b, T0).held_by, row(b, T0).next_release) == (0, (), None)
+
+
+def test_a_window_ending_exactly_now_holds_nothing_to_expire() -> None:
+    """Seen finished exactly one window ago: not held, so expire has nothing to drop."""
+    b = books(window=90.0)
+    b.update_pod(_pod("old", phase="Succeeded", pod_eni=1, eni_count=1, finished_at=T0 - 90), T0)
+    assert b.expire(T0) == set()
+
+
+def test_held_enis_are_ordered_by_release_time_from_the_epoch_on() -> None:
+    """The order is by release time itself, even for a release at time zero."""
+    b = books(window=90.0)
+    b.update_pod(_pod("b", phase="Succeeded", pod_eni=1, eni_count=1, finished_at=0.5), 1.0)
+    b.update_pod(_pod("a", phase="Succeeded", pod_eni=1, eni_count=1, finished_at=0.0), 1.0)
+    assert row(b, 1.0).held_by == ("a", "b")
+
+
+def test_a_pod_that_finishes_and_vanishes_in_one_event_holds_from_its_finish() -> None:
+    """A delete event whose last state is already finished: the window runs from the finish time
+    in that state, not from the deletion."""
+    b = books(window=90.0)
+    pod = running("job-1")
+    b.update_pod(pod, T0)
+    assert b.delete_pod(finished(pod, T0 - 10), T0 + 5) == "n1"
+    assert (row(b, T0 + 79).held, row(b, T0 + 79).next_release) == (1, 1.0)
+    assert row(b, T0 + 80).held == 0

@@ -19,12 +19,15 @@ from capacity.guard import (
     GuardNode,
     GuardState,
     decide,
+    is_guarded,
     pending_pod,
 )
 from capacity.names import EXHAUSTED_LABEL
 from capacity.resources import POD_ENI, parse_resources
+from capacity.taints import Taint
 from capacity.template import View
 from tests import autoscaler_template
+from tests.budget import examples
 
 NOW = 1_700_000_000.0
 GRACE_S = 30.0
@@ -32,6 +35,7 @@ AFFINITY_MESSAGE = (
     "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector. "
     "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
 )
+
 CPU_MESSAGE = "0/2 nodes are available: 2 Insufficient cpu."
 GUARD = {
     "nodeAffinity": {
@@ -227,7 +231,7 @@ GUARDED_SPEC = {
 }
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(
     books=st.lists(
         st.tuples(st.integers(0, 3), st.integers(0, 3), st.integers(0, 1), st.booleans()),
@@ -260,3 +264,323 @@ def test_once_settled_the_guard_never_blinds_cluster_autoscaler(
     for n in nodes:
         if settled.labels[n.name]:
             assert n.held + n.leaked > 0 and (n.true_free or 0) <= 0
+
+
+# -- whole answers (the mutation run of capacity/guard.py, TESTING.md) -------------------------
+
+
+def _guard_expr(key: str = EXHAUSTED_LABEL, operator: str = "DoesNotExist") -> dict[str, Any]:
+    return {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": "zone", "operator": "Exists"}]},
+                    {"matchExpressions": [{"key": key, "operator": operator}]},
+                ]
+            }
+        }
+    }
+
+
+@pytest.mark.parametrize(
+    ("spec", "guarded_pod"),
+    [
+        ({"affinity": _guard_expr()}, True),  # in the second term: any term counts
+        ({"affinity": _guard_expr(key="other")}, False),
+        ({"affinity": _guard_expr(operator="Exists")}, False),
+        ({}, False),
+        ({"affinity": "x"}, False),
+        ({"affinity": {"nodeAffinity": "x"}}, False),
+        ({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": []}}}, False),
+        (
+            {
+                "affinity": {
+                    "nodeAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": {}}
+                    }
+                }
+            },
+            False,
+        ),
+        (
+            {
+                "affinity": {
+                    "nodeAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": {
+                            "nodeSelectorTerms": [
+                                "x",
+                                {"matchExpressions": None},
+                                {"matchExpressions": ["y"]},
+                            ]
+                        }
+                    }
+                }
+            },
+            False,
+        ),
+    ],
+)
+def test_which_pods_carry_the_guard_affinity(spec: dict[str, Any], guarded_pod: bool) -> None:
+    """Only a required `fitguard.io/branch-eni-exhausted DoesNotExist` expression, in any term,
+    makes a pod guarded; malformed parts are simply not the guard."""
+    assert is_guarded(spec) is guarded_pod
+
+
+@pytest.mark.parametrize(
+    ("message", "named"),
+    [
+        (AFFINITY_MESSAGE, True),
+        ("0/3 nodes are available: 3 node(s) didn't satisfy node affinity.", True),
+        (CPU_MESSAGE, False),
+        ("", False),
+    ],
+)
+def test_which_scheduler_messages_name_node_affinity(message: str, named: bool) -> None:
+    """The scheduler's nodeaffinity words in either form count; other reasons do not."""
+    assert pending_pod("ns", "p", "u", message, {"containers": []}).affinity_named is named
+
+
+@pytest.mark.parametrize(
+    ("guard_node", "labelled", "reason"),
+    [
+        (GuardNode("a", "g", None, held=2), False, "no branch ENIs"),
+        (GuardNode("a", "g", 0, held=2), False, "no branch ENIs"),
+        (GuardNode("a", "g", 3, 1), False, "2 of 3 branch ENIs are free"),
+        (
+            GuardNode("a", "g", 3, 3),
+            False,
+            "all 3 branch ENIs in use by running pods: the scheduler counts them",
+        ),
+        (
+            GuardNode("a", "g", 3, 4),
+            False,
+            "all 3 branch ENIs in use by running pods: the scheduler counts them",
+        ),
+        (GuardNode("a", "g", 3, 1, 1), False, "1 of 3 branch ENIs are free"),
+        (
+            GuardNode("a", "g", 3, 1, 2),
+            True,
+            "2 held by finished or deleted pods of 3 branch ENIs; the scheduler sees 2 free, 0 are",
+        ),
+        (
+            GuardNode("a", "g", 3, 1, 2, 1),
+            True,
+            "2 held by finished or deleted pods and 1 leaked of 3 branch ENIs; "
+            "the scheduler sees 2 free, 0 are",
+        ),
+        (
+            GuardNode("a", "g", 3, 3, 0, 1),
+            True,
+            "1 leaked of 3 branch ENIs; the scheduler sees 0 free, 0 are",
+        ),
+    ],
+)
+def test_each_node_is_labelled_or_not_with_its_reason(
+    guard_node: GuardNode, labelled: bool, reason: str
+) -> None:
+    """The label and the whole reason for one node: unknown or no capacity, free ENIs, all in use by
+    running pods, held and leaked ones (never shown below zero free)."""
+    decision = decide([guard_node], [], GuardState(), NOW)
+    assert (decision.labels, decision.reasons) == ({"a": labelled}, {"a": reason})
+
+
+def test_the_verdicts_of_every_group_are_reported_whole() -> None:
+    """One pass over five groups: clear (a ready unlabelled node), clear with no ready node, a
+    grace starting now, a grace running since earlier, and scaled; nodes sorted by name, only the
+    pods that fit listed; each verdict whole as the report shows it."""
+    pod = guarded("web-1")
+    nodes = [
+        node("a1", group="ng-a", in_use=1),
+        node("b1", group="ng-b", in_use=2, held=1, ready=False),
+        node("c2", group="ng-c", in_use=2, held=1),
+        node("c1", group="ng-c", in_use=1, held=2),
+        *[node(n, group="ng-d", in_use=2, held=1) for n in ("d1", "d2")],
+        node("e1", group="ng-e", in_use=2, held=1),
+    ]
+    big = guarded("big", cpu="16")  # fits no node of any group: never among the pods
+    decision = decide(
+        nodes,
+        [pod, big],
+        GuardState(blind_since={"ng-d": NOW - 10}),
+        NOW,
+        grace=GRACE_S,
+        scaled_groups=frozenset({"ng-e"}),
+    )
+    assert {k: v.to_json() for k, v in decision.groups.items()} == {
+        "ng-a": {
+            "state": CLEAR,
+            "reason": "a ready node is not labelled",
+            "nodes": ["a1"],
+            "pods": [],
+            "since": None,
+        },
+        "ng-b": {"state": CLEAR, "reason": "no ready node", "nodes": ["b1"], "pods": [], "since": None},
+        "ng-c": {
+            "state": GRACE,
+            "reason": "every ready node is labelled and 1 guarded pods pend on it: grace period",
+            "nodes": ["c1", "c2"],
+            "pods": ["default/web-1"],
+            "since": NOW,
+        },
+        "ng-d": {
+            "state": GRACE,
+            "reason": "every ready node is labelled and 1 guarded pods pend on it: grace period",
+            "nodes": ["d1", "d2"],
+            "pods": ["default/web-1"],
+            "since": NOW - 10,
+        },
+        "ng-e": {
+            "state": SCALING,
+            "reason": "every ready node is labelled and 1 guarded pods pend on it: --scaling=on scales it",
+            "nodes": ["e1"],
+            "pods": ["default/web-1"],
+            "since": None,
+        },
+    }
+    assert decision.state == GuardState(blind_since={"ng-c": NOW, "ng-d": NOW - 10})
+    assert [(key, verdict.group) for key, verdict in decision.groups.items()] == [
+        ("ng-a", "ng-a"),
+        ("ng-b", "ng-b"),
+        ("ng-c", "ng-c"),
+        ("ng-d", "ng-d"),
+        ("ng-e", "ng-e"),
+    ]
+    assert (decision.lifted_now, decision.restored_now) == ((), ())
+
+
+def test_a_blind_group_without_pods_and_the_first_cycle_verdicts() -> None:
+    """Blind with no guarded pod pending, and blind with pods before the scaling coverage is known."""
+    blind = decide(blind_group(), [], GuardState(), NOW)
+    assert blind.groups["ng-sg"].to_json() == {
+        "state": BLIND,
+        "reason": "every ready node is labelled; no guarded pod is pending for node affinity on it",
+        "nodes": ["n1", "n2"],
+        "pods": [],
+        "since": None,
+    }
+    unknown = decide(blind_group(), [guarded(), guarded("web-2")], GuardState(), NOW, scaled_groups=None)
+    assert unknown.groups["ng-sg"].to_json() == {
+        "state": SCALING,
+        "reason": (
+            "every ready node is labelled and 2 guarded pods pend on it: the first scaling cycle decides"
+        ),
+        "nodes": ["n1", "n2"],
+        "pods": ["default/web-0", "default/web-2"],
+        "since": None,
+    }
+    assert unknown.state == GuardState()
+
+
+def test_a_lift_is_reported_whole_on_the_nodes_and_the_group() -> None:
+    """Lifted at the end of the grace: each node's reason names the lift, the verdict carries the
+    whole event text, the pods and since when; a lift already in force keeps its time."""
+    message = (
+        "every ready node of ng-sg carries fitguard.io/branch-eni-exhausted (branch ENIs held) and 1 "
+        "guarded pods pend on it: the guard steps aside (label lifted from the group's nodes) so that "
+        "cluster-autoscaler, which copies a ready node's labels into the group's template, can scale "
+        "it up; with --scaling=on fitguard would scale the group itself and keep the label"
+    )
+    lifted = decide(blind_group(), [guarded()], GuardState(blind_since={"ng-sg": NOW - 30}), NOW, grace=30.0)
+    expected = {
+        "state": LIFTED,
+        "reason": message,
+        "nodes": ["n1", "n2"],
+        "pods": ["default/web-0"],
+        "since": NOW,
+    }
+    assert lifted.groups["ng-sg"].to_json() == expected
+    assert [v.to_json() for v in lifted.lifted_now] == [expected]
+    assert lifted.reasons == {
+        "n1": f"guard lifted for ng-sg: {message}",
+        "n2": f"guard lifted for ng-sg: {message}",
+    }
+    kept = decide(blind_group(), [guarded()], GuardState(lifted={"ng-sg": NOW - 500}), NOW, grace=30.0)
+    assert kept.groups["ng-sg"].to_json() == {**expected, "since": NOW - 500}
+    assert kept.lifted_now == ()
+    assert (lifted.groups["ng-sg"].group, kept.groups["ng-sg"].group) == ("ng-sg", "ng-sg")
+    assert kept.state == GuardState(lifted={"ng-sg": NOW - 500})
+
+
+def test_a_pod_fits_a_labelled_node_only_with_the_guard_label_set_aside() -> None:
+    """The label itself is set aside when judging whether the group would take the pod; any other
+    label the pod selects on still counts; a node without a view takes nothing."""
+    labelled = node("n1", in_use=2, held=1)
+    assert labelled.view is not None
+    with_label = GuardNode(
+        "n1",
+        "ng-sg",
+        3,
+        2,
+        1,
+        view=View(labelled.view.allocatable, {**labelled.view.labels, EXHAUSTED_LABEL: "true"}),
+    )
+    pod = guarded()
+    assert decide([with_label], [pod], GuardState(), NOW).groups["ng-sg"].state == GRACE
+    blank = GuardNode("n1", "ng-sg", 3, 2, 1)
+    assert decide([blank], [pod], GuardState(), NOW).groups["ng-sg"].state == BLIND
+    selective = pending_pod(
+        "default",
+        "sel",
+        "u",
+        AFFINITY_MESSAGE,
+        {"containers": [], "affinity": GUARD, "nodeSelector": {"kubernetes.io/hostname": "other"}},
+    )
+    assert decide([with_label], [selective], GuardState(), NOW).groups["ng-sg"].state == BLIND
+
+
+def test_a_node_without_a_group_is_keyed_by_its_name() -> None:
+    """An ungrouped node is its own group `node/<name>`; a grouped node is keyed by its group."""
+    assert GuardNode("n", "", 1).group_key == "node/n"
+    assert GuardNode("n", "ng", 1).group_key == "ng"
+    assert GuardNode("n", "ng", None).true_free is None
+    assert GuardNode("n", "ng", 5, 1, 1, 1).true_free == 2
+
+
+def test_the_grace_defaults_to_thirty_seconds() -> None:
+    """Without a grace argument a group is lifted 30 s after it went blind, not before."""
+    assert (
+        decide(blind_group(), [guarded()], GuardState(blind_since={"ng-sg": NOW - 29}), NOW)
+        .groups["ng-sg"]
+        .state
+        == GRACE
+    )
+    assert (
+        decide(blind_group(), [guarded()], GuardState(blind_since={"ng-sg": NOW - 30}), NOW)
+        .groups["ng-sg"]
+        .state
+        == LIFTED
+    )
+    assert decide(blind_group(), [guarded()], GuardState(), NOW).groups["ng-sg"].state == GRACE
+
+
+def test_a_pending_pod_keeps_what_it_was_given() -> None:
+    """pending_pod: namespace, name, uid, the scheduler's message, the compiled needs, guarded."""
+    pod = pending_pod("team", "web-0", "uid-1", AFFINITY_MESSAGE, GUARDED_SPEC)
+    assert (pod.namespace, pod.name, pod.uid, pod.message, pod.guarded, pod.key) == (
+        "team",
+        "web-0",
+        "uid-1",
+        AFFINITY_MESSAGE,
+        True,
+        "team/web-0",
+    )
+    assert pod.needs.requests == {"cpu": 100, POD_ENI: 1000}
+
+
+def test_a_taint_the_pod_does_not_tolerate_keeps_it_off_the_group() -> None:
+    """The node's taints stay when its label is set aside: a pod that does not tolerate them would
+    not fit the group's template anyway, so the guard has nothing to step aside for."""
+    labelled = node("n1", in_use=2, held=1)
+    assert labelled.view is not None
+    tainted = GuardNode(
+        "n1",
+        "ng-sg",
+        3,
+        2,
+        1,
+        view=View(
+            labelled.view.allocatable, labelled.view.labels, (Taint("dedicated", "gpu", "NoSchedule"),)
+        ),
+    )
+    assert decide([tainted], [guarded()], GuardState(), NOW).groups["ng-sg"].state == BLIND
+    assert decide([labelled], [guarded()], GuardState(), NOW).groups["ng-sg"].state == GRACE

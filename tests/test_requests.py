@@ -5,6 +5,7 @@ import pytest
 
 from capacity.quantity import QuantityError, parse_quantity
 from capacity.requests import pod_requests
+from capacity.resources import add, parse_resources, take_max, to_quantities, total
 
 
 def c(name: str = "c", restart: str | None = None, **requests: str) -> dict:
@@ -99,3 +100,134 @@ def test_invalid_quantity_names_the_field_path() -> None:
 def test_malformed_specs_raise_a_clear_error(spec: dict) -> None:
     with pytest.raises((TypeError, ValueError), match=r"spec\.containers"):
         pod_requests(spec)
+
+
+# -- whole answers (the mutation run of capacity/requests.py and capacity/resources.py) --------
+
+
+def test_every_resource_of_a_mixed_pod_is_computed_whole() -> None:
+    """Each resource on its own: containers summed, sidecars added to the sum and to later init
+    containers, the largest init figure per resource, pod-level cpu/memory, then overhead."""
+    spec = {
+        "initContainers": [
+            c("first", memory="3Gi", cpu="100m"),
+            c("side", "Always", cpu="200m", memory="100Mi", **{"nvidia.com/gpu": "1"}),
+            c("late", cpu="1", **{"example.com/x": "5"}),
+            c("side2", "Always", memory="50Mi"),
+            c("last", memory="1Gi"),
+        ],
+        "containers": [c(cpu="300m", memory="1Gi"), c(cpu="100m", **{"example.com/x": "1"})],
+        "resources": {"requests": {"memory": "8Gi", "ephemeral-storage": "1Gi"}},
+        "overhead": {"cpu": "10m", "memory": "1Mi"},
+    }
+    assert pod_requests(spec) == {
+        "cpu": 1210,  # max(300m + 100m + 200m sidecar, 1 + 200m) + 10m
+        "memory": q("8Gi") + q("1Mi"),  # pod-level memory replaces the figure, overhead added
+        "nvidia.com/gpu": 1000,
+        "example.com/x": 5000,
+    }
+
+
+def test_an_ordinary_init_container_is_judged_by_its_figure_not_added() -> None:
+    """Init containers run one at a time: a smaller one adds nothing, a larger one sets the figure."""
+    small = {"containers": [c(cpu="1", memory="1Gi")], "initContainers": [c(cpu="500m"), c(memory="512Mi")]}
+    assert pod_requests(small) == {"cpu": 1000, "memory": q("1Gi")}
+    large = {"containers": [c(cpu="1")], "initContainers": [c(cpu="3"), c(cpu="2", memory="1Gi")]}
+    assert pod_requests(large) == {"cpu": 3000, "memory": q("1Gi")}
+
+
+def test_only_restart_policy_always_makes_a_sidecar() -> None:
+    """`OnFailure` (or anything else) is an ordinary init container."""
+    spec = {"containers": [c(cpu="1")], "initContainers": [c("x", "OnFailure", cpu="500m")]}
+    assert pod_requests(spec) == {"cpu": 1000}
+
+
+def test_pod_level_resources_without_requests_change_nothing() -> None:
+    """Pod-level limits only, or an empty requests map, leave the container figures."""
+    for level in ({"limits": {"cpu": "9"}}, {"requests": {}}, "x"):
+        assert pod_requests({"resources": level, "containers": [c(cpu="1")]}) == {"cpu": 1000}
+    spec = {"resources": {"requests": {"memory": "2Gi"}}, "containers": [c(cpu="1")]}
+    assert pod_requests(spec) == {"cpu": 1000, "memory": q("2Gi")}
+
+
+def test_a_container_without_resources_requests_nothing() -> None:
+    """No `resources` (or null) is an empty request."""
+    assert pod_requests({"containers": [{"name": "a"}, {"name": "b", "resources": None}]}) == {}
+
+
+@pytest.mark.parametrize(
+    ("spec", "error", "message"),
+    [
+        ({"containers": "nope"}, TypeError, "s.containers: expected a list of containers"),
+        ({"containers": [1]}, TypeError, "s.containers: expected a list of containers"),
+        ({"initContainers": "x"}, TypeError, "s.initContainers: expected a list of containers"),
+        ({"containers": [{"resources": []}]}, TypeError, "s.containers[0].resources: expected a map"),
+        ({"initContainers": [{"resources": 1}]}, TypeError, "s.initContainers[0].resources: expected a map"),
+        (
+            {"containers": [{"resources": {"requests": ["cpu"]}}]},
+            TypeError,
+            "s.containers[0].resources.requests: expected a map of resource quantities, got list",
+        ),
+        (
+            {"containers": [{}, {"resources": {"limits": "1"}}]},
+            TypeError,
+            "s.containers[1].resources.limits: expected a map of resource quantities, got str",
+        ),
+        (
+            {"containers": [c(cpu="-1")]},
+            ValueError,
+            "s.containers[0].resources.requests.cpu: must not be negative",
+        ),
+        (
+            {"containers": [{"resources": {"limits": {"memory": "-1"}}}]},
+            ValueError,
+            "s.containers[0].resources.requests.memory: must not be negative",
+        ),
+        (
+            {"containers": [], "overhead": []},
+            TypeError,
+            "s.overhead: expected a map of resource quantities, got list",
+        ),
+        (
+            {"containers": [], "resources": {"requests": ["cpu"]}},
+            TypeError,
+            "s.resources.requests: expected a map of resource quantities, got list",
+        ),
+    ],
+)
+def test_a_malformed_spec_raises_naming_the_field_whole(
+    spec: dict, error: type[Exception], message: str
+) -> None:
+    """Every malformed part raises with the whole message naming the field path."""
+    with pytest.raises(error) as raised:
+        pod_requests(spec, "s")
+    assert str(raised.value) == message
+
+
+def test_the_field_prefix_defaults_to_spec() -> None:
+    """Without a field the path starts at `spec`."""
+    with pytest.raises(TypeError) as raised:
+        pod_requests({"containers": [{"resources": 1}]})
+    assert str(raised.value) == "spec.containers[0].resources: expected a map"
+
+
+def test_resource_list_operations() -> None:
+    """parse_resources, add, take_max, total and to_quantities on whole maps."""
+    assert parse_resources(None, "f") == {}
+    assert parse_resources({"cpu": "1", "memory": "1Ki"}, "f") == {"cpu": 1000, "memory": 1024000}
+    target = {"cpu": 1000, "memory": 5}
+    assert add(target, {"cpu": 500, "pods": 1000}) is target
+    assert target == {"cpu": 1500, "memory": 5, "pods": 1000}
+    floor = {"cpu": 1000, "memory": 9}
+    assert take_max(floor, {"cpu": 2000, "memory": 3, "pods": 4}) is floor
+    assert floor == {"cpu": 2000, "memory": 9, "pods": 4}
+    assert total([{"cpu": 1}, {"cpu": 2, "memory": 3}, {}]) == {"cpu": 3, "memory": 3}
+    assert total([]) == {}
+    assert list(to_quantities({"memory": 2**30 * 1000, "cpu": 1500, "pods": 29000}).items()) == [
+        ("cpu", "1500m"),
+        ("memory", "1Gi"),
+        ("pods", "29"),
+    ]
+    with pytest.raises(QuantityError) as raised:
+        parse_resources({"cpu": "x"}, "f")
+    assert raised.value.field == "f.cpu"

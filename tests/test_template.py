@@ -5,6 +5,7 @@ import pytest
 
 from capacity.quantity import parse_quantity
 from capacity.template import NodeGroupTemplate, View
+from capacity.view_match import MissingResource, autoscaler_scales_from_zero, missing_resources
 
 OBJECT = {
     "apiVersion": "fitguard.io/v1alpha1",
@@ -101,3 +102,60 @@ def test_autoscaler_overhead_defaults_to_daemonsets_plus_kube_proxy_and_round_tr
     assert newer.overhead_of(newer.autoscaler) == ({"cpu": 150, "memory": 64 * 2**20 * 1000}, 2)
     assert newer.to_object()["spec"]["autoscalerOverhead"] == {"cpu": "150m", "memory": "64Mi", "pods": "2"}
     assert NodeGroupTemplate.from_object(newer.to_object()) == newer
+
+
+# -- cluster-autoscaler's view against the actual one (the mutation run of capacity/view_match.py)
+
+
+def _group(
+    actual: dict[str, int] | None, autoscaler: dict[str, int] | None, max_size: int = 3
+) -> NodeGroupTemplate:
+    return NodeGroupTemplate(
+        "ng",
+        max_size=max_size,
+        actual=None if actual is None else View(actual),
+        autoscaler=None if autoscaler is None else View(autoscaler),
+    )
+
+
+def test_the_resources_autoscaler_lacks_and_the_tags_that_fix_them() -> None:
+    """Ephemeral-storage then pod-eni, each when the actual view offers more; cpu, memory and pods
+    are not compared; each missing resource names its tag with the canonical quantity."""
+    storage = parse_quantity("20Gi")
+    group = _group(
+        {"cpu": 2000, "ephemeral-storage": storage, "vpc.amazonaws.com/pod-eni": 9000, "memory": 5},
+        {"cpu": 1000, "ephemeral-storage": storage - 1000, "memory": 1},
+    )
+    missing = missing_resources(group)
+    assert missing == [
+        MissingResource("ephemeral-storage", storage, storage - 1000),
+        MissingResource("vpc.amazonaws.com/pod-eni", 9000, 0),
+    ]
+    assert missing is not None
+    assert [m.tag for m in missing] == [
+        "k8s.io/cluster-autoscaler/node-template/resources/ephemeral-storage=20Gi",
+        "k8s.io/cluster-autoscaler/node-template/resources/vpc.amazonaws.com/pod-eni=9",
+    ]
+    assert autoscaler_scales_from_zero(group) is False
+
+
+@pytest.mark.parametrize(
+    ("actual", "autoscaler", "max_size", "missing", "scales"),
+    [
+        (None, {}, 3, None, False),
+        ({}, None, 3, None, False),
+        ({}, {}, 3, [], True),
+        ({}, {}, 0, [], False),
+        ({"vpc.amazonaws.com/pod-eni": 9000}, {"vpc.amazonaws.com/pod-eni": 9000}, 1, [], True),
+        ({"vpc.amazonaws.com/pod-eni": 9000}, {"vpc.amazonaws.com/pod-eni": 10000}, 1, [], True),
+        ({"ephemeral-storage": 1000}, {}, 1, [MissingResource("ephemeral-storage", 1000, 0)], False),
+    ],
+)
+def test_whether_autoscaler_can_scale_the_group_from_zero(
+    actual: dict | None, autoscaler: dict | None, max_size: int, missing: list | None, scales: bool
+) -> None:
+    """Comparable only when both views are known; scales from zero only with a max size above zero
+    and nothing missing (offering as much or more is fine)."""
+    group = _group(actual, autoscaler, max_size)
+    assert missing_resources(group) == missing
+    assert autoscaler_scales_from_zero(group) is scales
