@@ -124,3 +124,171 @@ def test_every_table_case_is_cited() -> None:
     ]
     for case in (c for t in tables for c in t):
         assert ".go " in case["upstream"], case["id"]
+
+
+# cluster-autoscaler/cloudprovider/aws/aws_wrapper.go getManagedNodegroupInfo, restated: the labels
+# it makes of a DescribeNodegroup answer (diskSize, amiType, capacityType, version, nodegroupName,
+# then the node group's own labels), its tags, and the taints that carry an effect, a key and a value.
+def test_describe_nodegroup_gives_labels_taints_and_tags_whole() -> None:
+    """getManagedNodegroupInfo: every field of a full answer; a taint missing its key, value or
+    effect is skipped; a label valued null is skipped; a node group label overrides a synthetic one."""
+    info = av.managed_nodegroup_info(
+        {
+            "amiType": "AL2_x86_64",
+            "clusterName": "prod",
+            "diskSize": 100,
+            "labels": {"team": "a", "amiType": "custom", "gone": None},
+            "nodegroupName": "ng-1",
+            "capacityType": "SPOT",
+            "version": "1.30",
+            "taints": [
+                {"effect": "NO_SCHEDULE", "key": "k1", "value": "v1"},
+                {"effect": "NO_EXECUTE", "key": "k2", "value": ""},
+                {"effect": "PREFER_NO_SCHEDULE", "key": "k3", "value": "v3"},
+                {"effect": "NO_SCHEDULE", "value": "no-key"},
+                {"effect": "NO_SCHEDULE", "key": "no-value"},
+                {"key": "no-effect", "value": "v"},
+                {},
+            ],
+            "tags": {"k8s.io/cluster-autoscaler/node-template/resources/ephemeral-storage": "20Gi", "n": 1},
+        }
+    )
+    assert info == av.ManagedNodegroupInfo(
+        labels={
+            "diskSize": "100",
+            "amiType": "custom",
+            "eks.amazonaws.com/capacityType": "SPOT",
+            "k8sVersion": "1.30",
+            "eks.amazonaws.com/nodegroup": "ng-1",
+            "team": "a",
+        },
+        taints=(
+            Taint("k1", "v1", "NoSchedule"),
+            Taint("k2", "", "NoExecute"),
+            Taint("k3", "v3", "PreferNoSchedule"),
+        ),
+        tags={"k8s.io/cluster-autoscaler/node-template/resources/ephemeral-storage": "20Gi", "n": "1"},
+    )
+
+
+def test_describe_nodegroup_with_nothing_set_gives_nothing() -> None:
+    """getManagedNodegroupInfo on an answer whose optional fields are null or empty: no labels (an
+    empty amiType, capacityType, version or name adds none; a disk size of 0 is still a label)."""
+    empty = {
+        "amiType": "",
+        "capacityType": "",
+        "version": "",
+        "nodegroupName": "",
+        "labels": {},
+        "taints": [],
+    }
+    assert av.managed_nodegroup_info(empty) == av.ManagedNodegroupInfo({}, (), {})
+    assert av.managed_nodegroup_info({"diskSize": None, "labels": None, "taints": None, "tags": None}) == (
+        av.ManagedNodegroupInfo({}, (), {})
+    )
+    assert av.managed_nodegroup_info({"diskSize": 0}).labels == {"diskSize": "0"}
+
+
+@pytest.mark.parametrize(
+    ("effect", "want"),
+    [("NO_SCHEDULE", "NoSchedule"), ("NO_EXECUTE", "NoExecute"), ("PREFER_NO_SCHEDULE", "PreferNoSchedule")],
+)
+def test_eks_taint_effects_translate(effect: str, want: str) -> None:
+    """aws_wrapper.go taintEksTranslator: EKS's three effects in Kubernetes' spelling."""
+    assert av.eks_taint_effect(effect) == want
+
+
+def test_an_unknown_eks_taint_effect_fails_the_whole_nodegroup() -> None:
+    """taintEksTranslator errs on any other effect, and getManagedNodegroupInfo returns that error."""
+    with pytest.raises(ValueError) as raised:
+        av.eks_taint_effect("NoSchedule")
+    assert str(raised.value) == "taint effect 'NoSchedule' is not valid"
+    with pytest.raises(ValueError) as raised:
+        av.managed_nodegroup_info({"taints": [{"effect": "TAINT_NO_EXISTS", "key": "k", "value": "v"}]})
+    assert str(raised.value) == "taint effect 'TAINT_NO_EXISTS' is not valid"
+
+
+SHAPES = {"t3.micro": av.InstanceShape("t3.micro", 2, 1024, 0, "amd64")}
+
+
+def test_asg_template_takes_the_first_zone_and_its_region() -> None:
+    """aws_manager.go getAsgTemplate: the first availability zone, its region (the zone less its last
+    letter) and the instance type's shape; a second zone elsewhere changes nothing."""
+    assert av.asg_template("sample", ["us-east-1a", "us-west-1b"], "t3.micro", SHAPES) == av.AsgTemplate(
+        SHAPES["t3.micro"], "us-east-1", "us-east-1a"
+    )
+    assert av.region_and_zone(["eu-west-3c"]) == ("eu-west-3", "eu-west-3c")
+
+
+def test_asg_template_errors_name_the_group() -> None:
+    """getAsgTemplate fails with no zone or with a type missing from the table, naming the ASG."""
+    with pytest.raises(ValueError) as raised:
+        av.asg_template("sample", [], "t3.micro", SHAPES)
+    assert str(raised.value) == "unable to get first AvailabilityZone for ASG 'sample'"
+    with pytest.raises(ValueError) as raised:
+        av.asg_template("sample", ["us-east-1a"], "nonexistent.xlarge", SHAPES)
+    assert str(raised.value) == "ASG 'sample' uses the unknown EC2 instance type 'nonexistent.xlarge'"
+    with pytest.raises(ValueError) as raised:
+        av.region_and_zone([])
+    assert str(raised.value) == "unable to get first AvailabilityZone"
+
+
+def test_describe_nodegroup_is_consulted_only_with_both_eks_labels() -> None:
+    """aws_manager.go buildNodeFromTemplate calls DescribeNodegroup only when the ASG's labels name
+    both the node group and the cluster (from `eks:` tags), non-empty."""
+    assert av.managed_nodegroup_ref({"nodegroup-name": "ng", "cluster-name": "c"}) == ("ng", "c")
+    assert av.managed_nodegroup_ref({"nodegroup-name": "ng"}) is None
+    assert av.managed_nodegroup_ref({"cluster-name": "c"}) is None
+    assert av.managed_nodegroup_ref({"nodegroup-name": "", "cluster-name": "c"}) is None
+    assert av.managed_nodegroup_ref({}) is None
+
+
+def test_asg_tag_descriptions_and_eks_tag_maps_are_read_in_order() -> None:
+    """DescribeAutoScalingGroups' TagDescriptions ({Key, Value}) and an EKS tag map as (key, value)
+    pairs, in their order, a missing key or value read as empty."""
+    assert av.tag_pairs(
+        [{"Key": "a", "Value": "1"}, {"Key": "b"}, {"Value": "2"}, {"Key": 3, "Value": 4}]
+    ) == [
+        ("a", "1"),
+        ("b", ""),
+        ("", "2"),
+        ("3", "4"),
+    ]
+    assert av.tag_pairs({"z": "1", "a": 2}) == [("z", "1"), ("a", "2")]
+
+
+def test_an_unreadable_resource_tag_skips_only_itself() -> None:
+    """extractAllocatableResourcesFromAsg: a tag whose quantity does not parse, or whose name is
+    empty, is skipped and the tags after it still count."""
+    prefix = av.RESOURCES_PREFIX
+    tags = [(prefix + "cpu", "lots"), (prefix, "5"), (prefix + "ephemeral-storage", "20Gi"), ("other", "1")]
+    assert av.resources_from_tags(tags) == {"ephemeral-storage": parse_quantity("20Gi")}
+
+
+def test_the_sanitized_template_keeps_the_source_and_applies_the_taint_flags() -> None:
+    """SanitizedTemplateNodeInfoFromNodeGroup: allocatable and source unchanged, the deprecated twins
+    and the template-node marker added, no hostname, and the taints dropped that cluster-autoscaler's
+    --startup-taint and --status-taint flags name."""
+    view = av.View(
+        {"cpu": 2000},
+        {"topology.kubernetes.io/zone": "us-east-1a", "kubernetes.io/hostname": "ip-1"},
+        (Taint("boot", "", "NoSchedule"), Taint("gpu", "", "NoSchedule"), Taint("health", "", "NoExecute")),
+        "tags",
+    )
+    config = TaintConfig(startup_taints=frozenset({"boot"}), status_taints=frozenset({"health"}))
+    assert av.sanitized_template(view, config) == av.View(
+        {"cpu": 2000},
+        {
+            "topology.kubernetes.io/zone": "us-east-1a",
+            "failure-domain.beta.kubernetes.io/zone": "us-east-1a",
+            "cluster-autoscaler.kubernetes.io/template-node": "true",
+        },
+        (Taint("gpu", "", "NoSchedule"),),
+        "tags",
+    )
+    assert av.sanitized_template_labels({"node.kubernetes.io/instance-type": "m5.large"}, "template-1") == {
+        "node.kubernetes.io/instance-type": "m5.large",
+        "beta.kubernetes.io/instance-type": "m5.large",
+        "cluster-autoscaler.kubernetes.io/template-node": "true",
+        "kubernetes.io/hostname": "template-1",
+    }
