@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from capacity.fit import PodNeeds
+from capacity.fit import PodNeeds, Reason
 from capacity.serve import (
     CACHE_NOTE,
     GroupVerdict,
@@ -326,6 +326,56 @@ EXPLAINED = [
         "use a larger type",
     ),
     (
+        "a trap: the real node's cpu after its DaemonSets",
+        _group("ng-batch"),
+        _pod({"cpu": "1720m"}),
+        True,
+        "ng-batch: Insufficient cpu: requests 1720m; an m5.large node would offer 1730m, but "
+        "cluster-autoscaler "
+        "sees 1700m while the group has 0 nodes: tag the ASG "
+        "k8s.io/cluster-autoscaler/node-template/resources/"
+        "cpu, or let fitguard sync the tags",
+    ),
+    (
+        "a trap at the boundary: the real node offers exactly the cpu asked, no DaemonSet takes cpu",
+        _group("ng-cpu", daemonsets={"memory": 300 * MIB}),
+        _pod({"cpu": "1930m"}),
+        True,
+        "ng-cpu: Insufficient cpu: requests 1930m; an m5.large node would offer 1930m, but "
+        "cluster-autoscaler "
+        "sees 1900m while the group has 0 nodes: tag the ASG "
+        "k8s.io/cluster-autoscaler/node-template/resources/"
+        "cpu, or let fitguard sync the tags",
+    ),
+    (
+        "one milli-cpu more than the real node has: no trap",
+        _group("ng-cpu", daemonsets={"memory": 300 * MIB}),
+        _pod({"cpu": "1931m"}),
+        False,
+        "ng-cpu: Insufficient cpu: requests 1931m; an m5.large node offers 1900m after 100m of DaemonSets "
+        "and "
+        "kube-proxy: request less or use a larger type",
+    ),
+    (
+        "the remembered node is judged, not the bigger real one: no tag advice",
+        _group(
+            "ng-mem",
+            memory=AutoscalerMemory(True, "seen", View({"cpu": 1000, "pods": 29000}), "2026-11-30T12:00:00Z"),
+        ),
+        _pod({"cpu": "1500m"}),
+        False,
+        "ng-mem: Insufficient cpu: requests 1500m; an m5.large node offers 800m after 200m of DaemonSets: "
+        "request less or use a larger type",
+    ),
+    (
+        "two reasons, joined by a semicolon",
+        _plain("ng-gpu", "g4dn.xlarge", View({"cpu": 4000, "pods": 29000}, {}, (Taint("gpu", "true"),))),
+        _pod({"cpu": "5"}),
+        False,
+        "ng-gpu: node(s) had untolerated taint {gpu: true}: add a toleration for gpu=true:NoSchedule; "
+        "Insufficient cpu: requests 5; a g4dn.xlarge node offers 4: request less or use a larger type",
+    ),
+    (
         "a group that cannot add a node",
         _group("ng-closed", max_size=0),
         _pod({"cpu": "100m"}),
@@ -369,9 +419,14 @@ def test_the_node_is_named_with_its_article(instance_type: str, phrase: str) -> 
     )
 
 
-def test_a_serving_group_gets_a_plain_yes() -> None:
-    """A pod that fits gets a verdict with no reasons, no trap and nothing to explain it with."""
+def test_a_serving_group_gets_a_plain_yes_and_a_refusal_carries_its_view() -> None:
+    """A pod that fits gets a verdict with no reasons, no trap and nothing to explain it with; a
+    refused one the whole verdict: reasons, trap, no closing reason, the template and its view."""
     assert judge(_pod({"cpu": "100m"}), _group("ng-batch")) == GroupVerdict("ng-batch", True)
+    group = _group("ng-batch")
+    needs = _pod({"ephemeral-storage": "1Gi"})
+    reason = Reason("Insufficient ephemeral-storage", "ephemeral-storage", GIB, 0, 0)
+    assert judge(needs, group) == GroupVerdict("ng-batch", False, (reason,), True, "", group, TAGS)
 
 
 def test_the_denial_lists_traps_first_then_the_closest_and_counts_the_rest() -> None:

@@ -292,3 +292,57 @@ def test_the_sanitized_template_keeps_the_source_and_applies_the_taint_flags() -
         "cluster-autoscaler.kubernetes.io/template-node": "true",
         "kubernetes.io/hostname": "template-1",
     }
+
+
+def test_base_capacity_takes_the_requirement_minimums_over_the_shape() -> None:
+    """buildNodeFromTemplate's capacity: 110 pods, the shape's cpu, memory (MiB) and GPUs (the GPU
+    entry present even at 0), each replaced by the mixed-instances requirement's minimum if set."""
+    gib = 2**30 * 1000
+    shape = av.InstanceShape("g4dn.xlarge", 4, 16384, 1, "amd64")
+    assert av.base_capacity(shape) == {
+        "pods": 110000,
+        "cpu": 4000,
+        "nvidia.com/gpu": 1000,
+        "memory": 16 * gib,
+    }
+    assert av.base_capacity(shape, av.InstanceRequirements(8, 32768, 2)) == {
+        "pods": 110000,
+        "cpu": 8000,
+        "nvidia.com/gpu": 2000,
+        "memory": 32 * gib,
+    }
+    assert av.base_capacity(shape, av.InstanceRequirements(memory_mib_min=1024)) == {
+        "pods": 110000,
+        "cpu": 4000,
+        "nvidia.com/gpu": 1000,
+        "memory": 1 * gib,
+    }
+    assert av.base_capacity(av.InstanceShape("m5.large", 2, 8192)) == {
+        "pods": 110000,
+        "cpu": 2000,
+        "nvidia.com/gpu": 0,
+        "memory": 8 * gib,
+    }
+
+
+def test_a_view_built_with_no_place_has_empty_place_labels() -> None:
+    """build_autoscaler_view without region, zone or node name: those labels are empty, the view's
+    source is tags, and a tag valued like a taint but not named taint/ is no taint (later ones are)."""
+    view = av.build_autoscaler_view(
+        av.InstanceShape("m5.large", 2, 8192, 0, "amd64"),
+        [("team", "x:NoSchedule"), (av.TAINT_PREFIX + "dedicated", "batch:NoSchedule")],
+    )
+    assert view == av.View(
+        {"pods": 110000, "cpu": 2000, "nvidia.com/gpu": 0, "memory": 8 * 2**30 * 1000},
+        {
+            "kubernetes.io/arch": "amd64",
+            "kubernetes.io/os": "linux",
+            "node.kubernetes.io/instance-type": "m5.large",
+            "topology.kubernetes.io/region": "",
+            "topology.kubernetes.io/zone": "",
+            "topology.ebs.csi.aws.com/zone": "",
+            "kubernetes.io/hostname": "",
+        },
+        (Taint("dedicated", "batch", "NoSchedule"),),
+        "tags",
+    )
