@@ -346,3 +346,17 @@ def test_a_view_built_with_no_place_has_empty_place_labels() -> None:
         (Taint("dedicated", "batch", "NoSchedule"),),
         "tags",
     )
+
+
+def test_each_describe_nodegroup_field_makes_its_own_label() -> None:
+    """getManagedNodegroupInfo, one field at a time (no node group label to override it)."""
+    for field, value, label in [
+        ("amiType", "AL2_x86_64", "amiType"),
+        ("capacityType", "ON_DEMAND", "eks.amazonaws.com/capacityType"),
+        ("version", "1.31", "k8sVersion"),
+        ("nodegroupName", "ng-2", "eks.amazonaws.com/nodegroup"),
+        ("diskSize", 20, "diskSize"),
+    ]:
+        assert av.managed_nodegroup_info({field: value}) == av.ManagedNodegroupInfo(
+            {label: str(value)}, (), {}
+        )
