@@ -360,3 +360,171 @@ def test_each_describe_nodegroup_field_makes_its_own_label() -> None:
         assert av.managed_nodegroup_info({field: value}) == av.ManagedNodegroupInfo(
             {label: str(value)}, (), {}
         )
+
+
+# cluster-autoscaler/cloudprovider/aws/aws_manager.go parseASGAutoDiscoverySpec and
+# cloudprovider/dynamic SpecFromString, restated: the flags cluster-autoscaler refuses at start-up.
+@pytest.mark.parametrize(
+    ("spec", "tags"),
+    [
+        ("asg:tag=k8s.io/cluster-autoscaler/enabled", {"k8s.io/cluster-autoscaler/enabled": ""}),
+        ("asg:tag=label=value,anothertag", {"label": "value", "anothertag": ""}),
+        ("asg:tag=my:label=value,my:other=v=w", {"my:label": "value", "my:other": "v=w"}),
+    ],
+)
+def test_auto_discovery_specs_give_the_tags_an_asg_must_carry(spec: str, tags: dict[str, str]) -> None:
+    """parseASGAutoDiscoverySpec: `asg:tag=` then comma-separated keys, each with an optional value
+    (split at its first `=`)."""
+    assert specs.parse_auto_discovery_spec(spec) == tags
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("tag=a", "invalid node group auto discovery spec: tag=a"),
+        ("mig:tag=a", "unsupported discoverer: mig"),
+        ("asg:tag", "invalid key=value pair 'tag'"),
+        ("asg:=tag", "unsupported parameter key '' for discoverer asg; the only one is 'tag'"),
+        ("asg:label=a", "unsupported parameter key 'label' for discoverer asg; the only one is 'tag'"),
+        ("asg:tag=", "tag value not supplied"),
+    ],
+)
+def test_bad_auto_discovery_specs_are_refused_with_their_reason(spec: str, message: str) -> None:
+    """parseASGAutoDiscoverySpec's errors, each a SpecError with its whole message."""
+    with pytest.raises(specs.SpecError) as raised:
+        specs.parse_auto_discovery_spec(spec)
+    assert str(raised.value) == message
+
+
+def test_discovery_tags_and_their_match() -> None:
+    """The tags EKS documents (the cluster's only with a name); an ASG matches when it carries every
+    key, with the value where one is wanted."""
+    assert specs.default_discovery_tags() == {"k8s.io/cluster-autoscaler/enabled": ""}
+    assert specs.default_discovery_tags("prod") == {
+        "k8s.io/cluster-autoscaler/enabled": "",
+        "k8s.io/cluster-autoscaler/prod": "",
+    }
+    wanted = {"a": "", "b": "x"}
+    assert specs.matches_discovery({"a": "anything", "b": "x"}, wanted)
+    assert not specs.matches_discovery({"a": "1", "b": "y"}, wanted)
+    assert not specs.matches_discovery({"b": "x"}, wanted)
+    assert specs.matches_discovery({}, {})
+
+
+@pytest.mark.parametrize(
+    ("spec", "parsed"),
+    [
+        ("1:5:test-asg", specs.NodesSpec(1, 5, "test-asg")),
+        ("0:0:zero", specs.NodesSpec(0, 0, "zero")),
+        ("+2:3:a:b", specs.NodesSpec(2, 3, "a:b")),
+    ],
+)
+def test_nodes_specs_give_min_max_and_name(spec: str, parsed: specs.NodesSpec) -> None:
+    """SpecFromString: `<min>:<max>:<name>`, the name being the rest (colons included); 0 is a
+    valid minimum on AWS and max may equal min."""
+    assert specs.parse_nodes_spec(spec) == parsed
+
+
+@pytest.mark.parametrize("spec", ["a", "1:5", "a:b:c", "1:", "1:2:", "-1:2:n", "3:2:n", "1.5:2:n", " 1:2:n"])
+def test_bad_nodes_specs_are_refused(spec: str) -> None:
+    """SpecFromString refuses too few parts, non-integers, a negative min, max below min, no name."""
+    with pytest.raises(specs.SpecError) as raised:
+        specs.parse_nodes_spec(spec)
+    assert str(raised.value) == f"wrong nodes configuration: {spec}"
+
+
+DEFAULT_OPTIONS = specs.AsgOptions(0.5, 0.5, 600.0, 1200.0, False)
+
+
+def test_asg_options_come_from_their_tags_and_bad_values_keep_the_default() -> None:
+    """extractAutoscalingOptionsFromTags and GetAsgOptions: the tag name after the prefix (at the
+    start only) picks the option; a value that does not parse leaves the default."""
+    prefix = specs.OPTIONS_PREFIX
+    tags = {
+        prefix + "scaledownutilizationthreshold": "0.42",
+        prefix + "scaledowngpuutilizationthreshold": "7e-1",
+        prefix + "scaledownunneededtime": "1h",
+        prefix + "scaledownunreadytime": "25m",
+        prefix + "ignoredaemonsetsutilization": "T",
+        "team/" + prefix + "other": "x",
+        prefix: "empty name",
+    }
+    options = specs.options_from_tags(tags)
+    assert options == {
+        "scaledownutilizationthreshold": "0.42",
+        "scaledowngpuutilizationthreshold": "7e-1",
+        "scaledownunneededtime": "1h",
+        "scaledownunreadytime": "25m",
+        "ignoredaemonsetsutilization": "T",
+    }
+    assert specs.asg_options(options, DEFAULT_OPTIONS) == specs.AsgOptions(0.42, 0.7, 3600.0, 1500.0, True)
+    bad = {
+        "scaledownutilizationthreshold": "not-a-float",
+        "scaledowngpuutilizationthreshold": " 0.3",
+        "scaledownunneededtime": "forever",
+        "scaledownunreadytime": "1x",
+        "ignoredaemonsetsutilization": "yes",
+        "unknown": "1",
+    }
+    assert specs.asg_options(bad, DEFAULT_OPTIONS) == DEFAULT_OPTIONS
+    assert specs.asg_options({"scaledownunreadytime": "1m", "x": "y"}, DEFAULT_OPTIONS) == specs.AsgOptions(
+        0.5, 0.5, 600.0, 60.0, False
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "value"), [("1", 1.0), ("-.5", -0.5), ("+2.", 2.0), ("1E3", 1000.0), ("Inf", float("inf"))]
+)
+def test_go_floats(text: str, value: float) -> None:
+    """strconv.ParseFloat on decimal text."""
+    assert specs.go_parse_float(text) == value
+
+
+@pytest.mark.parametrize("text", ["", ".", "1_0", "0x10", "1 ", "e3"])
+def test_go_refuses_these_floats(text: str) -> None:
+    """strconv.ParseFloat refuses these (no underscores or hex here, no spaces)."""
+    with pytest.raises(ValueError) as raised:
+        specs.go_parse_float(text)
+    assert str(raised.value) == f"invalid float {text!r}"
+
+
+def test_go_bools() -> None:
+    """strconv.ParseBool: exactly these spellings, anything else an error."""
+    trues, falses = ["1", "t", "T", "TRUE", "true", "True"], ["0", "f", "F", "FALSE", "false", "False"]
+    assert [specs.go_parse_bool(t) for t in trues + falses] == [True] * 6 + [False] * 6
+    with pytest.raises(ValueError) as raised:
+        specs.go_parse_bool("yes")
+    assert str(raised.value) == "invalid bool 'yes'"
+
+
+def test_the_launch_template_of_an_asg_or_of_its_mixed_policy() -> None:
+    """aws_manager.go buildAsgFromAWS: the ASG's launch template, else its mixed instances policy's;
+    named by name or id; a missing version is $Default; none when there is neither."""
+    assert specs.launch_template_spec({"LaunchTemplate": {"LaunchTemplateName": "lt", "Version": "3"}}) == (
+        "lt",
+        "3",
+    )
+    mixed = {"LaunchTemplate": {"LaunchTemplateSpecification": {"LaunchTemplateId": "lt-0abc"}}}
+    assert specs.launch_template_spec({"MixedInstancesPolicy": mixed}) == ("lt-0abc", "$Default")
+    assert specs.launch_template_spec({"LaunchTemplate": {}}) is None
+    assert specs.launch_template_spec({"LaunchConfigurationName": "lc"}) is None
+    assert specs.launch_template_spec({"MixedInstancesPolicy": {"LaunchTemplate": {}}}) is None
+
+
+def test_the_requirements_request_carries_only_the_set_fields() -> None:
+    """aws_wrapper.go getRequirementsRequestFromAutoscaling: the fields given (not empty), nothing
+    else (AllowedInstanceTypes is not carried)."""
+    requirements = {
+        "VCpuCount": {"Min": 2, "Max": 4},
+        "MemoryMiB": {"Min": 4096},
+        "AcceleratorTypes": [],
+        "BareMetal": "",
+        "BurstablePerformance": None,
+        "CpuManufacturers": ["intel"],
+        "AllowedInstanceTypes": ["m5.*"],
+    }
+    assert specs.requirements_request(requirements) == {
+        "VCpuCount": {"Min": 2, "Max": 4},
+        "MemoryMiB": {"Min": 4096},
+        "CpuManufacturers": ["intel"],
+    }
