@@ -679,3 +679,35 @@ def test_times_are_written_in_utc_whatever_the_local_zone(monkeypatch: pytest.Mo
     finally:
         monkeypatch.undo()
         time.tzset()
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("", "expected an RFC 3339 time, got ''"),
+        (5, "expected an RFC 3339 time, got 5"),
+        ("2026-11-30T12:00:00", "expected an RFC 3339 time with its offset, got '2026-11-30T12:00:00'"),
+        ("2026-11-30T12:00:00z", "Invalid isoformat string: '2026-11-30T12:00:00z'"),
+    ],
+)
+def test_unreadable_times_are_refused_with_a_whole_message(value: Any, message: str) -> None:
+    """parse_time refuses an empty value, a non-string, a time without its offset and a lowercase z
+    (which NodeGroupTemplate validation refuses too)."""
+    with pytest.raises(ValueError) as raised:
+        parse_time(value)
+    assert str(raised.value) == message
+
+
+@pytest.mark.parametrize(("flag", "seconds"), [("-5s", 0.0), ("0", 0.0), ("soon", 10.0), ("1m", 60.0)])
+def test_the_scan_interval_is_never_negative_and_defaults_when_unreadable(flag: str, seconds: float) -> None:
+    """A negative --scan-interval counts as 0; an unreadable one as flags.go's 10 s default."""
+    found = process_of(ca_pod(args=[f"--scan-interval={flag}"]))
+    assert found is not None and found.scan_interval == seconds
+
+
+def test_a_pod_without_namespace_or_name_is_named_default() -> None:
+    """The process's pod is named namespace/name, the namespace `default` when missing."""
+    pod = ca_pod()
+    pod["metadata"] = {}
+    found = process_of(pod)
+    assert found is not None and found.pod == "default/"
