@@ -528,3 +528,40 @@ def test_the_requirements_request_carries_only_the_set_fields() -> None:
         "MemoryMiB": {"Min": 4096},
         "CpuManufacturers": ["intel"],
     }
+
+
+def test_instance_type_source_errors_are_whole() -> None:
+    """aws_wrapper.go getInstanceTypesForAsgs / auto_scaling_groups.go buildAsgFromAWS: an override
+    with both a type and requirements is refused; an ASG naming no source is refused by its name
+    (empty when unnamed)."""
+    both = {
+        "LaunchTemplate": {
+            "LaunchTemplateSpecification": {"LaunchTemplateName": "lt"},
+            "Overrides": [{"InstanceType": "m5.large", "InstanceRequirements": {"VCpuCount": {"Min": 2}}}],
+        }
+    }
+    with pytest.raises(ValueError) as raised:
+        specs.instance_type_source({"AutoScalingGroupName": "asg", "MixedInstancesPolicy": both})
+    assert str(raised.value) == "invalid setup of both instance type and instance requirements overrides"
+    with pytest.raises(ValueError) as raised:
+        specs.instance_type_source({"AutoScalingGroupName": "asg-1"})
+    assert str(raised.value) == "ASG 'asg-1' has no launch configuration or template"
+    with pytest.raises(ValueError) as raised:
+        specs.instance_type_source({})
+    assert str(raised.value) == "ASG '' has no launch configuration or template"
+
+
+def test_options_and_templates_at_the_edges() -> None:
+    """A tag that is no option before one that is; a bad option before a good one (each is judged on
+    its own); a launch template named by neither name nor id; requirements with only a memory or
+    only a cpu minimum."""
+    tags = {"Name": "x", specs.OPTIONS_PREFIX + "scaledownunreadytime": "1m"}
+    assert specs.options_from_tags(tags) == {"scaledownunreadytime": "1m"}
+    options = {"scaledownutilizationthreshold": "bad", "scaledownunreadytime": "1m"}
+    assert specs.asg_options(options, DEFAULT_OPTIONS) == specs.AsgOptions(0.5, 0.5, 600.0, 60.0, False)
+    assert specs.launch_template_spec({"LaunchTemplate": {"Version": "3"}}) == ("", "3")
+    policy = {"LaunchTemplate": {"LaunchTemplateSpecification": {"LaunchTemplateName": "lt"}}}
+    memory_only = {"InstanceRequirements": {"MemoryMiB": {"Min": 1024}}}
+    assert specs.capacity_requirements(policy, memory_only) == av.InstanceRequirements(None, 1024, None)
+    cpu_only = {"InstanceRequirements": {"VCpuCount": {"Min": 4}}}
+    assert specs.capacity_requirements(policy, cpu_only) == av.InstanceRequirements(4, None, None)
