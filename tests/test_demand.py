@@ -3,6 +3,7 @@ cannot see (tags missing, or its live-node template carrying the exhausted label
 
 from __future__ import annotations
 
+from datetime import date
 from typing import Any
 
 import pytest
@@ -11,6 +12,7 @@ from capacity.demand import (
     ALL,
     BLIND,
     PodRef,
+    autoscaler_sees,
     classify,
     is_unschedulable,
     pending_shapes,
@@ -18,7 +20,7 @@ from capacity.demand import (
 )
 from capacity.names import EXHAUSTED_LABEL
 from capacity.resources import POD_ENI
-from capacity.template import NodeGroupTemplate
+from capacity.template import NodeGroupTemplate, View
 
 UNSCHEDULABLE = {"conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}
 GUARD = {
@@ -235,4 +237,57 @@ def test_pending_pods_group_into_shapes_in_first_seen_order() -> None:
     assert ([(s.key, s.pods, s.needs.requests) for s in bare], none) == (
         [(shape_key({}), [PodRef("default", "", "")], {})],
         [],
+    )
+
+
+def test_the_node_cluster_autoscaler_would_add() -> None:
+    """autoscaler_sees: none for a manual group or one at its max size; a live node (even one), with
+    the exhausted label when the group's nodes carry it; else the tag-built view."""
+    live = group("ng", nodes=1)
+    assert autoscaler_sees(live, exhausted=False) is live.actual
+    assert live.actual is not None
+    assert autoscaler_sees(live, exhausted=True) == View(
+        live.actual.allocatable, {EXHAUSTED_LABEL: "true"}, live.actual.taints, "manual"
+    )
+    at_zero = group("ng")
+    assert autoscaler_sees(at_zero, exhausted=True) is at_zero.autoscaler
+    full = NodeGroupTemplate("full", "aws-asg", max_size=2, desired_size=2, autoscaler=View({"cpu": 1}))
+    assert autoscaler_sees(full, exhausted=False) is None
+    manual = NodeGroupTemplate("m", "manual", max_size=2, autoscaler=View({"cpu": 1}))
+    assert autoscaler_sees(manual, exhausted=False) is None
+
+
+def test_classify_judges_with_the_template_pods_and_keeps_every_shape() -> None:
+    """A pod that fits the tag-built node only without cluster-autoscaler's template pods (DaemonSets
+    plus kube-proxy) is not served by it; a shape no real node fits is skipped and the next shape is
+    still judged; `all` scope takes every shape; the malformed ones pass through; a bad scope is
+    refused with the whole message."""
+    ds = {"daemonSetOverhead": {"cpu": "200m", "pods": "2"}}
+    spec = {
+        "provider": "aws-asg",
+        "maxSize": 10,
+        "actual": {"allocatable": {"cpu": "1930m", "pods": "29", "ephemeral-storage": "45Gi"}},
+        "autoscaler": {"allocatable": {"cpu": "2", "pods": "110"}},
+        **ds,
+    }
+    ng = NodeGroupTemplate.from_object({"metadata": {"name": "ng"}, "spec": spec})
+    shapes, malformed = pending_shapes(
+        [pod("bad", {"cpu": "x"}), pod("big", {"cpu": "1750m"}), pod("disk", {"ephemeral-storage": "30Gi"})]
+    )
+    assert [r.name for r in shapes[0].pods] == ["big"]
+    result = classify(shapes, [ng], BLIND, malformed=malformed)
+    assert [(s.shape, s.why) for s in result.skipped] == [(shapes[0], "no node group's real node fits it")]
+    assert (result.shapes, result.malformed) == ([shapes[1]], malformed)
+    everything = classify(shapes, [ng], ALL, malformed=malformed)
+    assert (everything.shapes, everything.skipped, everything.malformed) == (shapes, [], malformed)
+    with pytest.raises(ValueError) as raised:
+        classify([], [], "some")
+    assert str(raised.value) == "scaling scope must be one of blind, all, not 'some'"
+
+
+def test_shape_keys_write_values_json_cannot_as_text() -> None:
+    """A value JSON has no type for (a date a YAML loader made) is written as its text."""
+    assert shape_key({"nodeSelector": {"since": date(2026, 1, 1)}}) == (
+        '{"containers":null,"initContainers":null,"nodeSelector":{"since":"2026-01-01"},"overhead":null,'
+        '"resources":null,"tolerations":null}'
     )
