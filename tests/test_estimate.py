@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from capacity import estimate
 from capacity.quantity import parse_quantity
 from capacity.taints import Taint
@@ -139,3 +141,22 @@ def test_a_root_volume_too_small_leaves_no_ephemeral_storage() -> None:
     """Root volume less kube-reserved 1 GiB and 10%: never below 0."""
     assert estimate.allocatable_ephemeral_storage(1 * 2**30) == 0
     assert estimate.allocatable_ephemeral_storage(10 * 2**30) == 10 * 2**30 - 2**30 - 2**30
+
+
+def test_the_estimate_at_its_floors() -> None:
+    """Memory that the reservations exceed gives 0 (not a negative or a token amount); a single
+    branch ENI is offered; the nodefs threshold is 10% rounded down to whole bytes."""
+    assert estimate.estimate_allocatable(1, 256, 29, None, 1) == {
+        "cpu": 940,
+        "memory": 0,
+        "pods": 29000,
+        "vpc.amazonaws.com/pod-eni": 1000,
+    }
+    assert estimate.allocatable_ephemeral_storage(10 * 2**30 + 5) == 8 * 2**30 + 5
+
+
+def test_a_live_nodes_bad_allocatable_names_its_field() -> None:
+    """live_node_view's error names status.allocatable.<resource> with the value and reason."""
+    with pytest.raises(ValueError) as raised:
+        estimate.live_node_view({"status": {"allocatable": {"cpu": "x"}}})
+    assert str(raised.value) == "status.allocatable.cpu: invalid quantity 'x' (not a Kubernetes quantity)"
