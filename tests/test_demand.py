@@ -249,6 +249,11 @@ def test_the_node_cluster_autoscaler_would_add() -> None:
     assert autoscaler_sees(live, exhausted=True) == View(
         live.actual.allocatable, {EXHAUSTED_LABEL: "true"}, live.actual.taints, "manual"
     )
+    node = View({"cpu": 1000}, {"a": "b"}, (), "live-node")
+    seen = NodeGroupTemplate("ng", "aws-asg", max_size=10, nodes=1, actual=node)
+    assert autoscaler_sees(seen, exhausted=True) == View(
+        {"cpu": 1000}, {"a": "b", EXHAUSTED_LABEL: "true"}, (), "live-node"
+    )
     at_zero = group("ng")
     assert autoscaler_sees(at_zero, exhausted=True) is at_zero.autoscaler
     full = NodeGroupTemplate("full", "aws-asg", max_size=2, desired_size=2, autoscaler=View({"cpu": 1}))
