@@ -6,6 +6,7 @@ resources it lacks, and what the webhook and the demand make of it."""
 from __future__ import annotations
 
 import copy
+import time
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from capacity.autoscaler_memory import (
     next_memory,
     parse_time,
     process_of,
+    refresh_period,
     running_autoscaler,
 )
 from capacity.demand import Skipped, classify, pending_shapes
@@ -544,3 +546,168 @@ def test_the_controller_table_says_per_group_whether_cluster_autoscaler_remember
         ("ng-c", "-"),
         ("ng-d", "no CA seen"),
     ]
+
+
+# --- the edges of the rules above, one value each ---------------------------------------------------
+
+
+def _containers_pod(
+    *containers: dict[str, Any], statuses: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    return {
+        "metadata": {"namespace": "kube-system", "name": "ca"},
+        "spec": {"containers": list(containers)},
+        "status": {
+            "phase": "Running",
+            "startTime": "2026-11-30T11:00:00Z",
+            "containerStatuses": statuses or [],
+        },
+    }
+
+
+def test_the_autoscaler_container_is_found_by_its_binary_else_the_first() -> None:
+    """The binary named by a full path or bare (not first in the pod) is the process; with no
+    container running it by command, the first container (an image whose entrypoint is the binary);
+    a pod with no container runs nothing."""
+    sidecar = {"name": "sidecar", "command": ["/pause"], "args": ["--scan-interval=1s"]}
+    for command in (["/usr/local/bin/cluster-autoscaler"], ["cluster-autoscaler"]):
+        ca = {"name": "ca", "command": command, "args": ["--scan-interval=30s"]}
+        found = process_of(_containers_pod(sidecar, ca))
+        assert found == AutoscalerProcess("kube-system/ca", T0 - HOUR, "87600h", 315_360_000.0, "", 30.0)
+    entrypoint = {"name": "ca", "args": ["--scan-interval=20s"]}
+    found = process_of(_containers_pod(entrypoint, sidecar))
+    assert found == AutoscalerProcess("kube-system/ca", T0 - HOUR, "87600h", 315_360_000.0, "", 20.0)
+    assert process_of(_containers_pod(entrypoint)) == found
+    assert process_of(_containers_pod()) is None
+
+
+def test_the_autoscaler_containers_own_status_gives_its_start() -> None:
+    """Of several container statuses, the one named like the autoscaler container gives the start."""
+    ca = {"name": "ca", "command": ["./cluster-autoscaler"]}
+    statuses = [
+        {"name": "sidecar", "state": {"running": {"startedAt": "2026-11-30T10:00:00Z"}}},
+        {"name": "ca", "state": {"running": {"startedAt": "2026-11-30T12:00:00Z"}}},
+    ]
+    found = process_of(_containers_pod({"name": "sidecar", "command": ["/pause"]}, ca, statuses=statuses))
+    assert found is not None and found.started == T0
+
+
+def test_a_node_with_other_taints_and_conditions_is_a_good_candidate() -> None:
+    """Only cluster-autoscaler's deletion taint disqualifies a node; the Ready condition is found
+    among the others, whatever their status."""
+    node = {
+        "spec": {"taints": [{"key": "dedicated", "value": "batch", "effect": "NoSchedule"}]},
+        "status": {
+            "conditions": [
+                {"type": "MemoryPressure", "status": "False"},
+                {"type": "Ready", "status": "True", "lastTransitionTime": "2026-11-30T11:00:00Z"},
+            ]
+        },
+    }
+    assert is_template_candidate(node, T0)
+
+
+@pytest.mark.parametrize(
+    ("expire_after", "period"),
+    [
+        (None, 900.0),  # unreadable: as if an hour
+        (7200.0, 1800.0),  # a quarter
+        (240.0, 60.0),  # a quarter, exactly the floor
+        (100.0, 60.0),  # at least a minute
+        (315_360_000.0, 3600.0),  # at most an hour
+    ],
+)
+def test_the_refresh_period_is_a_quarter_of_the_memory_between_a_minute_and_an_hour(
+    expire_after: float | None, period: float
+) -> None:
+    """refresh_period: a quarter of --node-info-cache-expire-time, at least 60 s, at most 3600 s;
+    an hour's quarter when the flag is unreadable or no cluster-autoscaler runs."""
+    found = AutoscalerProcess("kube-system/ca-1", T0, "x", expire_after, "", 10.0)
+    assert refresh_period(found) == period
+    assert refresh_period(None) == 900.0
+
+
+def test_the_sighting_is_renewed_by_the_memorys_own_refresh_period() -> None:
+    """With a 2h memory the sighting is kept for 30 minutes (not an hour's quarter, 15 minutes)."""
+    short = process(expire="2h")
+    first = next_memory(None, LIVE, short, T0 + HOUR, LOOKED_FOR)
+    assert next_memory(first, LIVE, short, T0 + HOUR + 1000, LOOKED_FOR).last_seen == "2026-11-30T13:00:00Z"
+    assert next_memory(first, LIVE, short, T0 + HOUR + 1800, LOOKED_FOR).last_seen == "2026-11-30T13:30:00Z"
+
+
+def test_a_sighting_within_the_first_loop_is_renewed_and_one_at_its_end_is_kept() -> None:
+    """A sighting before the autoscaler's first loop ended (started + scan interval) is written again;
+    one exactly at that instant is kept."""
+    early = AutoscalerMemory(True, "", LIVE, "2026-11-30T12:00:05Z", "kube-system/ca-1")
+    renewed = next_memory(early, LIVE, process(), T0 + 30, LOOKED_FOR)
+    assert renewed.last_seen == "2026-11-30T12:00:30Z"
+    at_end = AutoscalerMemory(True, "", LIVE, "2026-11-30T12:00:10Z", "kube-system/ca-1")
+    assert next_memory(at_end, LIVE, process(), T0 + 30, LOOKED_FOR).last_seen == "2026-11-30T12:00:10Z"
+
+
+def test_a_sighting_without_its_node_or_an_unreadable_flag_remembers_nothing_whole() -> None:
+    """A recorded time with no node, or an expiry flag that cannot be read: nothing remembered, no
+    expiry; the whole record."""
+    timed = AutoscalerMemory(False, "", None, "2026-11-30T13:00:00Z")
+    assert next_memory(timed, None, process(), T0 + 2 * HOUR, LOOKED_FOR) == AutoscalerMemory(
+        remembers=False,
+        reason="fitguard has not seen a live node of the group that cluster-autoscaler keeps",
+        view=None,
+        last_seen="2026-11-30T13:00:00Z",
+        autoscaler="kube-system/ca-1",
+        started="2026-11-30T12:00:00Z",
+        expires="",
+    )
+    broken = AutoscalerProcess("kube-system/ca-1", T0, "x", None, "invalid duration 'x'")
+    assert next_memory(seen_at(T0 + HOUR), None, broken, T0 + 2 * HOUR, LOOKED_FOR) == AutoscalerMemory(
+        remembers=False,
+        reason="--node-info-cache-expire-time unreadable (invalid duration 'x'): judged by its tags",
+        view=LIVE,
+        last_seen="2026-11-30T13:00:00Z",
+        autoscaler="kube-system/ca-1",
+        started="2026-11-30T12:00:00Z",
+        expires="",
+    )
+
+
+def test_times_are_written_in_utc_whatever_the_local_zone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """format_time writes UTC with a Z even where the process runs in another time zone."""
+    monkeypatch.setenv("TZ", "JST-9")
+    time.tzset()
+    try:
+        assert format_time(T0 + 0.9) == "2026-11-30T12:00:00Z"
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("", "expected an RFC 3339 time, got ''"),
+        (5, "expected an RFC 3339 time, got 5"),
+        ("2026-11-30T12:00:00", "expected an RFC 3339 time with its offset, got '2026-11-30T12:00:00'"),
+        ("2026-11-30T12:00:00z", "Invalid isoformat string: '2026-11-30T12:00:00z'"),
+    ],
+)
+def test_unreadable_times_are_refused_with_a_whole_message(value: Any, message: str) -> None:
+    """parse_time refuses an empty value, a non-string, a time without its offset and a lowercase z
+    (which NodeGroupTemplate validation refuses too)."""
+    with pytest.raises(ValueError) as raised:
+        parse_time(value)
+    assert str(raised.value) == message
+
+
+@pytest.mark.parametrize(("flag", "seconds"), [("-5s", 0.0), ("0", 0.0), ("soon", 10.0), ("1m", 60.0)])
+def test_the_scan_interval_is_never_negative_and_defaults_when_unreadable(flag: str, seconds: float) -> None:
+    """A negative --scan-interval counts as 0; an unreadable one as flags.go's 10 s default."""
+    found = process_of(ca_pod(args=[f"--scan-interval={flag}"]))
+    assert found is not None and found.scan_interval == seconds
+
+
+def test_a_pod_without_namespace_or_name_is_named_default() -> None:
+    """The process's pod is named namespace/name, the namespace `default` when missing."""
+    pod = ca_pod()
+    pod["metadata"] = {}
+    found = process_of(pod)
+    assert found is not None and found.pod == "default/"

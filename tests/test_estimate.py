@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from capacity import estimate
 from capacity.quantity import parse_quantity
 from capacity.taints import Taint
+from capacity.template import View
 
 
 def test_cpu_reservation_follows_the_eks_ami_ladder() -> None:
@@ -79,3 +82,81 @@ def test_only_ready_schedulable_nodes_count() -> None:
     assert not estimate.node_is_ready({"status": {"conditions": [{"type": "Ready", "status": "False"}]}})
     assert not estimate.node_is_ready({**ready, "spec": {"unschedulable": True}})
     assert not estimate.node_is_ready({**ready, "metadata": {"deletionTimestamp": "2024-01-01T00:00:00Z"}})
+
+
+def test_node_labels_are_the_well_known_ones_plus_the_groups() -> None:
+    """What kubelet and the AWS cloud provider label a new node with: os and instance type always
+    (stable and beta), arch, region and zone only when known, then the group's own labels on top."""
+    assert estimate.node_labels("m5.large", "") == {
+        "kubernetes.io/os": "linux",
+        "beta.kubernetes.io/os": "linux",
+        "node.kubernetes.io/instance-type": "m5.large",
+        "beta.kubernetes.io/instance-type": "m5.large",
+    }
+    assert estimate.node_labels(
+        "m6g.large", "arm64", "eu-west-1", "eu-west-1a", {"team": "ml", "kubernetes.io/os": "bottlerocket"}
+    ) == {
+        "kubernetes.io/os": "bottlerocket",
+        "beta.kubernetes.io/os": "linux",
+        "node.kubernetes.io/instance-type": "m6g.large",
+        "beta.kubernetes.io/instance-type": "m6g.large",
+        "kubernetes.io/arch": "arm64",
+        "beta.kubernetes.io/arch": "arm64",
+        "topology.kubernetes.io/region": "eu-west-1",
+        "failure-domain.beta.kubernetes.io/region": "eu-west-1",
+        "topology.kubernetes.io/zone": "eu-west-1a",
+        "failure-domain.beta.kubernetes.io/zone": "eu-west-1a",
+        "team": "ml",
+    }
+
+
+def test_an_estimated_view_is_whole() -> None:
+    """An m5.large-like node with a 20 GiB root volume: cpu less 70m, memory less (11 x 29 + 255) MiB
+    and the 100 MiB eviction threshold, storage less 1 GiB and 10%, its branch ENIs; the given
+    labels and taints; source launch-template."""
+    view = estimate.estimate_view(
+        vcpus=2,
+        memory_mib=8192,
+        max_pods=29,
+        branch_enis=9,
+        root_volume_gib=20,
+        labels={"a": "b"},
+        taints=[Taint("k", "v", "NoSchedule")],
+    )
+    assert view == View(
+        {
+            "cpu": 1930,
+            "memory": 7518 * 2**20 * 1000,
+            "pods": 29000,
+            "ephemeral-storage": 17 * 2**30 * 1000,
+            "vpc.amazonaws.com/pod-eni": 9000,
+        },
+        {"a": "b"},
+        (Taint("k", "v", "NoSchedule"),),
+        "launch-template",
+    )
+
+
+def test_a_root_volume_too_small_leaves_no_ephemeral_storage() -> None:
+    """Root volume less kube-reserved 1 GiB and 10%: never below 0."""
+    assert estimate.allocatable_ephemeral_storage(1 * 2**30) == 0
+    assert estimate.allocatable_ephemeral_storage(10 * 2**30) == 10 * 2**30 - 2**30 - 2**30
+
+
+def test_the_estimate_at_its_floors() -> None:
+    """Memory that the reservations exceed gives 0 (not a negative or a token amount); a single
+    branch ENI is offered; the nodefs threshold is 10% rounded down to whole bytes."""
+    assert estimate.estimate_allocatable(1, 256, 29, None, 1) == {
+        "cpu": 940,
+        "memory": 0,
+        "pods": 29000,
+        "vpc.amazonaws.com/pod-eni": 1000,
+    }
+    assert estimate.allocatable_ephemeral_storage(10 * 2**30 + 5) == 8 * 2**30 + 5
+
+
+def test_a_live_nodes_bad_allocatable_names_its_field() -> None:
+    """live_node_view's error names status.allocatable.<resource> with the value and reason."""
+    with pytest.raises(ValueError) as raised:
+        estimate.live_node_view({"status": {"allocatable": {"cpu": "x"}}})
+    assert str(raised.value) == "status.allocatable.cpu: invalid quantity 'x' (not a Kubernetes quantity)"

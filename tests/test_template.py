@@ -4,7 +4,8 @@ really be used for a new pod."""
 import pytest
 
 from capacity.quantity import parse_quantity
-from capacity.template import NodeGroupTemplate, View
+from capacity.taints import Taint
+from capacity.template import AutoscalerMemory, NodeGroupTemplate, View
 from capacity.view_match import MissingResource, autoscaler_scales_from_zero, missing_resources
 
 OBJECT = {
@@ -159,3 +160,427 @@ def test_whether_autoscaler_can_scale_the_group_from_zero(
     group = _group(actual, autoscaler, max_size)
     assert missing_resources(group) == missing
     assert autoscaler_scales_from_zero(group) is scales
+
+
+MIB = 2**20 * 1000  # one MiB in milli-units
+
+MEMORY_SPEC = {
+    "remembers": True,
+    "reason": "a node of the group was seen 5m ago",
+    "allocatable": {"cpu": "1930m", "pods": "29"},
+    "labels": {"zone": "a"},
+    "taints": [{"key": "dedicated", "value": "batch", "effect": "NoSchedule"}],
+    "lastSeen": "2026-11-30T12:00:00Z",
+    "autoscaler": "kube-system/cluster-autoscaler-0",
+    "started": "2026-11-30T11:00:00+00:00",
+    "expires": "2026-11-30T12:10:00Z",
+}
+
+
+def test_a_view_parses_whole_and_renders_with_or_without_its_source() -> None:
+    """A view's labels become strings, non-map taints are dropped, the default source fills a
+    missing one, and the view renders back whole (sorted labels, taints, source on request)."""
+    view = View.from_object(
+        {
+            "allocatable": {"cpu": "2", "memory": "1Gi"},
+            "labels": {"b": 2, "a": "x"},
+            "taints": [{"key": "k", "effect": "NoExecute"}, "junk"],
+        },
+        "spec.actual",
+        "launch-template",
+    )
+    assert view == View(
+        {"cpu": 2000, "memory": 1024 * MIB},
+        {"a": "x", "b": "2"},
+        (Taint("k", "", "NoExecute"),),
+        "launch-template",
+    )
+    assert view.to_object() == {
+        "source": "launch-template",
+        "allocatable": {"cpu": "2", "memory": "1Gi"},
+        "labels": {"a": "x", "b": "2"},
+        "taints": [{"key": "k", "effect": "NoExecute"}],
+    }
+    assert list(view.to_object()["labels"]) == ["a", "b"]
+    assert view.to_object(with_source=False) == {
+        "allocatable": {"cpu": "2", "memory": "1Gi"},
+        "labels": {"a": "x", "b": "2"},
+        "taints": [{"key": "k", "effect": "NoExecute"}],
+    }
+    named = View.from_object({"source": "manual", "labels": None, "taints": None}, "f", "tags")
+    assert named == View({}, {}, (), "manual")
+
+
+@pytest.mark.parametrize(
+    ("raw", "error", "message"),
+    [
+        ({"taints": {"key": "k"}}, TypeError, "spec.x.taints: expected a list"),
+        ({"labels": ["a"]}, TypeError, "spec.x.labels: expected a map"),
+        (
+            {"allocatable": ["1"]},
+            TypeError,
+            "spec.x.allocatable: expected a map of resource quantities, got list",
+        ),
+    ],
+)
+def test_a_bad_view_says_which_field(raw: dict, error: type, message: str) -> None:
+    """A view's malformed taints, labels or allocatable raise with the whole field path."""
+    with pytest.raises(error) as raised:
+        View.from_object(raw, "spec.x", "manual")
+    assert str(raised.value) == message
+
+
+def test_autoscaler_memory_parses_and_renders_whole() -> None:
+    """A remembered node parses into every field (its view's source is live-node) and renders
+    back to the same map, without a source."""
+    memory = AutoscalerMemory.from_object(MEMORY_SPEC, "spec.autoscalerMemory")
+    assert memory == AutoscalerMemory(
+        remembers=True,
+        reason="a node of the group was seen 5m ago",
+        view=View({"cpu": 1930, "pods": 29000}, {"zone": "a"}, (Taint("dedicated", "batch"),), "live-node"),
+        last_seen="2026-11-30T12:00:00Z",
+        autoscaler="kube-system/cluster-autoscaler-0",
+        started="2026-11-30T11:00:00+00:00",
+        expires="2026-11-30T12:10:00Z",
+    )
+    assert memory.to_object() == {
+        "remembers": True,
+        "reason": "a node of the group was seen 5m ago",
+        "allocatable": {"cpu": "1930m", "pods": "29"},
+        "labels": {"zone": "a"},
+        "taints": [{"key": "dedicated", "value": "batch", "effect": "NoSchedule"}],
+        "lastSeen": "2026-11-30T12:00:00Z",
+        "autoscaler": "kube-system/cluster-autoscaler-0",
+        "started": "2026-11-30T11:00:00+00:00",
+        "expires": "2026-11-30T12:10:00Z",
+    }
+    forgotten = AutoscalerMemory.from_object({"reason": "restarted"}, "m")
+    assert forgotten == AutoscalerMemory(False, "restarted", None, "", "", "", "")
+    assert forgotten.to_object() == {"remembers": False, "reason": "restarted"}
+    assert AutoscalerMemory.from_object({}, "m").to_object() == {"remembers": False, "reason": ""}
+
+
+@pytest.mark.parametrize(
+    ("change", "error", "message"),
+    [
+        ({"remembers": "yes"}, TypeError, "spec.m.remembers: expected a boolean"),
+        ({"reason": 5}, TypeError, "spec.m.reason: expected a string"),
+        ({"lastSeen": 5}, TypeError, "spec.m.lastSeen: expected a string"),
+        ({"autoscaler": ["a"]}, TypeError, "spec.m.autoscaler: expected a string"),
+        ({"started": 1.5}, TypeError, "spec.m.started: expected a string"),
+        ({"expires": True}, TypeError, "spec.m.expires: expected a string"),
+        (
+            {"lastSeen": "yesterday"},
+            ValueError,
+            "spec.m.lastSeen: expected an RFC 3339 time, got 'yesterday'",
+        ),
+        (
+            {"started": "2026-11-30T11:00:00"},
+            ValueError,
+            "spec.m.started: expected an RFC 3339 time, got '2026-11-30T11:00:00'",
+        ),
+        ({"expires": "soon"}, ValueError, "spec.m.expires: expected an RFC 3339 time, got 'soon'"),
+        # a lowercase z, which capacity.autoscaler_memory's parser (it reads lastSeen back) rejects too
+        (
+            {"lastSeen": "2026-11-30T12:00:00z"},
+            ValueError,
+            "spec.m.lastSeen: expected an RFC 3339 time, got '2026-11-30T12:00:00z'",
+        ),
+        (
+            {"allocatable": {"cpu": "x"}},
+            ValueError,
+            "spec.m.allocatable.cpu: invalid quantity 'x' (not a Kubernetes quantity)",
+        ),
+        ({"taints": "none"}, TypeError, "spec.m.taints: expected a list"),
+        (
+            {"lastSeen": ""},
+            ValueError,
+            "spec.m: remembers a template it does not carry (allocatable, lastSeen)",
+        ),
+        (
+            {"allocatable": None},
+            ValueError,
+            "spec.m: remembers a template it does not carry (allocatable, lastSeen)",
+        ),
+    ],
+)
+def test_a_bad_autoscaler_memory_says_which_field(change: dict, error: type, message: str) -> None:
+    """Each malformed field of spec.autoscalerMemory raises with its whole path and reason; a
+    memory that remembers must carry the node (allocatable) and when it was seen."""
+    with pytest.raises(error) as raised:
+        AutoscalerMemory.from_object({**MEMORY_SPEC, **change}, "spec.m")
+    assert str(raised.value) == message
+
+
+def test_a_template_that_is_not_remembering_may_omit_the_node() -> None:
+    """remembers false needs neither allocatable nor lastSeen; times with an offset are accepted."""
+    memory = AutoscalerMemory.from_object({"remembers": False, "expires": "2026-11-30T12:10:00-05:00"}, "m")
+    assert memory == AutoscalerMemory(False, "", None, "", "", "", "2026-11-30T12:10:00-05:00")
+
+
+def _remembering(**spec_changes: object) -> NodeGroupTemplate:
+    spec = {
+        **OBJECT["spec"],
+        "autoscalerMemory": {**MEMORY_SPEC, "allocatable": {"cpu": "1930m", "memory": "7220Mi"}},
+        **spec_changes,
+    }
+    return NodeGroupTemplate.from_object({**OBJECT, "spec": spec})
+
+
+def test_a_remembered_node_is_judged_with_the_tag_resources_it_lacks() -> None:
+    """While cluster-autoscaler remembers a live node, a group with no node is judged on that node
+    (its values win), plus each resource of the tag-built view it lacks; without the memory, or
+    once it forgets, the tag-built view is judged; a manual group has no remembered node."""
+    t = _remembering()
+    remembered = View(
+        {"cpu": 1930, "memory": 7220 * MIB, "pods": 110000},
+        {"zone": "a"},
+        (Taint("dedicated", "batch"),),
+        "autoscaler-memory",
+    )
+    assert t.remembered == remembered
+    assert t.judged_view() == (remembered, "no nodes: cluster-autoscaler remembers a live node of the group")
+    assert t.judged_view(with_memory=False) == (
+        t.autoscaler,
+        "no nodes: cluster-autoscaler builds the node from tags",
+    )
+    assert t.overhead_of(t.remembered) == ({"cpu": 200, "memory": 300 * MIB}, 3)
+    no_tags = _remembering(autoscaler=None)
+    assert no_tags.remembered == View(
+        {"cpu": 1930, "memory": 7220 * MIB},
+        {"zone": "a"},
+        (Taint("dedicated", "batch"),),
+        "autoscaler-memory",
+    )
+    assert _remembering(provider="manual").remembered is None
+    forgot = _remembering(autoscalerMemory={"remembers": False, "allocatable": {"cpu": "1"}})
+    assert forgot.remembered is None
+    assert forgot.judged_view() == (
+        forgot.autoscaler,
+        "no nodes: cluster-autoscaler builds the node from tags",
+    )
+    assert NodeGroupTemplate.from_object(OBJECT).remembered is None
+
+
+def test_judged_view_names_each_reason_whole() -> None:
+    """Each branch of judged_view returns its view and its whole reason: live nodes win even at
+    max size 0, fitguard's own scale-from-zero and a group with no autoscaler view use the actual
+    view, and max size 0 with no node serves nothing."""
+    spec = OBJECT["spec"]
+    t = NodeGroupTemplate.from_object
+    live = t({**OBJECT, "spec": {**spec, "nodes": 1, "maxSize": 0}})
+    assert live.judged_view() == (live.actual, "live nodes")
+    ours = _remembering(scaleFromZero="fitguard")
+    assert ours.judged_view() == (ours.actual, "fitguard scales it from zero")
+    untagged = t({**OBJECT, "spec": {**spec, "autoscaler": None}})
+    assert untagged.judged_view() == (untagged.actual, "no autoscaler view")
+    manual = t({**OBJECT, "spec": {**spec, "provider": "manual"}})
+    assert manual.judged_view() == (manual.actual, "no autoscaler view")
+    one = t({**OBJECT, "spec": {**spec, "maxSize": 1}})
+    assert one.judged_view() == (one.autoscaler, "no nodes: cluster-autoscaler builds the node from tags")
+    negative = t({**OBJECT, "spec": {**spec, "maxSize": -1}})
+    assert negative.judged_view() == (None, "max size is 0")
+
+
+def test_overhead_of_hands_out_the_template_pods_for_the_autoscaler_view_only() -> None:
+    """The autoscaler view (that very object) gets cluster-autoscaler's template pods; an equal view
+    that is another object, the actual view and no view get the DaemonSet pods."""
+    t = NodeGroupTemplate.from_object(OBJECT)
+    assert t.autoscaler is not None
+    daemonsets = ({"cpu": 200, "memory": 300 * MIB}, 3)
+    assert t.overhead_of(t.autoscaler) == ({"cpu": 300, "memory": 300 * MIB}, 4)
+    assert t.overhead_of(None) == daemonsets
+    assert t.overhead_of(t.actual) == daemonsets
+    twin = View(dict(t.autoscaler.allocatable), dict(t.autoscaler.labels), t.autoscaler.taints, "tags")
+    assert twin == t.autoscaler
+    assert t.overhead_of(twin) == daemonsets
+    bare = NodeGroupTemplate("g", autoscaler=View({}), autoscaler_overhead={}, autoscaler_overhead_pods=0)
+    assert bare.overhead_of(bare.autoscaler) == ({}, 0)
+
+
+def test_a_template_renders_to_the_whole_object() -> None:
+    """to_object writes every field in API form: the autoscaler view without a source, DaemonSet
+    pods only when there are any, the template pods always, the memory when present."""
+    t = _remembering(instanceTypes=["m5.large", "m5a.large"], minSize=1, desiredSize=2, nodes=0)
+    assert t.instance_type == "m5.large"
+    assert t.to_object() == {
+        "apiVersion": "fitguard.io/v1alpha1",
+        "kind": "NodeGroupTemplate",
+        "metadata": {"name": "ng-batch"},
+        "spec": {
+            "provider": "aws-asg",
+            "instanceTypes": ["m5.large", "m5a.large"],
+            "minSize": 1,
+            "maxSize": 10,
+            "desiredSize": 2,
+            "nodes": 0,
+            "actual": {
+                "source": "launch-template",
+                "allocatable": {
+                    "cpu": "1930m",
+                    "ephemeral-storage": "19136439364",
+                    "memory": "7220Mi",
+                    "pods": "29",
+                    "vpc.amazonaws.com/pod-eni": "9",
+                },
+                "labels": {"node.kubernetes.io/instance-type": "m5.large"},
+                "taints": [],
+            },
+            "autoscaler": {
+                "allocatable": {"cpu": "2", "memory": "8Gi", "pods": "110"},
+                "labels": {"node.kubernetes.io/instance-type": "m5.large"},
+                "taints": [],
+            },
+            "daemonSetOverhead": {"cpu": "200m", "memory": "300Mi", "pods": "3"},
+            "autoscalerOverhead": {"cpu": "300m", "memory": "300Mi", "pods": "4"},
+            "scaleFromZero": "autoscaler",
+            "autoscalerMemory": {
+                "remembers": True,
+                "reason": "a node of the group was seen 5m ago",
+                "allocatable": {"cpu": "1930m", "memory": "7220Mi"},
+                "labels": {"zone": "a"},
+                "taints": [{"key": "dedicated", "value": "batch", "effect": "NoSchedule"}],
+                "lastSeen": "2026-11-30T12:00:00Z",
+                "autoscaler": "kube-system/cluster-autoscaler-0",
+                "started": "2026-11-30T11:00:00+00:00",
+                "expires": "2026-11-30T12:10:00Z",
+            },
+        },
+    }
+    assert NodeGroupTemplate("bare").to_object() == {
+        "apiVersion": "fitguard.io/v1alpha1",
+        "kind": "NodeGroupTemplate",
+        "metadata": {"name": "bare"},
+        "spec": {
+            "provider": "manual",
+            "instanceTypes": [],
+            "minSize": 0,
+            "maxSize": 0,
+            "desiredSize": 0,
+            "nodes": 0,
+            "daemonSetOverhead": {},
+            "autoscalerOverhead": {"cpu": "100m", "pods": "1"},
+            "scaleFromZero": "autoscaler",
+        },
+    }
+    assert NodeGroupTemplate("bare").instance_type == ""
+
+
+def test_a_sparse_object_parses_to_the_defaults() -> None:
+    """Only a name: a manual group of size 0 with no views, no DaemonSets, the kube-proxy pod on the
+    autoscaler's template node, no memory; sizes given as strings are read as integers."""
+    bare = NodeGroupTemplate.from_object({"metadata": {"name": "g"}})
+    assert bare == NodeGroupTemplate(
+        "g", "manual", (), 0, 0, 0, 0, None, None, {}, 0, "autoscaler", {"cpu": 100}, 1, None
+    )
+    texts = NodeGroupTemplate.from_object(
+        {
+            "metadata": {"name": "g"},
+            "spec": {"minSize": "1", "maxSize": "3", "desiredSize": "2", "nodes": "0"},
+        }
+    )
+    assert (texts.min_size, texts.max_size, texts.desired_size, texts.nodes) == (1, 3, 2, 0)
+    given = NodeGroupTemplate.from_object(
+        {
+            "metadata": {"name": "g"},
+            "spec": {"autoscalerOverhead": {"cpu": "50m"}, "daemonSetOverhead": {"pods": 2}},
+        }
+    )
+    assert (given.autoscaler_overhead, given.autoscaler_overhead_pods) == ({"cpu": 50}, 0)
+    assert (given.daemonset_overhead, given.daemonset_pods) == ({}, 2)
+    unsourced = NodeGroupTemplate.from_object(
+        {
+            "metadata": {"name": "g"},
+            "spec": {"actual": {"allocatable": {"cpu": "1"}}, "autoscalerOverhead": "none"},
+        }
+    )
+    assert unsourced.actual == View({"cpu": 1000}, {}, (), "manual")
+    assert (unsourced.autoscaler_overhead, unsourced.autoscaler_overhead_pods) == ({"cpu": 100}, 1)
+
+
+def test_a_template_node_with_no_pods_renders_zero_pods() -> None:
+    """An autoscaler overhead of no pods renders as pods "0" (not left out, not the kube-proxy 1)."""
+    empty = NodeGroupTemplate("g", autoscaler_overhead={}, autoscaler_overhead_pods=0)
+    assert empty.to_object()["spec"]["autoscalerOverhead"] == {"pods": "0"}
+    assert NodeGroupTemplate.from_object(empty.to_object()) == empty
+
+
+@pytest.mark.parametrize(
+    ("obj", "error", "message"),
+    [
+        ({"metadata": ["g"], "spec": {}}, TypeError, "metadata and spec must be maps"),
+        ({"metadata": {"name": "g"}, "spec": "x"}, TypeError, "metadata and spec must be maps"),
+        ({"metadata": {"name": 7}}, ValueError, "metadata.name: required"),
+        ({"metadata": {"name": ""}}, ValueError, "metadata.name: required"),
+        (
+            {"metadata": {"name": "g"}, "spec": {"autoscalerMemory": []}},
+            TypeError,
+            "spec.autoscalerMemory: expected a map",
+        ),
+        (
+            {"metadata": {"name": "g"}, "spec": {"minSize": True}},
+            TypeError,
+            "spec.minSize: expected an integer",
+        ),
+        ({"metadata": {"name": "g"}, "spec": {"nodes": 1.0}}, TypeError, "spec.nodes: expected an integer"),
+        (
+            {"metadata": {"name": "g"}, "spec": {"desiredSize": None}},
+            TypeError,
+            "spec.desiredSize: expected an integer",
+        ),
+        (
+            {"metadata": {"name": "g"}, "spec": {"maxSize": "ten"}},
+            ValueError,
+            "spec.maxSize: expected an integer, got 'ten'",
+        ),
+        (
+            {"metadata": {"name": "g"}, "spec": {"autoscalerMemory": {"remembers": 1}}},
+            TypeError,
+            "spec.autoscalerMemory.remembers: expected a boolean",
+        ),
+        (
+            {"metadata": {"name": "g"}, "spec": {"autoscaler": {"allocatable": {"cpu": "x"}}}},
+            ValueError,
+            "spec.autoscaler.allocatable.cpu: invalid quantity 'x' (not a Kubernetes quantity)",
+        ),
+        (
+            {"metadata": {"name": "g"}, "spec": {"daemonSetOverhead": {"cpu": "x"}}},
+            ValueError,
+            "spec.daemonSetOverhead.cpu: invalid quantity 'x' (not a Kubernetes quantity)",
+        ),
+        (
+            {"metadata": {"name": "g"}, "spec": {"autoscalerOverhead": {"cpu": "x"}}},
+            ValueError,
+            "spec.autoscalerOverhead.cpu: invalid quantity 'x' (not a Kubernetes quantity)",
+        ),
+    ],
+)
+def test_a_bad_template_object_gets_a_whole_message(obj: dict, error: type, message: str) -> None:
+    """Each malformed part of a NodeGroupTemplate object raises with its whole message."""
+    with pytest.raises(error) as raised:
+        NodeGroupTemplate.from_object(obj)
+    assert str(raised.value) == message
+
+
+def test_the_template_pods_are_taken_whole_or_computed() -> None:
+    """An autoscaler overhead given without its pod count (or a count without the overhead) is
+    not half kept: both come from the DaemonSets plus cluster-autoscaler's kube-proxy pod."""
+    tags = View({"cpu": 2000}, {}, (), "tags")
+    for partial in (
+        NodeGroupTemplate(
+            "g",
+            autoscaler=tags,
+            daemonset_overhead={"cpu": 200},
+            daemonset_pods=2,
+            autoscaler_overhead={"cpu": 50},
+        ),
+        NodeGroupTemplate(
+            "g",
+            autoscaler=tags,
+            daemonset_overhead={"cpu": 200},
+            daemonset_pods=2,
+            autoscaler_overhead_pods=7,
+        ),
+    ):
+        assert (partial.autoscaler_overhead, partial.autoscaler_overhead_pods) == ({"cpu": 300}, 3)
+        assert partial.overhead_of(tags) == ({"cpu": 300}, 3)
