@@ -9,11 +9,23 @@ from typing import Any
 
 import pytest
 
+from capacity.fit import Reason
+from capacity.serve import GroupVerdict
+from capacity.taints import Taint
 from capacity.template import NodeGroupTemplate
 from kube.statefile import load_state
 from webhook.cluster import ClusterView, from_objects
-from webhook.review import WebhookConfig
-from webhook.validate import COLD_START, MAX_WARNING, WARNING_LIMIT, review, whole_warning
+from webhook.review import Verdict, WebhookConfig
+from webhook.validate import (
+    COLD_START,
+    MAX_WARNING,
+    WARNING_LIMIT,
+    field_lines,
+    reason_path,
+    review,
+    warnings_for,
+    whole_warning,
+)
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 CLUSTER = load_state(EXAMPLES / "cluster.yaml")
@@ -286,3 +298,224 @@ def test_a_malformed_quantity_is_not_denied_out_of_confusion() -> None:
     verdict = review(request(pod("bad", {"cpu": "lots"})), cluster(), ENFORCE)
     assert verdict.allowed
     assert "spec.containers[0].resources.requests.cpu" in verdict.warnings[0]
+
+
+# Table tests of the helpers /validate answers with (written against mutation survivors: each
+# expected value is written out whole).
+
+
+def _workload(kind: str, api_version: str = "apps/v1", **meta: Any) -> dict[str, Any]:
+    template = {
+        "metadata": {"labels": {"app": "w"}},
+        "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "300"}}}]},
+    }
+    spec = {"jobTemplate": {"spec": {"template": template}}} if kind == "CronJob" else {"template": template}
+    return {
+        "apiVersion": api_version,
+        "kind": kind,
+        "metadata": {"namespace": "default", **meta},
+        "spec": spec,
+    }
+
+
+CPU_300_LINES = [
+    "ng-batch: Insufficient cpu: requests 300; an m5.large node offers 1700m after 300m of DaemonSets"
+    " and kube-proxy: request less or use a larger type",
+    "ng-burst: Insufficient cpu: requests 300; a t3.large node offers 1730m after 200m of DaemonSets:"
+    " request less or use a larger type",
+    "ng-general: Insufficient cpu: requests 300; an m5.xlarge node offers 3720m after 200m of DaemonSets:"
+    " request less or use a larger type",
+]
+
+
+@pytest.mark.parametrize(
+    ("kind", "api_version", "field"),
+    [
+        ("Deployment", "apps/v1", "spec.template.spec"),
+        ("StatefulSet", "apps/v1", "spec.template.spec"),
+        ("DaemonSet", "apps/v1", "spec.template.spec"),
+        ("ReplicaSet", "apps/v1", "spec.template.spec"),
+        ("ReplicationController", "v1", "spec.template.spec"),
+        ("Job", "batch/v1", "spec.template.spec"),
+        ("CronJob", "batch/v1", "spec.jobTemplate.spec.template.spec"),
+    ],
+)
+def test_every_workload_kind_is_judged_by_its_pod_template(kind: str, api_version: str, field: str) -> None:
+    """Each supported kind's template is found at its own path, and the whole denial names the
+    kind, the object and the template field to edit."""
+    verdict = review(request(_workload(kind, api_version, name="w")), cluster(), ENFORCE)
+    assert (verdict.allowed, verdict.code, verdict.reason) == (False, 403, "Forbidden")
+    assert verdict.message.splitlines() == [
+        f"{kind} w does not fit any node group",
+        *CPU_300_LINES,
+        f"fields to edit: {field}.containers[0].resources.requests.cpu",
+    ]
+
+
+def test_a_workload_named_by_generate_name_or_not_at_all_is_still_named_by_its_kind() -> None:
+    """The subject of the message is `kind name`, the generateName when there is no name, and the
+    kind alone when there is neither."""
+    by_prefix = review(request(_workload("Job", "batch/v1", generateName="nightly-")), cluster(), ENFORCE)
+    assert by_prefix.message.splitlines()[0] == "Job nightly- does not fit any node group"
+    unnamed = review(request(_workload("Job", "batch/v1")), cluster(), ENFORCE)
+    assert unnamed.message.splitlines()[0] == "Job does not fit any node group"
+
+
+@pytest.mark.parametrize(
+    "obj",
+    [
+        {"kind": "Deployment", "spec": {"template": "not a map"}},
+        {"kind": "Deployment", "spec": "not a map"},
+        {"kind": "Deployment", "spec": {"template": {"spec": "not a map"}}},
+        {"kind": "Deployment", "spec": {"template": {"metadata": "x", "spec": {"containers": []}}}},
+        {"kind": "ConfigMap", "spec": {"template": {"spec": {"containers": []}}}},
+    ],
+)
+def test_an_object_without_a_readable_pod_template_is_allowed_untouched(obj: dict[str, Any]) -> None:
+    """No template to judge (wrong shapes at any level, or a kind without pods): allowed with no
+    message, warning or finding."""
+    req = {"uid": "u", "kind": {"kind": obj["kind"]}, "operation": "CREATE", "object": obj}
+    assert review(req, cluster(), ENFORCE) == Verdict()
+
+
+def test_an_update_that_changes_only_the_template_labels_is_checked() -> None:
+    """The template's labels are part of what an UPDATE is judged on (they choose the
+    SecurityGroupPolicy); a change to them alone is checked again."""
+    new = _workload("Deployment", name="w")
+    old = copy.deepcopy(new)
+    old["spec"]["template"]["metadata"]["labels"] = {"app": "old"}
+    assert not review(request(new, "UPDATE", old), cluster(), ENFORCE).allowed
+    assert review(request(new, "UPDATE", copy.deepcopy(new)), cluster(), ENFORCE) == Verdict()
+    assert not review(request(new, "UPDATE", None), cluster(), ENFORCE).allowed
+
+
+def test_a_pod_update_is_not_judged_and_a_fargate_pod_never() -> None:
+    """Only a pod's CREATE is judged; a Fargate pod runs on no node group and is allowed untouched."""
+    big = pod("x", {"cpu": "300"})
+    assert review(request(big, "UPDATE", big), cluster(), ENFORCE) == Verdict()
+    big["metadata"]["labels"] = {"eks.amazonaws.com/fargate-profile": "fp"}
+    assert review(request(big), cluster(), ENFORCE) == Verdict()
+
+
+@pytest.mark.parametrize(
+    ("mode", "expected"),
+    [
+        ("audit", {"allowed": True, "message": "M", "warnings": [], "finding": "M", "finding_mode": "audit"}),
+        (
+            "warn",
+            {
+                "allowed": True,
+                "message": "",
+                "warnings": [
+                    "spec.containers[0].resources.requests.cpu: fits no node group:"
+                    " ng-batch (cpu), ng-burst (cpu), ng-general (cpu)"
+                ],
+                "finding": "M",
+                "finding_mode": "warn",
+            },
+        ),
+        ("enforce", {"allowed": False, "message": "M", "warnings": [], "finding": "", "finding_mode": ""}),
+    ],
+)
+def test_each_mode_answers_a_pod_that_fits_nowhere_in_its_own_way(
+    mode: str, expected: dict[str, Any]
+) -> None:
+    """enforce denies with the message; warn allows with per-field warnings and records the message
+    as a finding; audit allows with the message and the same finding."""
+    message = "\n".join(["pod does not fit any node group", *CPU_300_LINES])
+    verdict = review(request(pod("x", {"cpu": "300"})), cluster(), WebhookConfig(mode=mode))
+    got = {k: getattr(verdict, k) for k in ("allowed", "message", "warnings", "finding", "finding_mode")}
+    assert got == {k: message if v == "M" else v for k, v in expected.items()}
+
+
+CPU = Reason("Insufficient cpu", resource="cpu")
+
+
+@pytest.mark.parametrize(
+    ("spec", "reason", "path"),
+    [
+        ({}, Reason("untolerated taint", taint=Taint("dedicated", "eni")), "B.tolerations"),
+        ({"nodeSelector": {"a": "b"}}, Reason("selector"), "B.nodeSelector"),
+        ({"nodeSelector": {}}, Reason("selector"), "B.affinity.nodeAffinity"),
+        ({}, Reason("selector"), "B.affinity.nodeAffinity"),
+        (
+            {
+                "containers": [
+                    {"resources": {"requests": {"memory": "1"}}},
+                    {"resources": {"limits": {"cpu": "1"}}},
+                ]
+            },
+            CPU,
+            "B.containers[1].resources.limits.cpu",
+        ),
+        (
+            {
+                "containers": [{"resources": {}}],
+                "initContainers": [{"resources": {"requests": {"cpu": "1"}}}],
+            },
+            CPU,
+            "B.initContainers[0].resources.requests.cpu",
+        ),
+        (
+            {"containers": ["not a map", {"resources": {"requests": {"cpu": "1", "memory": "1"}}}]},
+            CPU,
+            "B.containers[1].resources.requests.cpu",
+        ),
+        ({"containers": [{"name": "c"}], "overhead": {"cpu": "250m"}}, CPU, "B.overhead"),
+        ({"containers": [{"name": "c"}], "overhead": {"memory": "1"}}, CPU, "B"),
+        ({}, CPU, "B"),
+    ],
+)
+def test_a_reason_points_at_the_field_a_person_edits(spec: dict[str, Any], reason: Reason, path: str) -> None:
+    """Taints point at tolerations; selection at the nodeSelector when set, else the node affinity;
+    a resource at the first container (then init container) requesting or limiting it, else the
+    pod overhead, else the spec itself."""
+    assert reason_path(spec, "B", reason) == path
+
+
+def test_warnings_name_trapped_and_closed_groups_and_skip_the_ones_that_serve() -> None:
+    """A trapped group's note is `tags`; a refused group without reasons is `max size 0`; a group
+    that serves is not named; a short line holds every group of a field."""
+    verdicts = [
+        GroupVerdict("ng-a", serves=False, reasons=(CPU,), trap=True),
+        GroupVerdict("ng-b", serves=False),
+        GroupVerdict("ng-c", serves=True),
+        GroupVerdict("ng-d", serves=False, reasons=(CPU,)),
+    ]
+    spec = {"containers": [{"resources": {"requests": {"cpu": "9"}}}]}
+    assert warnings_for(verdicts, spec, "s") == [
+        "s.containers[0].resources.requests.cpu: fits no node group: ng-a (tags), ng-d (cpu)",
+        "s: fits no node group: ng-b (max size 0)",
+    ]
+    assert field_lines(verdicts, spec, "s") == ["fields to edit: s.containers[0].resources.requests.cpu"]
+    assert (
+        field_lines([GroupVerdict("ng-b", serves=False), GroupVerdict("ng-c", serves=True)], spec, "s") == []
+    )
+
+
+def test_a_line_of_exactly_120_characters_is_kept_whole() -> None:
+    """120 characters is within the limit: one line for the field; 121 splits it per group."""
+    head = "s: fits no node group: "
+    name = "g" * (MAX_WARNING - len(head) - len(" (cpu)"))
+    exact = warnings_for([GroupVerdict(name, serves=False, reasons=(CPU,))], {}, "s")
+    assert exact == [f"{head}{name} (cpu)"] and len(exact[0]) == MAX_WARNING
+    two = [
+        GroupVerdict("ng-a", serves=False, reasons=(CPU,)),
+        GroupVerdict(name[:80], serves=False, reasons=(CPU,)),
+    ]
+    assert warnings_for(two, {}, "s") == [f"{head}ng-a (cpu)", f"{head}{name[:80]} (cpu)"]
+
+
+@pytest.mark.parametrize(
+    ("text", "cut"),
+    [
+        ("x" * (WARNING_LIMIT + 1), "x" * (WARNING_LIMIT - 1) + "\u2026"),
+        ("a" * 129 + " " + "b" * 200, "a" * 129 + "\u2026"),
+        ("a" * 128 + " " + "b" * 200, "a" * 128 + " " + "b" * 126 + "\u2026"),
+        ("a" * 100 + ", " + "b" * 60 + ": " + "c" * 200, "a" * 100 + ", " + "b" * 60 + "\u2026"),
+    ],
+)
+def test_a_long_warning_is_cut_at_a_word_only_past_half_the_limit(text: str, cut: str) -> None:
+    """The cut goes back to the last space only when that space is past 128 characters (else it
+    would drop too much), strips trailing punctuation, and ends with an ellipsis."""
+    assert whole_warning(text) == cut
