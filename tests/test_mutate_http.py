@@ -19,7 +19,7 @@ from webhook.app import create_app
 from webhook.cluster import ClusterView, from_objects
 from webhook.mutate import FARGATE_LABEL as FARGATE
 from webhook.mutate import FARGATE_SG_ANNOTATION as POD_SG
-from webhook.mutate import REQUIRED, PodError, check_pod
+from webhook.mutate import REQUIRED, PodError, check_pod, escape
 from webhook.mutate import apply_patch as own_apply_patch
 from webhook.mutate import review as mutate_review
 from webhook.review import MAX_BODY_BYTES, Verdict, WebhookConfig
@@ -825,3 +825,16 @@ def test_fitguards_own_patch_applier_refuses_what_rfc_6902_refuses(patch: list[A
     """A replace of a missing member and a pointer without its leading slash are errors."""
     with pytest.raises(error):
         own_apply_patch({"a": {}}, patch)
+
+
+@pytest.mark.parametrize(
+    ("token", "escaped"),
+    [
+        ("plain", "plain"),
+        ("vpc.amazonaws.com/pod-eni", "vpc.amazonaws.com~1pod-eni"),
+        ("a~b/c~/", "a~0b~1c~0~1"),
+    ],
+)
+def test_a_path_segment_is_escaped_as_rfc_6901_says(token: str, escaped: str) -> None:
+    """`~` becomes `~0` before `/` becomes `~1`, so an escaped `/` is never read back as `~`."""
+    assert escape(token) == escaped

@@ -8,12 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client import REGISTRY
 
 from capacity.fit import Reason
 from capacity.serve import GroupVerdict
 from capacity.taints import Taint
 from capacity.template import NodeGroupTemplate
 from kube.statefile import load_state
+from tests.test_autoscaler_memory import group, remembering
 from webhook.cluster import ClusterView, from_objects
 from webhook.review import Verdict, WebhookConfig
 from webhook.validate import (
@@ -519,3 +521,60 @@ def test_a_long_warning_is_cut_at_a_word_only_past_half_the_limit(text: str, cut
     """The cut goes back to the last space only when that space is past 128 characters (else it
     would drop too much), strips trailing punctuation, and ends with an ellipsis."""
     assert whole_warning(text) == cut
+
+
+def unchecked(why: str) -> float:
+    return REGISTRY.get_sample_value("fitguard_admission_unchecked_total", {"why": why}) or 0.0
+
+
+def test_a_pod_resting_on_cluster_autoscalers_memory_is_allowed_with_the_whole_warning() -> None:
+    """Only the node cluster-autoscaler remembers of ng-batch holds 30Gi of scratch: allowed, with
+    the three whole lines naming the group, the tag that makes it permanent and the sync command,
+    and counted once."""
+    remembered = group(remembering()).to_object()
+    view = from_objects([*(o for o in CLUSTER if o["kind"] != "NodeGroupTemplate"), remembered])
+    counted = REGISTRY.get_sample_value("fitguard_admission_autoscaler_memory_total") or 0.0
+    verdict = review(request(pod("s", {"ephemeral-storage": "30Gi"})), view, ENFORCE)
+    assert verdict == Verdict(
+        warnings=[
+            "pod fits only the node cluster-autoscaler remembers of ng-batch: it scales up for it only"
+            " until it restarts",
+            "to make it permanent, tag the ASG of ng-batch"
+            " k8s.io/cluster-autoscaler/node-template/resources/ephemeral-storage",
+            "or let fitguard sync the tags: fitguard controller --sync-autoscaler-tags=apply",
+        ]
+    )
+    assert REGISTRY.get_sample_value("fitguard_admission_autoscaler_memory_total") == counted + 1
+    assert review(request(pod("s", {"cpu": "100m"})), view, ENFORCE) == Verdict()
+    assert REGISTRY.get_sample_value("fitguard_admission_autoscaler_memory_total") == counted + 1
+
+
+def test_unchecked_objects_are_counted_by_why() -> None:
+    """No templates yet: the cold-start warning, counted under `no templates`; a malformed
+    template: a warning naming the object and the field, counted under `malformed`."""
+    cold, bad = unchecked("no templates"), unchecked("malformed")
+    view = from_objects([o for o in CLUSTER if o["kind"] != "NodeGroupTemplate"])
+    assert review(request(pod("x", {"cpu": "300"})), view, ENFORCE) == Verdict(warnings=[COLD_START])
+    assert (unchecked("no templates"), unchecked("malformed")) == (cold + 1, bad)
+    deploy = _workload("Deployment", name="w")
+    deploy["spec"]["template"]["spec"]["containers"] = "x"
+    assert review(request(deploy), cluster(), ENFORCE) == Verdict(
+        warnings=[
+            "fitguard could not check this Deployment w: spec.template.spec.containers:"
+            " expected a list of containers"
+        ]
+    )
+    assert (unchecked("no templates"), unchecked("malformed")) == (cold + 1, bad + 1)
+
+
+def test_a_workload_whose_service_account_is_missing_is_still_judged_as_written() -> None:
+    """/mutate would deny its pods; /validate judges the template as it is (no pod-eni added)."""
+    deploy = _workload("Deployment", name="w")
+    deploy["metadata"]["namespace"] = "nowhere"
+    deploy["spec"]["template"]["metadata"]["labels"] = {"app": "payments-api"}
+    verdict = review(request(deploy), cluster(), ENFORCE)
+    assert verdict.message.splitlines() == [
+        "Deployment w does not fit any node group",
+        *CPU_300_LINES,
+        "fields to edit: spec.template.spec.containers[0].resources.requests.cpu",
+    ]
