@@ -560,6 +560,45 @@ def payments_pod(labels: dict[str, str], *containers: dict[str, Any], **spec: An
             id="windows-ipam-on",
         ),
         pytest.param(
+            payments_pod({"app": "api"}, hostNetwork=True, serviceAccountName="ghost"),
+            PAYMENTS,
+            Verdict(message="SGP not supported on Pod running on HostNetwork"),
+            id="host-network-never-looks-up-its-service-account",
+        ),
+        pytest.param(
+            payments_pod(
+                {"app": "api"}, nodeSelector={"kubernetes.io/os": "windows"}, serviceAccountName="ghost"
+            ),
+            [*PAYMENTS, vpc_cni(True)],
+            Verdict(
+                patch=[
+                    {
+                        "op": "add",
+                        "path": "/spec/containers/0/resources",
+                        "value": {"limits": {IPV4: "1"}, "requests": {IPV4: "1"}},
+                    }
+                ],
+                message=f"injected {IPV4}",
+            ),
+            id="windows-never-looks-up-its-service-account",
+        ),
+        pytest.param(
+            payments_pod({"app": "api"}, hostNetwork=False, nodeSelector={"kubernetes.io/os": "linux"}),
+            [*PAYMENTS, vpc_cni(True)],
+            Verdict(
+                patch=[
+                    {
+                        "op": "add",
+                        "path": "/spec/containers/0/resources",
+                        "value": {"limits": {ENI: "1"}, "requests": {ENI: "1"}},
+                    },
+                    {"op": "add", "path": "/spec/affinity", "value": GUARD_TERM_AFFINITY},
+                ],
+                message=f"matched security groups sg-a,sg-b: injected {ENI}",
+            ),
+            id="linux-with-windows-ipam-on-gets-pod-eni",
+        ),
+        pytest.param(
             payments_pod({"app": "other"}),
             PAYMENTS,
             Verdict(message="Pod didn't match any SGP"),
