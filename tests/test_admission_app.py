@@ -408,3 +408,13 @@ def test_the_in_flight_gauge_returns_to_where_it_was() -> None:
     app.post("/mutate", data=b"nope", content_type="application/json")
     assert sample("fitguard_admission_requests_in_flight", gauge) == before
     assert sample("fitguard_admission_duration_seconds_count", gauge) == count + 2
+
+
+def test_options_is_not_answered_and_the_error_series_exist_from_the_start() -> None:
+    """No automatic OPTIONS (405 naming POST); right after the app is made, both webhooks'
+    internal-error counters exist (at whatever they were), so alert rules can rate() them."""
+    app = client()
+    got = app.options("/validate")
+    assert (got.status_code, got.headers["Allow"]) == (405, "POST")
+    for webhook in ("mutate", "validate"):
+        assert REGISTRY.get_sample_value("fitguard_admission_errors_total", {"webhook": webhook}) is not None
