@@ -11,6 +11,9 @@ from typing import Any
 import pytest
 
 from kube.statefile import load_state
+from tests.fakekube.fixtures import fake_kube  # noqa: F401  (the fixture)
+from tests.fakekube.server import FakeKubeServer
+from tests.waiting import eventually
 from webhook.cluster import (
     CONFIG_KEYS,
     WATCHES,
@@ -20,6 +23,7 @@ from webhook.cluster import (
     from_objects,
     labels_of,
     parse_bool,
+    start_reflectors,
 )
 
 CLUSTER = load_state(Path(__file__).resolve().parents[1] / "examples" / "cluster.yaml")
@@ -235,3 +239,37 @@ def test_what_each_store_watches() -> None:
         "ConfigMap",
         "NodeGroupTemplate",
     ]
+
+
+def test_a_view_filled_by_reflectors_holds_what_the_api_server_has(fake_kube: FakeKubeServer) -> None:  # noqa: F811
+    """start_reflectors lists and watches each kind through the real client: the view becomes
+    ready holding the cluster's namespaces, accounts, policies and templates, and of the
+    ConfigMaps only kube-system/amazon-vpc-cni; a later change arrives by the watch."""
+    for obj in copy.deepcopy(CLUSTER):
+        if obj["kind"] in (
+            "Namespace",
+            "ServiceAccount",
+            "SecurityGroupPolicy",
+            "ConfigMap",
+            "NodeGroupTemplate",
+        ):
+            fake_kube.apply(obj)
+    fake_kube.apply(cni({"enable-windows-ipam": "true"}, name="other-config"))
+    view = ClusterView()
+    reflectors = start_reflectors(view, fake_kube.api_client())
+    try:
+        eventually(view.ready, "every store synced")
+        assert {kind: len(store) for kind, store in view.stores().items() if kind != "Namespace"} == {
+            "ServiceAccount": 3,
+            "SecurityGroupPolicy": 1,
+            "ConfigMap": 1,
+            "NodeGroupTemplate": 3,
+        }
+        assert view.config_maps.get("kube-system", "other-config") is None
+        assert view.namespace_labels("payments") == {"team": "payments"}
+        assert view.windows_ipam_enabled() is False
+        fake_kube.apply(cni({"enable-windows-ipam": "true"}))
+        eventually(view.windows_ipam_enabled, "the flag changed by the watch")
+    finally:
+        for reflector in reflectors:
+            reflector.stop()
