@@ -5,6 +5,7 @@ readiness, and the whole /snapshotz document."""
 from __future__ import annotations
 
 import copy
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -273,3 +274,24 @@ def test_a_view_filled_by_reflectors_holds_what_the_api_server_has(fake_kube: Fa
     finally:
         for reflector in reflectors:
             reflector.stop()
+
+
+def test_wait_ready_returns_once_the_last_store_syncs() -> None:
+    """A view whose last store syncs while wait_ready is waiting: it answers True (the deadline
+    only bounds a hang)."""
+    view = ClusterView()
+    for store in list(view.stores().values())[:-1]:
+        store.replace([])
+    waiting = threading.Event()
+    answer: list[bool] = []
+
+    def wait() -> None:
+        waiting.set()
+        answer.append(view.wait_ready(30.0))
+
+    thread = threading.Thread(target=wait)
+    thread.start()
+    waiting.wait(30)
+    view.templates.replace([])
+    thread.join(30)
+    assert answer == [True]
