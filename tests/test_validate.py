@@ -496,16 +496,56 @@ def test_warnings_name_trapped_and_closed_groups_and_skip_the_ones_that_serve() 
 
 
 def test_a_line_of_exactly_120_characters_is_kept_whole() -> None:
-    """120 characters is within the limit: one line for the field; 121 splits it per group."""
-    head = "s: fits no node group: "
+    """Two groups on one line of exactly 120 characters: one warning; one character more: one
+    warning per group."""
+    head = "s: fits no node group: ng-a (cpu), "
     name = "g" * (MAX_WARNING - len(head) - len(" (cpu)"))
-    exact = warnings_for([GroupVerdict(name, serves=False, reasons=(CPU,))], {}, "s")
-    assert exact == [f"{head}{name} (cpu)"] and len(exact[0]) == MAX_WARNING
-    two = [
+    exact = [
         GroupVerdict("ng-a", serves=False, reasons=(CPU,)),
-        GroupVerdict(name[:80], serves=False, reasons=(CPU,)),
+        GroupVerdict(name, serves=False, reasons=(CPU,)),
     ]
-    assert warnings_for(two, {}, "s") == [f"{head}ng-a (cpu)", f"{head}{name[:80]} (cpu)"]
+    assert warnings_for(exact, {}, "s") == [f"{head}{name} (cpu)"]
+    assert len(warnings_for(exact, {}, "s")[0]) == MAX_WARNING
+    longer = [exact[0], GroupVerdict(name + "g", serves=False, reasons=(CPU,))]
+    assert warnings_for(longer, {}, "s") == [
+        "s: fits no node group: ng-a (cpu)",
+        f"s: fits no node group: {name}g (cpu)",
+    ]
+
+
+def test_a_field_split_per_group_keeps_the_lines_of_the_fields_before_it() -> None:
+    """A short line for one field, then a field that needs a warning per group: all three lines,
+    and the denial's field line names both fields."""
+    memory = Reason("Insufficient memory", resource="memory")
+    long_name = "n" * 90
+    verdicts = [
+        GroupVerdict("ng-a", serves=False, reasons=(CPU,)),
+        GroupVerdict(long_name, serves=False, reasons=(memory,)),
+        GroupVerdict("ng-b", serves=False, reasons=(memory,)),
+    ]
+    spec = {"containers": [{"resources": {"requests": {"cpu": "9", "memory": "9"}}}]}
+    field = "s.containers[0].resources.requests"
+    assert warnings_for(verdicts, spec, "s") == [
+        f"{field}.cpu: fits no node group: ng-a (cpu)",
+        f"{field}.memory: fits no node group: {long_name} (memory)",
+        f"{field}.memory: fits no node group: ng-b (memory)",
+    ]
+    assert field_lines(verdicts, spec, "s") == [f"fields to edit: {field}.cpu, {field}.memory"]
+
+
+def test_an_object_whose_metadata_is_not_a_map_is_named_by_its_kind_alone() -> None:
+    """Top-level metadata of the wrong type: the template is still judged; the subject is the kind."""
+    deploy = _workload("Deployment")
+    deploy["metadata"] = "x"
+    req = {
+        "uid": "u",
+        "kind": {"kind": "Deployment"},
+        "operation": "CREATE",
+        "namespace": "default",
+        "object": deploy,
+    }
+    verdict = review(req, cluster(), ENFORCE)
+    assert verdict.message.splitlines()[0] == "Deployment does not fit any node group"
 
 
 @pytest.mark.parametrize(
@@ -514,6 +554,7 @@ def test_a_line_of_exactly_120_characters_is_kept_whole() -> None:
         ("x" * (WARNING_LIMIT + 1), "x" * (WARNING_LIMIT - 1) + "\u2026"),
         ("a" * 129 + " " + "b" * 200, "a" * 129 + "\u2026"),
         ("a" * 128 + " " + "b" * 200, "a" * 128 + " " + "b" * 126 + "\u2026"),
+        ("a" * 128 + "X " + "b" * 200, "a" * 128 + "X\u2026"),
         ("a" * 100 + ", " + "b" * 60 + ": " + "c" * 200, "a" * 100 + ", " + "b" * 60 + "\u2026"),
     ],
 )
