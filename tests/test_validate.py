@@ -291,9 +291,11 @@ def test_a_group_at_max_size_zero_serves_nothing() -> None:
     assert not verdict.allowed and "ng-general: max size is 0" in verdict.message
 
 
-@pytest.mark.parametrize("operation", ["DELETE", "CONNECT"])
+@pytest.mark.parametrize("operation", ["DELETE", "CONNECT", None])
 def test_other_operations_are_allowed(operation: str) -> None:
-    assert review(request(WORKLOADS["scratch-build"], operation), cluster(), ENFORCE).allowed
+    """Only CREATE and UPDATE are judged, of a pod as of a workload."""
+    assert review(request(WORKLOADS["scratch-build"], operation), cluster(), ENFORCE) == Verdict()
+    assert review(request(_workload("Deployment", name="w"), operation), cluster(), ENFORCE) == Verdict()
 
 
 def test_a_malformed_quantity_is_not_denied_out_of_confusion() -> None:
@@ -394,7 +396,7 @@ def test_an_update_that_changes_only_the_template_labels_is_checked() -> None:
 def test_a_pod_update_is_not_judged_and_a_fargate_pod_never() -> None:
     """Only a pod's CREATE is judged; a Fargate pod runs on no node group and is allowed untouched."""
     big = pod("x", {"cpu": "300"})
-    assert review(request(big, "UPDATE", big), cluster(), ENFORCE) == Verdict()
+    assert review(request(big, "UPDATE", pod("x", {"cpu": "1"})), cluster(), ENFORCE) == Verdict()
     big["metadata"]["labels"] = {"eks.amazonaws.com/fargate-profile": "fp"}
     assert review(request(big), cluster(), ENFORCE) == Verdict()
 
