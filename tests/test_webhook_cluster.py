@@ -242,6 +242,7 @@ def test_what_each_store_watches() -> None:
     ]
 
 
+@pytest.mark.slow
 def test_a_view_filled_by_reflectors_holds_what_the_api_server_has(fake_kube: FakeKubeServer) -> None:  # noqa: F811
     """start_reflectors lists and watches each kind through the real client: the view becomes
     ready holding the cluster's namespaces, accounts, policies and templates, and of the
