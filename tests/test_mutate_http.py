@@ -854,16 +854,23 @@ def test_fitguards_own_patch_applier_agrees_with_jsonpatch(document: Any, patch:
 
 
 @pytest.mark.parametrize(
-    ("patch", "error"),
+    ("patch", "error", "message"),
     [
-        ([{"op": "replace", "path": "/a/missing", "value": 1}], KeyError),
-        ([{"op": "add", "path": "a", "value": 1}], ValueError),
+        (
+            [{"op": "replace", "path": "/a/missing", "value": 1}],
+            KeyError,
+            "'replace of a missing member: /a/missing'",
+        ),
+        ([{"op": "add", "path": "a", "value": 1}], ValueError, "JSON pointer must start with /: 'a'"),
     ],
 )
-def test_fitguards_own_patch_applier_refuses_what_rfc_6902_refuses(patch: list[Any], error: type) -> None:
-    """A replace of a missing member and a pointer without its leading slash are errors."""
-    with pytest.raises(error):
+def test_fitguards_own_patch_applier_refuses_what_rfc_6902_refuses(
+    patch: list[Any], error: type, message: str
+) -> None:
+    """A replace of a missing member and a pointer without its leading slash are errors that say so."""
+    with pytest.raises(error) as raised:
         own_apply_patch({"a": {}}, patch)
+    assert str(raised.value) == message
 
 
 @pytest.mark.parametrize(
