@@ -780,6 +780,10 @@ def test_a_malformed_pod_is_named_by_its_first_wrong_field(pod: Any, message: st
                             {"matchExpressions": [{"key": "a", "operator": "Exists"}, dict(GUARD)]},
                             {"matchExpressions": [{"key": EXHAUSTED_LABEL, "operator": "Exists"}]},
                             {"matchExpressions": [{"key": "other", "operator": "DoesNotExist"}]},
+                            {
+                                "matchExpressions": [],
+                                "matchFields": [{"key": "metadata.name", "operator": "Exists"}],
+                            },
                         ]
                     }
                 }
@@ -805,6 +809,7 @@ def test_a_malformed_pod_is_named_by_its_first_wrong_field(pod: Any, message: st
                     "path": f"{TERMS}/6/matchExpressions/-",
                     "value": GUARD,
                 },
+                {"op": "add", "path": f"{TERMS}/7/matchExpressions", "value": [GUARD]},
             ],
             id="terms-of-every-shape",
         ),
