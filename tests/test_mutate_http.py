@@ -889,3 +889,20 @@ def test_fitguards_own_patch_applier_refuses_what_rfc_6902_refuses(
 def test_a_path_segment_is_escaped_as_rfc_6901_says(token: str, escaped: str) -> None:
     """`~` becomes `~0` before `/` becomes `~1`, so an escaped `/` is never read back as `~`."""
     assert escape(token) == escaped
+
+
+@pytest.mark.parametrize(
+    ("document", "op"),
+    [
+        ({"a": [1]}, {"op": "add", "path": "/a/0", "value": {"b": [1]}}),
+        ({"a": [1]}, {"op": "replace", "path": "/a/0", "value": {"b": [1]}}),
+        ({"a": {}}, {"op": "add", "path": "/a/x", "value": {"b": [1]}}),
+        ({"a": {"x": 0}}, {"op": "replace", "path": "/a/x", "value": {"b": [1]}}),
+    ],
+)
+def test_the_own_patch_applier_shares_nothing_with_the_patch(document: Any, op: dict[str, Any]) -> None:
+    """Changing the patched document afterwards leaves the patch's values as they were."""
+    result = own_apply_patch(document, [op])
+    target = result["a"][0] if isinstance(result["a"], list) else result["a"]["x"]
+    target["b"].append(2)
+    assert op["value"] == {"b": [1]}
