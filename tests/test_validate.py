@@ -621,3 +621,20 @@ def test_a_workload_whose_service_account_is_missing_is_still_judged_as_written(
         *CPU_300_LINES,
         "fields to edit: spec.template.spec.containers[0].resources.requests.cpu",
     ]
+
+
+def test_a_workload_resting_on_memory_by_its_node_selector_is_told_the_label_tag() -> None:
+    """A Deployment whose selector only the remembered node's labels satisfy: the warning names
+    the Deployment and the label tag that makes its template permanent."""
+    remembered = group(remembering()).to_object()
+    view = from_objects([*(o for o in CLUSTER if o["kind"] != "NodeGroupTemplate"), remembered])
+    deploy = _workload("Deployment", name="w")
+    deploy["spec"]["template"]["spec"] = {"nodeSelector": {"team": "ml"}, "containers": [{"name": "c"}]}
+    assert review(request(deploy), view, ENFORCE) == Verdict(
+        warnings=[
+            "Deployment w fits only the node cluster-autoscaler remembers of ng-batch: it scales up for it"
+            " only until it restarts",
+            "to make it permanent, tag the ASG of ng-batch k8s.io/cluster-autoscaler/node-template/label/team",
+            "or let fitguard sync the tags: fitguard controller --sync-autoscaler-tags=apply",
+        ]
+    )
