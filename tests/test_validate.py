@@ -634,7 +634,8 @@ def test_a_workload_resting_on_memory_by_its_node_selector_is_told_the_label_tag
         warnings=[
             "Deployment w fits only the node cluster-autoscaler remembers of ng-batch: it scales up for it"
             " only until it restarts",
-            "to make it permanent, tag the ASG of ng-batch k8s.io/cluster-autoscaler/node-template/label/team",
+            "to make it permanent, tag the ASG of ng-batch"
+            " k8s.io/cluster-autoscaler/node-template/label/team",
             "or let fitguard sync the tags: fitguard controller --sync-autoscaler-tags=apply",
         ]
     )
