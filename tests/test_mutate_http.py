@@ -17,9 +17,10 @@ from capacity.names import EXHAUSTED_LABEL
 from webhook import status
 from webhook.app import create_app
 from webhook.cluster import ClusterView, from_objects
+from webhook.mutate import FARGATE as FARGATE_TYPE
 from webhook.mutate import FARGATE_LABEL as FARGATE
 from webhook.mutate import FARGATE_SG_ANNOTATION as POD_SG
-from webhook.mutate import REQUIRED, PodError, check_pod, escape
+from webhook.mutate import HOST_NETWORK, LINUX, REQUIRED, WINDOWS, Mutation, PodError, check_pod, escape, plan
 from webhook.mutate import apply_patch as own_apply_patch
 from webhook.mutate import review as mutate_review
 from webhook.review import MAX_BODY_BYTES, Verdict, WebhookConfig
@@ -906,3 +907,74 @@ def test_the_own_patch_applier_shares_nothing_with_the_patch(document: Any, op: 
     target = result["a"][0] if isinstance(result["a"], list) else result["a"]["x"]
     target["b"].append(2)
     assert op["value"] == {"b": [1]}
+
+
+@pytest.mark.parametrize(
+    ("pod", "groups", "mutation"),
+    [
+        (
+            payments_pod({}, hostNetwork=True),
+            ["sg-a"],
+            Mutation(HOST_NETWORK, [], "SGP not supported on Pod running on HostNetwork"),
+        ),
+        (
+            payments_pod({FARGATE: "fp"}),
+            ["sg-a", "sg-b"],
+            Mutation(
+                FARGATE_TYPE,
+                [{"op": "add", "path": "/metadata/annotations", "value": {POD_SG: "sg-a,sg-b"}}],
+                "annotated Fargate pod with its security groups",
+                ("sg-a", "sg-b"),
+            ),
+        ),
+        (
+            {
+                "metadata": {"labels": {FARGATE: "fp"}, "annotations": {POD_SG: "sg-x"}},
+                "spec": {"containers": []},
+            },
+            [],
+            Mutation(
+                FARGATE_TYPE,
+                [{"op": "remove", "path": "/metadata/annotations/fargate.amazonaws.com~1pod-sg"}],
+                "removed a pod-sg annotation not set by the webhook",
+            ),
+        ),
+        (payments_pod({FARGATE: "fp"}), [], Mutation(FARGATE_TYPE, [], "Fargate pod not matching any SGP")),
+        (
+            {"metadata": {}, "spec": {"containers": []}},
+            ["sg-a"],
+            Mutation(LINUX, [], "pod has no containers"),
+        ),
+        (
+            payments_pod({}, nodeSelector={"kubernetes.io/os": "windows"}),
+            ["sg-a"],
+            Mutation(WINDOWS, [], "Windows IPAM is not enabled"),
+        ),
+        (payments_pod({}), [], Mutation(LINUX, [], "Pod didn't match any SGP")),
+    ],
+)
+def test_the_plan_of_each_kind_of_pod_is_a_whole_mutation(
+    pod: dict[str, Any], groups: list[str], mutation: Mutation
+) -> None:
+    """The pod's type, patch, message and the groups it matched, as `plan` gives them."""
+    assert plan(pod, groups, windows_ipam=False, eni_guard=True) == mutation
+
+
+def test_a_missing_service_account_is_softened_by_the_namespaces_mode() -> None:
+    """The namespace label fitguard.io/mode=warn turns the denial into a warning even when the
+    webhook enforces."""
+    namespace = {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": "payments", "labels": {"fitguard.io/mode": "warn"}},
+    }
+    pod = payments_pod({"app": "api"}, serviceAccountName="ghost")
+    verdict = mutate_review(
+        {"uid": "u", "namespace": "payments", "object": pod}, from_objects([namespace]), WebhookConfig()
+    )
+    assert verdict == Verdict(
+        warnings=[
+            'fitguard could not match the pod to SecurityGroupPolicies: serviceaccount "ghost" not found'
+            ' in namespace "payments"'
+        ]
+    )
