@@ -951,6 +951,19 @@ def test_the_own_patch_applier_shares_nothing_with_the_patch(document: Any, op: 
             Mutation(WINDOWS, [], "Windows IPAM is not enabled"),
         ),
         (payments_pod({}), [], Mutation(LINUX, [], "Pod didn't match any SGP")),
+        (
+            payments_pod({}),
+            ["sg-a"],
+            Mutation(
+                LINUX,
+                [
+                    {"op": "add", "path": RESOURCES, "value": {"limits": {ENI: "1"}, "requests": {ENI: "1"}}},
+                    {"op": "add", "path": "/spec/affinity", "value": GUARD_TERM_AFFINITY},
+                ],
+                f"matched security groups sg-a: injected {ENI}",
+                ("sg-a",),
+            ),
+        ),
     ],
 )
 def test_the_plan_of_each_kind_of_pod_is_a_whole_mutation(
