@@ -5,9 +5,11 @@ what it is asked to write; waits are for the event itself."""
 
 from __future__ import annotations
 
+import logging
 import threading
 from typing import Any
 
+import pytest
 from prometheus_client import REGISTRY
 
 from kube.events import ObjectRef
@@ -21,12 +23,14 @@ class Recorder:
 
     def __init__(self, fail_first: bool = False, gate: threading.Event | None = None) -> None:
         self.written: list[tuple[ObjectRef, str, str, str]] = []
+        self.threads: list[tuple[str, bool]] = []
         self.fail_first = fail_first
         self.gate = gate
         self.entered = threading.Event()
 
     def warning(self, ref: ObjectRef, reason: str, note: str, action: str = "") -> None:
         self.entered.set()
+        self.threads.append((threading.current_thread().name, threading.current_thread().daemon))
         if self.gate is not None:
             self.gate.wait(30)
         if self.fail_first:
@@ -52,28 +56,33 @@ def test_each_finding_becomes_one_warning_event_about_its_object() -> None:
         events.submit(request({"kind": "Pod"}, POD), "fits nowhere")
         events.submit(request({"group": "apps", "kind": "Deployment"}, DEPLOYMENT), "x" * 1500)
         events.submit(request("Pod", "not a map"), "odd")
-        eventually(lambda: len(recorder.written) == 3, "three events written")
+        events.submit(request({"group": "apps"}, {"metadata": {"name": "x"}}), "no kind")
+        eventually(lambda: len(recorder.written) == 4, "four events written")
     finally:
         events.close()
     assert recorder.written == [
         (ObjectRef("Pod", "web", "shop", "u-9", "v1"), "NoNodeGroupFits", "fits nowhere", "Admit"),
         (ObjectRef("Deployment", "api", "pay", "", "v1"), "NoNodeGroupFits", "x" * 1000, "Admit"),
         (ObjectRef("", "", "", "", "v1"), "NoNodeGroupFits", "odd", "Admit"),
+        (ObjectRef("", "x", "", "", "v1"), "NoNodeGroupFits", "no kind", "Admit"),
     ]
+    assert recorder.threads == [("fitguard-audit-events", True)] * 4
     assert (REASON, MAX_NOTE) == ("NoNodeGroupFits", 1000)
 
 
-def test_a_recorder_that_raises_does_not_stop_the_writer() -> None:
-    """The first write raises; the writer logs it and writes the next finding."""
+def test_a_recorder_that_raises_does_not_stop_the_writer(caplog: pytest.LogCaptureFixture) -> None:
+    """The first write raises; the writer logs which object's event was lost and writes the next."""
     recorder = Recorder(fail_first=True)
     events = AuditEvents(recorder)
-    try:
-        events.submit(request({"kind": "Pod"}, POD), "first")
-        events.submit(request({"kind": "Pod"}, POD), "second")
-        eventually(lambda: len(recorder.written) == 1, "the second event written")
-    finally:
-        events.close()
+    with caplog.at_level(logging.ERROR, logger="webhook.audit"):
+        try:
+            events.submit(request({"kind": "Pod"}, POD), "first")
+            events.submit(request({"kind": "Pod"}, POD), "second")
+            eventually(lambda: len(recorder.written) == 1, "the second event written")
+        finally:
+            events.close()
     assert [note for _, _, note, _ in recorder.written] == ["second"]
+    assert [r.getMessage() for r in caplog.records] == ["audit event for shop/web not written"]
 
 
 def test_a_full_queue_drops_the_finding_and_counts_it() -> None:
