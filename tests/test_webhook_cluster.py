@@ -246,7 +246,8 @@ def test_what_each_store_watches() -> None:
 def test_a_view_filled_by_reflectors_holds_what_the_api_server_has(fake_kube: FakeKubeServer) -> None:  # noqa: F811
     """start_reflectors lists and watches each kind through the real client: the view becomes
     ready holding the cluster's namespaces, accounts, policies and templates, and of the
-    ConfigMaps only kube-system/amazon-vpc-cni (not one of that name elsewhere); a later change arrives by the watch."""
+    ConfigMaps only kube-system/amazon-vpc-cni (not one of that name elsewhere); a later change
+    arrives by the watch."""
     for obj in copy.deepcopy(CLUSTER):
         if obj["kind"] in (
             "Namespace",
