@@ -991,3 +991,13 @@ def test_a_missing_service_account_is_softened_by_the_namespaces_mode() -> None:
             ' in namespace "payments"'
         ]
     )
+
+
+def test_the_plan_of_a_windows_pod_with_windows_ipam_on() -> None:
+    """PrivateIPv4Address injected, the type windows, no groups looked at."""
+    pod = payments_pod({}, nodeSelector={"kubernetes.io/os": "windows"})
+    assert plan(pod, [], windows_ipam=True, eni_guard=True) == Mutation(
+        WINDOWS,
+        [{"op": "add", "path": RESOURCES, "value": {"limits": {IPV4: "1"}, "requests": {IPV4: "1"}}}],
+        f"injected {IPV4}",
+    )
