@@ -4,11 +4,14 @@ verdict, a pod placed differently does not, and a changed template is seen at on
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from capacity.fit import PodNeeds
+from capacity.template import NodeGroupTemplate
 from kube.statefile import load_state
 from webhook.cluster import from_objects
+from webhook.memo import RefusalMemo
 from webhook.review import WebhookOptions
 from webhook.validate import review
 
@@ -59,3 +62,77 @@ def test_a_remembered_denial_is_forgotten_when_a_template_changes() -> None:
     tagged["spec"]["autoscaler"]["allocatable"]["ephemeral-storage"] = "44Gi"
     view.templates.apply("MODIFIED", tagged)
     assert review(request("three", {"ephemeral-storage": "30Gi"}), view, config).allowed
+
+
+# -- RefusalMemo on its own: what is computed, what is remembered, what is forgotten ----------------
+
+
+class Templates:
+    """The templates as the memo receives them, counting how often they are read (each read is one
+    computation of a verdict)."""
+
+    def __init__(self, items: list[NodeGroupTemplate], during: Callable[[], object] | None = None) -> None:
+        self.items = items
+        self.reads = 0
+        self.during = during
+
+    def __iter__(self) -> Iterator[NodeGroupTemplate]:
+        self.reads += 1
+        if self.during is not None:
+            self.during()
+        return iter(self.items)
+
+
+def needs(cpu: str) -> PodNeeds:
+    return PodNeeds.from_spec({"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]})
+
+
+TEMPLATES = [NodeGroupTemplate.from_object(o) for o in OBJECTS if o["kind"] == "NodeGroupTemplate"]
+
+
+def test_a_shape_is_computed_once_per_generation_and_both_questions_apart() -> None:
+    """The same shape in the same generation is answered from the memo (the very same list); the
+    memory question is remembered apart from the refusals; a new generation computes again."""
+    memo = RefusalMemo()
+    templates = Templates(TEMPLATES)
+    first = memo.refusals(needs("300"), templates, 1)
+    assert first is not None and [v.group for v in first] == ["ng-batch", "ng-burst", "ng-general"]
+    assert memo.refusals(needs("300"), templates, 1) is first
+    assert templates.reads == 1
+    assert memo.memory_reliance(needs("300"), templates, 1) is None
+    assert memo.memory_reliance(needs("300"), templates, 1) is None
+    assert templates.reads == 2
+    assert memo.refusals(needs("100m"), templates, 1) is None
+    assert memo.refusals(needs("100m"), templates, 1) is None
+    assert templates.reads == 3
+    again = memo.refusals(needs("300"), templates, 2)
+    assert again is not first and again == first and templates.reads == 4
+
+
+def test_the_least_recently_used_shape_is_forgotten_past_the_size() -> None:
+    """Size 2: a, b, a again (now the most recent), c: b is forgotten, a and c are remembered."""
+    memo = RefusalMemo(size=2)
+    templates = Templates(TEMPLATES)
+    a, b, c = needs("100m"), needs("200m"), needs("300m")
+    for shape in (a, b, a, c):
+        memo.refusals(shape, templates, 1)
+    assert templates.reads == 3
+    memo.refusals(a, templates, 1)
+    memo.refusals(c, templates, 1)
+    assert templates.reads == 3
+    memo.refusals(b, templates, 1)
+    assert templates.reads == 4
+
+
+def test_a_verdict_computed_while_the_generation_changed_is_not_kept() -> None:
+    """A verdict computed for generation 1 while another request moved the memo to generation 2
+    is answered but not remembered: asking again in generation 2 computes it afresh."""
+    memo = RefusalMemo()
+    other = Templates(TEMPLATES)
+    templates = Templates(TEMPLATES, during=lambda: memo.refusals(needs("1"), other, 2))
+    memo.refusals(needs("300"), templates, 1)
+    assert (templates.reads, other.reads) == (1, 1)
+    plain = Templates(TEMPLATES)
+    memo.refusals(needs("300"), plain, 2)
+    memo.refusals(needs("1"), plain, 2)
+    assert plain.reads == 1

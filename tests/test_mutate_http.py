@@ -4,6 +4,7 @@ exhausted-node guard, exemptions, modes, and every answer of the HTTP contract."
 from __future__ import annotations
 
 import base64
+import copy
 import json
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,13 @@ from capacity.names import EXHAUSTED_LABEL
 from webhook import status
 from webhook.app import create_app
 from webhook.cluster import ClusterView, from_objects
-from webhook.review import MAX_BODY_BYTES, WebhookOptions
+from webhook.mutate import FARGATE as FARGATE_TYPE
+from webhook.mutate import FARGATE_LABEL as FARGATE
+from webhook.mutate import FARGATE_SG_ANNOTATION as POD_SG
+from webhook.mutate import HOST_NETWORK, LINUX, REQUIRED, WINDOWS, Mutation, PodError, check_pod, escape, plan
+from webhook.mutate import apply_patch as own_apply_patch
+from webhook.mutate import review as mutate_review
+from webhook.review import MAX_BODY_BYTES, Verdict, WebhookOptions
 
 
 def apply_patch(document: Any, patch: list[dict[str, Any]]) -> Any:
@@ -447,3 +454,550 @@ def test_health_readiness_snapshot_and_metrics() -> None:
     assert line in text
     assert "fitguard_admission_duration_seconds_bucket" in text
     assert "fitguard_admission_requests_in_flight" in text
+
+
+# -- the handler's whole verdicts, as tables (written against mutation survivors) -----------------
+
+PAYMENTS = [
+    service_account("payments"),
+    sg_policy("payments", ["sg-a", "sg-b"], {"podSelector": {"matchLabels": {"app": "api"}}}),
+]
+ENI = "vpc.amazonaws.com/pod-eni"
+IPV4 = "vpc.amazonaws.com/PrivateIPv4Address"
+TERMS = f"/spec/affinity/nodeAffinity/{REQUIRED}/nodeSelectorTerms"
+RESOURCES = "/spec/containers/0/resources"
+GUARD_TERM_AFFINITY = {"nodeAffinity": {REQUIRED: {"nodeSelectorTerms": [{"matchExpressions": [GUARD]}]}}}
+
+
+def payments_pod(labels: dict[str, str], *containers: dict[str, Any], **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "payments", "labels": labels},
+        "spec": {"containers": list(containers or [{"name": "c"}]), **spec},
+    }
+
+
+@pytest.mark.parametrize(
+    ("pod", "objects", "verdict"),
+    [
+        pytest.param(
+            payments_pod({"app": "api"}, hostNetwork=True),
+            PAYMENTS,
+            Verdict(message="SGP not supported on Pod running on HostNetwork"),
+            id="host-network",
+        ),
+        pytest.param(
+            payments_pod({"app": "api", FARGATE: "fp"}),
+            PAYMENTS,
+            Verdict(
+                patch=[{"op": "add", "path": "/metadata/annotations", "value": {POD_SG: "sg-a,sg-b"}}],
+                message="annotated Fargate pod with its security groups",
+            ),
+            id="fargate-matched",
+        ),
+        pytest.param(
+            {
+                **payments_pod({"app": "api", FARGATE: "fp"}),
+                "metadata": {
+                    "name": "p",
+                    "namespace": "payments",
+                    "labels": {"app": "api", FARGATE: "fp"},
+                    "annotations": {POD_SG: "sg-a,sg-b"},
+                },
+            },
+            PAYMENTS,
+            Verdict(message="annotated Fargate pod with its security groups"),
+            id="fargate-already-annotated",
+        ),
+        pytest.param(
+            {
+                **payments_pod({FARGATE: "fp"}),
+                "metadata": {
+                    "name": "p",
+                    "namespace": "payments",
+                    "labels": {FARGATE: "fp"},
+                    "annotations": {POD_SG: "sg-x", "keep": "me"},
+                },
+            },
+            PAYMENTS,
+            Verdict(
+                patch=[{"op": "remove", "path": "/metadata/annotations/fargate.amazonaws.com~1pod-sg"}],
+                message="removed a pod-sg annotation not set by the webhook",
+            ),
+            id="fargate-user-annotation-removed",
+        ),
+        pytest.param(
+            payments_pod({FARGATE: "fp"}),
+            PAYMENTS,
+            Verdict(message="Fargate pod not matching any SGP"),
+            id="fargate-unmatched",
+        ),
+        pytest.param(
+            {**payments_pod({"app": "api"}), "spec": {"containers": []}},
+            PAYMENTS,
+            Verdict(message="pod has no containers"),
+            id="no-containers",
+        ),
+        pytest.param(
+            payments_pod({"app": "api"}, nodeSelector={"kubernetes.io/os": "windows"}),
+            PAYMENTS,
+            Verdict(message="Windows IPAM is not enabled"),
+            id="windows-ipam-off",
+        ),
+        pytest.param(
+            payments_pod({"app": "api"}, nodeSelector={"beta.kubernetes.io/os": "windows"}),
+            [*PAYMENTS, vpc_cni(True)],
+            Verdict(
+                patch=[
+                    {
+                        "op": "add",
+                        "path": "/spec/containers/0/resources",
+                        "value": {"limits": {IPV4: "1"}, "requests": {IPV4: "1"}},
+                    }
+                ],
+                message=f"injected {IPV4}",
+            ),
+            id="windows-ipam-on",
+        ),
+        pytest.param(
+            payments_pod({"app": "api"}, hostNetwork=True, serviceAccountName="ghost"),
+            PAYMENTS,
+            Verdict(message="SGP not supported on Pod running on HostNetwork"),
+            id="host-network-never-looks-up-its-service-account",
+        ),
+        pytest.param(
+            payments_pod(
+                {"app": "api"}, nodeSelector={"kubernetes.io/os": "windows"}, serviceAccountName="ghost"
+            ),
+            [*PAYMENTS, vpc_cni(True)],
+            Verdict(
+                patch=[
+                    {
+                        "op": "add",
+                        "path": "/spec/containers/0/resources",
+                        "value": {"limits": {IPV4: "1"}, "requests": {IPV4: "1"}},
+                    }
+                ],
+                message=f"injected {IPV4}",
+            ),
+            id="windows-never-looks-up-its-service-account",
+        ),
+        pytest.param(
+            payments_pod({"app": "api"}, hostNetwork=False, nodeSelector={"kubernetes.io/os": "linux"}),
+            [*PAYMENTS, vpc_cni(True)],
+            Verdict(
+                patch=[
+                    {
+                        "op": "add",
+                        "path": "/spec/containers/0/resources",
+                        "value": {"limits": {ENI: "1"}, "requests": {ENI: "1"}},
+                    },
+                    {"op": "add", "path": "/spec/affinity", "value": GUARD_TERM_AFFINITY},
+                ],
+                message=f"matched security groups sg-a,sg-b: injected {ENI}",
+            ),
+            id="linux-with-windows-ipam-on-gets-pod-eni",
+        ),
+        pytest.param(
+            payments_pod({"app": "other"}),
+            PAYMENTS,
+            Verdict(message="Pod didn't match any SGP"),
+            id="linux-unmatched",
+        ),
+        pytest.param(
+            payments_pod({"app": "api"}, {"name": "c", "resources": {"limits": {ENI: "2"}, "requests": {}}}),
+            PAYMENTS,
+            Verdict(
+                patch=[
+                    {
+                        "op": "replace",
+                        "path": f"{RESOURCES}/limits/vpc.amazonaws.com~1pod-eni",
+                        "value": "1",
+                    },
+                    {
+                        "op": "add",
+                        "path": f"{RESOURCES}/requests/vpc.amazonaws.com~1pod-eni",
+                        "value": "1",
+                    },
+                    {"op": "add", "path": "/spec/affinity", "value": GUARD_TERM_AFFINITY},
+                ],
+                message=f"matched security groups sg-a,sg-b: injected {ENI}",
+            ),
+            id="linux-matched-replaces-another-count",
+        ),
+        pytest.param(
+            payments_pod({"app": "api"}, {"name": "c", "resources": {"requests": {"cpu": "1"}}}),
+            PAYMENTS,
+            Verdict(
+                patch=[
+                    {"op": "add", "path": "/spec/containers/0/resources/limits", "value": {ENI: "1"}},
+                    {
+                        "op": "add",
+                        "path": f"{RESOURCES}/requests/vpc.amazonaws.com~1pod-eni",
+                        "value": "1",
+                    },
+                    {"op": "add", "path": "/spec/affinity", "value": GUARD_TERM_AFFINITY},
+                ],
+                message=f"matched security groups sg-a,sg-b: injected {ENI}",
+            ),
+            id="linux-matched-adds-missing-limits",
+        ),
+        pytest.param(
+            payments_pod(
+                {"app": "api"}, {"name": "mesh"}, {"name": "c", "resources": {"requests": {ENI: "1"}}}
+            ),
+            PAYMENTS,
+            Verdict(
+                patch=[{"op": "add", "path": "/spec/affinity", "value": GUARD_TERM_AFFINITY}],
+                message=f"matched security groups sg-a,sg-b: {ENI} already requested, not added",
+            ),
+            id="linux-matched-requested-elsewhere",
+        ),
+        pytest.param(
+            payments_pod({"app": "api"}, serviceAccountName="ghost"),
+            PAYMENTS,
+            Verdict(
+                allowed=False,
+                message='fitguard could not match the pod to SecurityGroupPolicies: serviceaccount "ghost"'
+                ' not found in namespace "payments"',
+                code=403,
+                reason="Forbidden",
+            ),
+            id="no-service-account",
+        ),
+        pytest.param(
+            {
+                **payments_pod({"app": "api"}),
+                "spec": {"containers": [{"name": "c", "resources": {"limits": 1}}]},
+            },
+            PAYMENTS,
+            Verdict(
+                allowed=False,
+                message="cannot decode the pod: spec.containers[0].resources.limits: expected a map, got int",
+                code=400,
+                reason="BadRequest",
+            ),
+            id="malformed",
+        ),
+    ],
+)
+def test_the_mutating_handler_gives_each_kind_of_pod_its_whole_verdict(
+    pod: dict[str, Any], objects: list[dict[str, Any]], verdict: Verdict
+) -> None:
+    """Host-network, Fargate, Windows and Linux pods, matched or not: the whole verdict (allowed,
+    patch in order, message, code, reason) of the mutating handler, and each patch applies cleanly
+    with jsonpatch."""
+    got = mutate_review(
+        {"uid": "u", "namespace": "payments", "object": pod}, from_objects(objects), WebhookOptions()
+    )
+    assert got == verdict
+    if got.patch:
+        apply_patch(pod, got.patch)
+
+
+@pytest.mark.parametrize(
+    ("pod", "message"),
+    [
+        (1, "object: expected a Pod"),
+        ({"spec": {"containers": []}}, "metadata: required"),
+        ({"metadata": 1, "spec": {}}, "object.metadata: expected a map, got int"),
+        ({"metadata": {}}, "spec: required"),
+        ({"metadata": {"labels": 1}, "spec": {}}, "metadata.labels: expected a map, got int"),
+        ({"metadata": {"annotations": []}, "spec": {}}, "metadata.annotations: expected a map, got list"),
+        ({"metadata": {}, "spec": 1}, "object.spec: expected a map, got int"),
+        ({"metadata": {}, "spec": {}}, "spec.containers: expected a list of containers"),
+        ({"metadata": {}, "spec": {"containers": [{}, 1]}}, "spec.containers: expected a list of containers"),
+        (
+            {"metadata": {}, "spec": {"nodeSelector": 1, "containers": []}},
+            "spec.nodeSelector: expected a map, got int",
+        ),
+        (
+            {"metadata": {}, "spec": {"affinity": "x", "containers": []}},
+            "spec.affinity: expected a map, got str",
+        ),
+        (
+            {"metadata": {}, "spec": {"containers": [{"resources": 1}]}},
+            "spec.containers[0].resources: expected a map, got int",
+        ),
+        (
+            {"metadata": {}, "spec": {"containers": [{"resources": {"requests": "x"}}]}},
+            "spec.containers[0].resources.requests: expected a map, got str",
+        ),
+    ],
+)
+def test_a_malformed_pod_is_named_by_its_first_wrong_field(pod: Any, message: str) -> None:
+    """Each field the webhook reads, given the wrong type, is refused with its own path and type."""
+    with pytest.raises(PodError) as raised:
+        check_pod(pod)
+    assert str(raised.value) == message
+
+
+@pytest.mark.parametrize(
+    ("affinity", "patch"),
+    [
+        pytest.param(
+            {"podAntiAffinity": {}},
+            [
+                {
+                    "op": "add",
+                    "path": "/spec/affinity/nodeAffinity",
+                    "value": GUARD_TERM_AFFINITY["nodeAffinity"],
+                }
+            ],
+            id="no-node-affinity",
+        ),
+        pytest.param(
+            {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": []}},
+            [
+                {
+                    "op": "add",
+                    "path": f"/spec/affinity/nodeAffinity/{REQUIRED}",
+                    "value": {"nodeSelectorTerms": [{"matchExpressions": [GUARD]}]},
+                }
+            ],
+            id="no-required",
+        ),
+        pytest.param(
+            {"nodeAffinity": {REQUIRED: {"nodeSelectorTerms": []}}},
+            [
+                {
+                    "op": "add",
+                    "path": f"/spec/affinity/nodeAffinity/{REQUIRED}/nodeSelectorTerms",
+                    "value": [{"matchExpressions": [GUARD]}],
+                }
+            ],
+            id="no-terms",
+        ),
+        pytest.param(
+            {
+                "nodeAffinity": {
+                    REQUIRED: {
+                        "nodeSelectorTerms": [
+                            "junk",
+                            {},
+                            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n"]}]},
+                            {"matchExpressions": [{"key": "a", "operator": "Exists"}]},
+                            {"matchExpressions": [{"key": "a", "operator": "Exists"}, dict(GUARD)]},
+                            {"matchExpressions": [{"key": EXHAUSTED_LABEL, "operator": "Exists"}]},
+                            {"matchExpressions": [{"key": "other", "operator": "DoesNotExist"}]},
+                            {
+                                "matchExpressions": [],
+                                "matchFields": [{"key": "metadata.name", "operator": "Exists"}],
+                            },
+                        ]
+                    }
+                }
+            },
+            [
+                {
+                    "op": "add",
+                    "path": f"{TERMS}/2/matchExpressions",
+                    "value": [GUARD],
+                },
+                {
+                    "op": "add",
+                    "path": f"{TERMS}/3/matchExpressions/-",
+                    "value": GUARD,
+                },
+                {
+                    "op": "add",
+                    "path": f"{TERMS}/5/matchExpressions/-",
+                    "value": GUARD,
+                },
+                {
+                    "op": "add",
+                    "path": f"{TERMS}/6/matchExpressions/-",
+                    "value": GUARD,
+                },
+                {"op": "add", "path": f"{TERMS}/7/matchExpressions", "value": [GUARD]},
+            ],
+            id="terms-of-every-shape",
+        ),
+    ],
+)
+def test_the_guard_patch_for_every_shape_of_affinity(affinity: dict[str, Any], patch: list[Any]) -> None:
+    """The guard fills in the first missing level of the affinity, or ANDs itself into each term
+    that selects something (matchExpressions or matchFields) and lacks it exactly (same key and
+    DoesNotExist); an empty term and a non-map are left alone."""
+    pod = linux_pod(affinity=affinity)
+    got = mutate_review(
+        {"uid": "u", "namespace": "shop", "object": pod},
+        from_objects([service_account("shop")]),
+        WebhookOptions(),
+    )
+    assert got == Verdict(message="Pod didn't match any SGP")  # no pod-eni: no guard
+    pod["spec"]["containers"][0]["resources"] = {"requests": {ENI: "1"}}
+    got = mutate_review(
+        {"uid": "u", "namespace": "shop", "object": pod},
+        from_objects([service_account("shop")]),
+        WebhookOptions(),
+    )
+    assert got == Verdict(patch=patch, message="Pod didn't match any SGP")
+    apply_patch(pod, patch)
+
+
+@pytest.mark.parametrize(
+    ("document", "patch"),
+    [
+        ({"a": {"b": 1}}, [{"op": "add", "path": "/a/c", "value": {"d": [1]}}]),
+        ({"a": {"b": 1}}, [{"op": "replace", "path": "/a/b", "value": 2}]),
+        ({"a": {"b": 1, "c": 2}}, [{"op": "remove", "path": "/a/b"}]),
+        ({"a": [1, 2]}, [{"op": "add", "path": "/a/-", "value": 3}]),
+        ({"a": [1, 2]}, [{"op": "add", "path": "/a/0", "value": 0}]),
+        ({"a": [1, 2]}, [{"op": "replace", "path": "/a/1", "value": 5}]),
+        ({"a": [1, 2]}, [{"op": "remove", "path": "/a/0"}]),
+        ({"a/b": {"~c": 1}}, [{"op": "replace", "path": "/a~1b/~0c", "value": 2}]),
+        ({"l": [{"x": 1}, {"x": 2}]}, [{"op": "add", "path": "/l/1/y", "value": 3}]),
+    ],
+)
+def test_fitguards_own_patch_applier_agrees_with_jsonpatch(document: Any, patch: list[Any]) -> None:
+    """`webhook.mutate.apply_patch` (used by /validate to judge a template as /mutate leaves it)
+    gives the same document as jsonpatch, and leaves its input unchanged."""
+    before = copy.deepcopy(document)
+    assert own_apply_patch(document, patch) == apply_patch(document, patch)
+    assert document == before
+
+
+@pytest.mark.parametrize(
+    ("patch", "error", "message"),
+    [
+        (
+            [{"op": "replace", "path": "/a/missing", "value": 1}],
+            KeyError,
+            "'replace of a missing member: /a/missing'",
+        ),
+        ([{"op": "add", "path": "a", "value": 1}], ValueError, "JSON pointer must start with /: 'a'"),
+    ],
+)
+def test_fitguards_own_patch_applier_refuses_what_rfc_6902_refuses(
+    patch: list[Any], error: type, message: str
+) -> None:
+    """A replace of a missing member and a pointer without its leading slash are errors that say so."""
+    with pytest.raises(error) as raised:
+        own_apply_patch({"a": {}}, patch)
+    assert str(raised.value) == message
+
+
+@pytest.mark.parametrize(
+    ("token", "escaped"),
+    [
+        ("plain", "plain"),
+        ("vpc.amazonaws.com/pod-eni", "vpc.amazonaws.com~1pod-eni"),
+        ("a~b/c~/", "a~0b~1c~0~1"),
+    ],
+)
+def test_a_path_segment_is_escaped_as_rfc_6901_says(token: str, escaped: str) -> None:
+    """`~` becomes `~0` before `/` becomes `~1`, so an escaped `/` is never read back as `~`."""
+    assert escape(token) == escaped
+
+
+@pytest.mark.parametrize(
+    ("document", "op"),
+    [
+        ({"a": [1]}, {"op": "add", "path": "/a/0", "value": {"b": [1]}}),
+        ({"a": [1]}, {"op": "replace", "path": "/a/0", "value": {"b": [1]}}),
+        ({"a": {}}, {"op": "add", "path": "/a/x", "value": {"b": [1]}}),
+        ({"a": {"x": 0}}, {"op": "replace", "path": "/a/x", "value": {"b": [1]}}),
+    ],
+)
+def test_the_own_patch_applier_shares_nothing_with_the_patch(document: Any, op: dict[str, Any]) -> None:
+    """Changing the patched document afterwards leaves the patch's values as they were."""
+    result = own_apply_patch(document, [op])
+    target = result["a"][0] if isinstance(result["a"], list) else result["a"]["x"]
+    target["b"].append(2)
+    assert op["value"] == {"b": [1]}
+
+
+@pytest.mark.parametrize(
+    ("pod", "groups", "mutation"),
+    [
+        (
+            payments_pod({}, hostNetwork=True),
+            ["sg-a"],
+            Mutation(HOST_NETWORK, [], "SGP not supported on Pod running on HostNetwork"),
+        ),
+        (
+            payments_pod({FARGATE: "fp"}),
+            ["sg-a", "sg-b"],
+            Mutation(
+                FARGATE_TYPE,
+                [{"op": "add", "path": "/metadata/annotations", "value": {POD_SG: "sg-a,sg-b"}}],
+                "annotated Fargate pod with its security groups",
+                ("sg-a", "sg-b"),
+            ),
+        ),
+        (
+            {
+                "metadata": {"labels": {FARGATE: "fp"}, "annotations": {POD_SG: "sg-x"}},
+                "spec": {"containers": []},
+            },
+            [],
+            Mutation(
+                FARGATE_TYPE,
+                [{"op": "remove", "path": "/metadata/annotations/fargate.amazonaws.com~1pod-sg"}],
+                "removed a pod-sg annotation not set by the webhook",
+            ),
+        ),
+        (payments_pod({FARGATE: "fp"}), [], Mutation(FARGATE_TYPE, [], "Fargate pod not matching any SGP")),
+        (
+            {"metadata": {}, "spec": {"containers": []}},
+            ["sg-a"],
+            Mutation(LINUX, [], "pod has no containers"),
+        ),
+        (
+            payments_pod({}, nodeSelector={"kubernetes.io/os": "windows"}),
+            ["sg-a"],
+            Mutation(WINDOWS, [], "Windows IPAM is not enabled"),
+        ),
+        (payments_pod({}), [], Mutation(LINUX, [], "Pod didn't match any SGP")),
+        (
+            payments_pod({}),
+            ["sg-a"],
+            Mutation(
+                LINUX,
+                [
+                    {"op": "add", "path": RESOURCES, "value": {"limits": {ENI: "1"}, "requests": {ENI: "1"}}},
+                    {"op": "add", "path": "/spec/affinity", "value": GUARD_TERM_AFFINITY},
+                ],
+                f"matched security groups sg-a: injected {ENI}",
+                ("sg-a",),
+            ),
+        ),
+    ],
+)
+def test_the_plan_of_each_kind_of_pod_is_a_whole_mutation(
+    pod: dict[str, Any], groups: list[str], mutation: Mutation
+) -> None:
+    """The pod's type, patch, message and the groups it matched, as `plan` gives them."""
+    assert plan(pod, groups, windows_ipam=False, eni_guard=True) == mutation
+
+
+def test_a_missing_service_account_is_softened_by_the_namespaces_mode() -> None:
+    """The namespace label fitguard.io/mode=warn turns the denial into a warning even when the
+    webhook enforces."""
+    namespace = {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": "payments", "labels": {"fitguard.io/mode": "warn"}},
+    }
+    pod = payments_pod({"app": "api"}, serviceAccountName="ghost")
+    verdict = mutate_review(
+        {"uid": "u", "namespace": "payments", "object": pod}, from_objects([namespace]), WebhookOptions()
+    )
+    assert verdict == Verdict(
+        warnings=[
+            'fitguard could not match the pod to SecurityGroupPolicies: serviceaccount "ghost" not found'
+            ' in namespace "payments"'
+        ]
+    )
+
+
+def test_the_plan_of_a_windows_pod_with_windows_ipam_on() -> None:
+    """PrivateIPv4Address injected, the type windows, no groups looked at."""
+    pod = payments_pod({}, nodeSelector={"kubernetes.io/os": "windows"})
+    assert plan(pod, [], windows_ipam=True, eni_guard=True) == Mutation(
+        WINDOWS,
+        [{"op": "add", "path": RESOURCES, "value": {"limits": {IPV4: "1"}, "requests": {IPV4: "1"}}}],
+        f"injected {IPV4}",
+    )

@@ -8,12 +8,26 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client import REGISTRY
 
+from capacity.fit import Reason
+from capacity.serve import GroupVerdict
+from capacity.taints import Taint
 from capacity.template import NodeGroupTemplate
 from kube.statefile import load_state
+from tests.test_autoscaler_memory import group, remembering
 from webhook.cluster import ClusterView, from_objects
-from webhook.review import WebhookOptions
-from webhook.validate import COLD_START, MAX_WARNING, WARNING_LIMIT, review, whole_warning
+from webhook.review import Verdict, WebhookOptions
+from webhook.validate import (
+    COLD_START,
+    MAX_WARNING,
+    WARNING_LIMIT,
+    field_lines,
+    reason_path,
+    review,
+    warnings_for,
+    whole_warning,
+)
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 CLUSTER = load_state(EXAMPLES / "cluster.yaml")
@@ -277,12 +291,351 @@ def test_a_group_at_max_size_zero_serves_nothing() -> None:
     assert not verdict.allowed and "ng-general: max size is 0" in verdict.message
 
 
-@pytest.mark.parametrize("operation", ["DELETE", "CONNECT"])
+@pytest.mark.parametrize("operation", ["DELETE", "CONNECT", None])
 def test_other_operations_are_allowed(operation: str) -> None:
-    assert review(request(WORKLOADS["scratch-build"], operation), cluster(), ENFORCE).allowed
+    """Only CREATE and UPDATE are judged, of a pod as of a workload."""
+    assert review(request(WORKLOADS["scratch-build"], operation), cluster(), ENFORCE) == Verdict()
+    assert review(request(_workload("Deployment", name="w"), operation), cluster(), ENFORCE) == Verdict()
 
 
 def test_a_malformed_quantity_is_not_denied_out_of_confusion() -> None:
     verdict = review(request(pod("bad", {"cpu": "lots"})), cluster(), ENFORCE)
     assert verdict.allowed
     assert "spec.containers[0].resources.requests.cpu" in verdict.warnings[0]
+
+
+# Table tests of the helpers /validate answers with (written against mutation survivors: each
+# expected value is written out whole).
+
+
+def _workload(kind: str, api_version: str = "apps/v1", **meta: Any) -> dict[str, Any]:
+    template = {
+        "metadata": {"labels": {"app": "w"}},
+        "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "300"}}}]},
+    }
+    spec = {"jobTemplate": {"spec": {"template": template}}} if kind == "CronJob" else {"template": template}
+    return {
+        "apiVersion": api_version,
+        "kind": kind,
+        "metadata": {"namespace": "default", **meta},
+        "spec": spec,
+    }
+
+
+CPU_300_LINES = [
+    "ng-batch: Insufficient cpu: requests 300; an m5.large node offers 1700m after 300m of DaemonSets"
+    " and kube-proxy: request less or use a larger type",
+    "ng-burst: Insufficient cpu: requests 300; a t3.large node offers 1730m after 200m of DaemonSets:"
+    " request less or use a larger type",
+    "ng-general: Insufficient cpu: requests 300; an m5.xlarge node offers 3720m after 200m of DaemonSets:"
+    " request less or use a larger type",
+]
+
+
+@pytest.mark.parametrize(
+    ("kind", "api_version", "field"),
+    [
+        ("Deployment", "apps/v1", "spec.template.spec"),
+        ("StatefulSet", "apps/v1", "spec.template.spec"),
+        ("DaemonSet", "apps/v1", "spec.template.spec"),
+        ("ReplicaSet", "apps/v1", "spec.template.spec"),
+        ("ReplicationController", "v1", "spec.template.spec"),
+        ("Job", "batch/v1", "spec.template.spec"),
+        ("CronJob", "batch/v1", "spec.jobTemplate.spec.template.spec"),
+    ],
+)
+def test_every_workload_kind_is_judged_by_its_pod_template(kind: str, api_version: str, field: str) -> None:
+    """Each supported kind's template is found at its own path, and the whole denial names the
+    kind, the object and the template field to edit."""
+    verdict = review(request(_workload(kind, api_version, name="w")), cluster(), ENFORCE)
+    assert (verdict.allowed, verdict.code, verdict.reason) == (False, 403, "Forbidden")
+    assert verdict.message.splitlines() == [
+        f"{kind} w does not fit any node group",
+        *CPU_300_LINES,
+        f"fields to edit: {field}.containers[0].resources.requests.cpu",
+    ]
+
+
+def test_a_workload_named_by_generate_name_or_not_at_all_is_still_named_by_its_kind() -> None:
+    """The subject of the message is `kind name`, the generateName when there is no name, and the
+    kind alone when there is neither."""
+    by_prefix = review(request(_workload("Job", "batch/v1", generateName="nightly-")), cluster(), ENFORCE)
+    assert by_prefix.message.splitlines()[0] == "Job nightly- does not fit any node group"
+    unnamed = review(request(_workload("Job", "batch/v1")), cluster(), ENFORCE)
+    assert unnamed.message.splitlines()[0] == "Job does not fit any node group"
+
+
+@pytest.mark.parametrize(
+    "obj",
+    [
+        {"kind": "Deployment", "spec": {"template": "not a map"}},
+        {"kind": "Deployment", "spec": "not a map"},
+        {"kind": "Deployment", "spec": {"template": {"spec": "not a map"}}},
+        {"kind": "Deployment", "spec": {"template": {"metadata": "x", "spec": {"containers": []}}}},
+        {"kind": "ConfigMap", "spec": {"template": {"spec": {"containers": []}}}},
+    ],
+)
+def test_an_object_without_a_readable_pod_template_is_allowed_untouched(obj: dict[str, Any]) -> None:
+    """No template to judge (wrong shapes at any level, or a kind without pods): allowed with no
+    message, warning or finding."""
+    req = {"uid": "u", "kind": {"kind": obj["kind"]}, "operation": "CREATE", "object": obj}
+    assert review(req, cluster(), ENFORCE) == Verdict()
+
+
+def test_an_update_that_changes_only_the_template_labels_is_checked() -> None:
+    """The template's labels are part of what an UPDATE is judged on (they choose the
+    SecurityGroupPolicy); a change to them alone is checked again."""
+    new = _workload("Deployment", name="w")
+    old = copy.deepcopy(new)
+    old["spec"]["template"]["metadata"]["labels"] = {"app": "old"}
+    assert not review(request(new, "UPDATE", old), cluster(), ENFORCE).allowed
+    assert review(request(new, "UPDATE", copy.deepcopy(new)), cluster(), ENFORCE) == Verdict()
+    assert not review(request(new, "UPDATE", None), cluster(), ENFORCE).allowed
+
+
+def test_a_pod_update_is_not_judged_and_a_fargate_pod_never() -> None:
+    """Only a pod's CREATE is judged; a Fargate pod runs on no node group and is allowed untouched."""
+    big = pod("x", {"cpu": "300"})
+    assert review(request(big, "UPDATE", pod("x", {"cpu": "1"})), cluster(), ENFORCE) == Verdict()
+    big["metadata"]["labels"] = {"eks.amazonaws.com/fargate-profile": "fp"}
+    assert review(request(big), cluster(), ENFORCE) == Verdict()
+
+
+@pytest.mark.parametrize(
+    ("mode", "expected"),
+    [
+        ("audit", {"allowed": True, "message": "M", "warnings": [], "finding": "M", "finding_mode": "audit"}),
+        (
+            "warn",
+            {
+                "allowed": True,
+                "message": "",
+                "warnings": [
+                    "spec.containers[0].resources.requests.cpu: fits no node group:"
+                    " ng-batch (cpu), ng-burst (cpu), ng-general (cpu)"
+                ],
+                "finding": "M",
+                "finding_mode": "warn",
+            },
+        ),
+        ("enforce", {"allowed": False, "message": "M", "warnings": [], "finding": "", "finding_mode": ""}),
+    ],
+)
+def test_each_mode_answers_a_pod_that_fits_nowhere_in_its_own_way(
+    mode: str, expected: dict[str, Any]
+) -> None:
+    """enforce denies with the message; warn allows with per-field warnings and records the message
+    as a finding; audit allows with the message and the same finding."""
+    message = "\n".join(["pod does not fit any node group", *CPU_300_LINES])
+    verdict = review(request(pod("x", {"cpu": "300"})), cluster(), WebhookOptions(mode=mode))
+    got = {k: getattr(verdict, k) for k in ("allowed", "message", "warnings", "finding", "finding_mode")}
+    assert got == {k: message if v == "M" else v for k, v in expected.items()}
+
+
+CPU = Reason("Insufficient cpu", resource="cpu")
+
+
+@pytest.mark.parametrize(
+    ("spec", "reason", "path"),
+    [
+        ({}, Reason("untolerated taint", taint=Taint("dedicated", "eni")), "B.tolerations"),
+        ({"nodeSelector": {"a": "b"}}, Reason("selector"), "B.nodeSelector"),
+        ({"nodeSelector": {}}, Reason("selector"), "B.affinity.nodeAffinity"),
+        ({}, Reason("selector"), "B.affinity.nodeAffinity"),
+        (
+            {
+                "containers": [
+                    {"resources": {"requests": {"memory": "1"}}},
+                    {"resources": {"limits": {"cpu": "1"}}},
+                ]
+            },
+            CPU,
+            "B.containers[1].resources.limits.cpu",
+        ),
+        (
+            {
+                "containers": [{"resources": {}}],
+                "initContainers": [{"resources": {"requests": {"cpu": "1"}}}],
+            },
+            CPU,
+            "B.initContainers[0].resources.requests.cpu",
+        ),
+        (
+            {"containers": ["not a map", {"resources": {"requests": {"cpu": "1", "memory": "1"}}}]},
+            CPU,
+            "B.containers[1].resources.requests.cpu",
+        ),
+        ({"containers": [{"name": "c"}], "overhead": {"cpu": "250m"}}, CPU, "B.overhead"),
+        ({"containers": [{"name": "c"}], "overhead": {"memory": "1"}}, CPU, "B"),
+        ({}, CPU, "B"),
+    ],
+)
+def test_a_reason_points_at_the_field_a_person_edits(spec: dict[str, Any], reason: Reason, path: str) -> None:
+    """Taints point at tolerations; selection at the nodeSelector when set, else the node affinity;
+    a resource at the first container (then init container) requesting or limiting it, else the
+    pod overhead, else the spec itself."""
+    assert reason_path(spec, "B", reason) == path
+
+
+def test_warnings_name_trapped_and_closed_groups_and_skip_the_ones_that_serve() -> None:
+    """A trapped group's note is `tags`; a refused group without reasons is `max size 0`; a group
+    that serves is not named; a short line holds every group of a field."""
+    verdicts = [
+        GroupVerdict("ng-a", serves=False, reasons=(CPU,), trap=True),
+        GroupVerdict("ng-b", serves=False),
+        GroupVerdict("ng-c", serves=True),
+        GroupVerdict("ng-d", serves=False, reasons=(CPU,)),
+    ]
+    spec = {"containers": [{"resources": {"requests": {"cpu": "9"}}}]}
+    assert warnings_for(verdicts, spec, "s") == [
+        "s.containers[0].resources.requests.cpu: fits no node group: ng-a (tags), ng-d (cpu)",
+        "s: fits no node group: ng-b (max size 0)",
+    ]
+    assert field_lines(verdicts, spec, "s") == ["fields to edit: s.containers[0].resources.requests.cpu"]
+    assert (
+        field_lines([GroupVerdict("ng-b", serves=False), GroupVerdict("ng-c", serves=True)], spec, "s") == []
+    )
+
+
+def test_a_line_of_exactly_120_characters_is_kept_whole() -> None:
+    """Two groups on one line of exactly 120 characters: one warning; one character more: one
+    warning per group."""
+    head = "s: fits no node group: ng-a (cpu), "
+    name = "g" * (MAX_WARNING - len(head) - len(" (cpu)"))
+    exact = [
+        GroupVerdict("ng-a", serves=False, reasons=(CPU,)),
+        GroupVerdict(name, serves=False, reasons=(CPU,)),
+    ]
+    assert warnings_for(exact, {}, "s") == [f"{head}{name} (cpu)"]
+    assert len(warnings_for(exact, {}, "s")[0]) == MAX_WARNING
+    longer = [exact[0], GroupVerdict(name + "g", serves=False, reasons=(CPU,))]
+    assert warnings_for(longer, {}, "s") == [
+        "s: fits no node group: ng-a (cpu)",
+        f"s: fits no node group: {name}g (cpu)",
+    ]
+
+
+def test_a_field_split_per_group_keeps_the_lines_of_the_fields_before_it() -> None:
+    """A short line for one field, then a field that needs a warning per group: all three lines,
+    and the denial's field line names both fields."""
+    memory = Reason("Insufficient memory", resource="memory")
+    long_name = "n" * 90
+    verdicts = [
+        GroupVerdict("ng-a", serves=False, reasons=(CPU,)),
+        GroupVerdict(long_name, serves=False, reasons=(memory,)),
+        GroupVerdict("ng-b", serves=False, reasons=(memory,)),
+    ]
+    spec = {"containers": [{"resources": {"requests": {"cpu": "9", "memory": "9"}}}]}
+    field = "s.containers[0].resources.requests"
+    assert warnings_for(verdicts, spec, "s") == [
+        f"{field}.cpu: fits no node group: ng-a (cpu)",
+        f"{field}.memory: fits no node group: {long_name} (memory)",
+        f"{field}.memory: fits no node group: ng-b (memory)",
+    ]
+    assert field_lines(verdicts, spec, "s") == [f"fields to edit: {field}.cpu, {field}.memory"]
+
+
+def test_an_object_whose_metadata_is_not_a_map_is_named_by_its_kind_alone() -> None:
+    """Top-level metadata of the wrong type: the template is still judged; the subject is the kind."""
+    deploy = _workload("Deployment")
+    deploy["metadata"] = "x"
+    req = {
+        "uid": "u",
+        "kind": {"kind": "Deployment"},
+        "operation": "CREATE",
+        "namespace": "default",
+        "object": deploy,
+    }
+    verdict = review(req, cluster(), ENFORCE)
+    assert verdict.message.splitlines()[0] == "Deployment does not fit any node group"
+
+
+@pytest.mark.parametrize(
+    ("text", "cut"),
+    [
+        ("x" * (WARNING_LIMIT + 1), "x" * (WARNING_LIMIT - 1) + "\u2026"),
+        ("a" * 129 + " " + "b" * 200, "a" * 129 + "\u2026"),
+        ("a" * 128 + " " + "b" * 200, "a" * 128 + " " + "b" * 126 + "\u2026"),
+        ("a" * 128 + "X " + "b" * 200, "a" * 128 + "X\u2026"),
+        ("a" * 100 + ", " + "b" * 60 + ": " + "c" * 200, "a" * 100 + ", " + "b" * 60 + "\u2026"),
+    ],
+)
+def test_a_long_warning_is_cut_at_a_word_only_past_half_the_limit(text: str, cut: str) -> None:
+    """The cut goes back to the last space only when that space is past 128 characters (else it
+    would drop too much), strips trailing punctuation, and ends with an ellipsis."""
+    assert whole_warning(text) == cut
+
+
+def unchecked(why: str) -> float:
+    return REGISTRY.get_sample_value("fitguard_admission_unchecked_total", {"why": why}) or 0.0
+
+
+def test_a_pod_resting_on_cluster_autoscalers_memory_is_allowed_with_the_whole_warning() -> None:
+    """Only the node cluster-autoscaler remembers of ng-batch holds 30Gi of scratch: allowed, with
+    the three whole lines naming the group, the tag that makes it permanent and the sync command,
+    and counted once."""
+    remembered = group(remembering()).to_object()
+    view = from_objects([*(o for o in CLUSTER if o["kind"] != "NodeGroupTemplate"), remembered])
+    counted = REGISTRY.get_sample_value("fitguard_admission_autoscaler_memory_total") or 0.0
+    verdict = review(request(pod("s", {"ephemeral-storage": "30Gi"})), view, ENFORCE)
+    assert verdict == Verdict(
+        warnings=[
+            "pod fits only the node cluster-autoscaler remembers of ng-batch: it scales up for it only"
+            " until it restarts",
+            "to make it permanent, tag the ASG of ng-batch"
+            " k8s.io/cluster-autoscaler/node-template/resources/ephemeral-storage",
+            "or let fitguard sync the tags: fitguard controller --sync-autoscaler-tags=apply",
+        ]
+    )
+    assert REGISTRY.get_sample_value("fitguard_admission_autoscaler_memory_total") == counted + 1
+    assert review(request(pod("s", {"cpu": "100m"})), view, ENFORCE) == Verdict()
+    assert REGISTRY.get_sample_value("fitguard_admission_autoscaler_memory_total") == counted + 1
+
+
+def test_unchecked_objects_are_counted_by_why() -> None:
+    """No templates yet: the cold-start warning, counted under `no templates`; a malformed
+    template: a warning naming the object and the field, counted under `malformed`."""
+    cold, bad = unchecked("no templates"), unchecked("malformed")
+    view = from_objects([o for o in CLUSTER if o["kind"] != "NodeGroupTemplate"])
+    assert review(request(pod("x", {"cpu": "300"})), view, ENFORCE) == Verdict(warnings=[COLD_START])
+    assert (unchecked("no templates"), unchecked("malformed")) == (cold + 1, bad)
+    deploy = _workload("Deployment", name="w")
+    deploy["spec"]["template"]["spec"]["containers"] = "x"
+    assert review(request(deploy), cluster(), ENFORCE) == Verdict(
+        warnings=[
+            "fitguard could not check this Deployment w: spec.template.spec.containers:"
+            " expected a list of containers"
+        ]
+    )
+    assert (unchecked("no templates"), unchecked("malformed")) == (cold + 1, bad + 1)
+
+
+def test_a_workload_whose_service_account_is_missing_is_still_judged_as_written() -> None:
+    """/mutate would deny its pods; /validate judges the template as it is (no pod-eni added)."""
+    deploy = _workload("Deployment", name="w")
+    deploy["metadata"]["namespace"] = "nowhere"
+    deploy["spec"]["template"]["metadata"]["labels"] = {"app": "payments-api"}
+    verdict = review(request(deploy), cluster(), ENFORCE)
+    assert verdict.message.splitlines() == [
+        "Deployment w does not fit any node group",
+        *CPU_300_LINES,
+        "fields to edit: spec.template.spec.containers[0].resources.requests.cpu",
+    ]
+
+
+def test_a_workload_resting_on_memory_by_its_node_selector_is_told_the_label_tag() -> None:
+    """A Deployment whose selector only the remembered node's labels satisfy: the warning names
+    the Deployment and the label tag that makes its template permanent."""
+    remembered = group(remembering()).to_object()
+    view = from_objects([*(o for o in CLUSTER if o["kind"] != "NodeGroupTemplate"), remembered])
+    deploy = _workload("Deployment", name="w")
+    deploy["spec"]["template"]["spec"] = {"nodeSelector": {"team": "ml"}, "containers": [{"name": "c"}]}
+    assert review(request(deploy), view, ENFORCE) == Verdict(
+        warnings=[
+            "Deployment w fits only the node cluster-autoscaler remembers of ng-batch: it scales up for it"
+            " only until it restarts",
+            "to make it permanent, tag the ASG of ng-batch"
+            " k8s.io/cluster-autoscaler/node-template/label/team",
+            "or let fitguard sync the tags: fitguard controller --sync-autoscaler-tags=apply",
+        ]
+    )
