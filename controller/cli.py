@@ -39,26 +39,34 @@ def register(subparsers: Any) -> None:
             "scaleUps, scaling, errors}."
         ),
     )
-    _add_run_arguments(parser)
-    _add_leader_arguments(parser)
-    _add_discovery_arguments(parser)
-    _add_process_arguments(parser)
+    _add_run_arguments(parser.add_argument_group("run"))
+    _add_discovery_arguments(parser.add_argument_group("discovery"))
+    _add_tag_sync_arguments(parser.add_argument_group("tag sync"))
+    _add_books_arguments(parser.add_argument_group("branch ENI books"))
+    _add_guard_arguments(parser.add_argument_group("guard"))
     add_scaling_arguments(parser)
-    add_logging_arguments(parser)
+    _add_certificate_arguments(parser.add_argument_group("certificates"))
+    _add_leader_arguments(parser.add_argument_group("leader election"))
+    _add_http_arguments(parser.add_argument_group("HTTP"))
+    add_logging_arguments(parser.add_argument_group("logging"))
     parser.set_defaults(func=main)
 
 
-def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
+def _add_run_arguments(parser: Any) -> None:
     """How this run goes: one cycle or for ever, writing or not, from a state file or the API."""
     parser.add_argument("--once", action="store_true", help="run one cycle, print the result, exit")
     parser.add_argument("--dry-run", action="store_true", help="write nothing (no objects, no AWS tags)")
     parser.add_argument("--state", metavar="PATH", help="read nodes, DaemonSets, templates from a state file")
-    parser.add_argument("--leader-elect", action="store_true", help="run only while holding the Lease")
-    parser.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    parser.add_argument("-o", "--output", choices=("table", "json"), default="table", help="with --once")
+    parser.add_argument("--interval", type=float, default=60.0, help="seconds between discovery cycles")
+    parser.add_argument(
+        "--kubeconfig", default=None, help="kubeconfig (default: in-cluster, then $KUBECONFIG)"
+    )
 
 
-def _add_leader_arguments(parser: argparse.ArgumentParser) -> None:
+def _add_leader_arguments(parser: Any) -> None:
     """Leader election."""
+    parser.add_argument("--leader-elect", action="store_true", help="run only while holding the Lease")
     # client-go's leader election knobs, named as kube-controller-manager names them
     parser.add_argument(
         "--leader-elect-lease-duration",
@@ -83,24 +91,8 @@ def _add_leader_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _add_discovery_arguments(parser: argparse.ArgumentParser) -> None:
-    """Discovery of the node groups, their templates and cluster-autoscaler's tags and memory."""
-    parser.add_argument(
-        "--sync-autoscaler-tags",
-        nargs="?",
-        const="plan",
-        default="plan",
-        choices=("plan", "apply", "off"),
-        help="plan (default) or apply the resources/ephemeral-storage and resources/vpc.amazonaws.com/"
-        "pod-eni tags cluster-autoscaler needs to scale node groups up from zero",
-    )
-    parser.add_argument(
-        "--sync-autoscaler-label-tags",
-        action="store_true",
-        help="with --sync-autoscaler-tags, also the label/* and taint/* tags that make cluster-autoscaler's "
-        "template of a self-managed ASG carry the labels and taints of its live nodes (never the ones "
-        "kubelet, the cloud provider or EKS set)",
-    )
+def _add_discovery_arguments(parser: Any) -> None:
+    """Discovery of the node groups, their templates and cluster-autoscaler's memory."""
     parser.add_argument("--cluster-name", default="", help="the EKS cluster (managed node groups, discovery)")
     parser.add_argument(
         "--node-group-auto-discovery",
@@ -134,20 +126,30 @@ def _add_discovery_arguments(parser: argparse.ArgumentParser) -> None:
         help="AWS region (default: $AWS_REGION, $AWS_DEFAULT_REGION, the AWS config file, then the "
         "instance metadata service); the one in use is logged at start",
     )
+
+
+def _add_tag_sync_arguments(parser: Any) -> None:
+    """cluster-autoscaler's template tags on the ASGs."""
     parser.add_argument(
-        "--kubeconfig", default=None, help="kubeconfig (default: in-cluster, then $KUBECONFIG)"
+        "--sync-autoscaler-tags",
+        nargs="?",
+        const="plan",
+        default="plan",
+        choices=("plan", "apply", "off"),
+        help="plan (default) or apply the resources/ephemeral-storage and resources/vpc.amazonaws.com/"
+        "pod-eni tags cluster-autoscaler needs to scale node groups up from zero",
+    )
+    parser.add_argument(
+        "--sync-autoscaler-label-tags",
+        action="store_true",
+        help="with --sync-autoscaler-tags, also the label/* and taint/* tags that make cluster-autoscaler's "
+        "template of a self-managed ASG carry the labels and taints of its live nodes (never the ones "
+        "kubelet, the cloud provider or EKS set)",
     )
 
 
-def _add_process_arguments(parser: argparse.ArgumentParser) -> None:
-    """The long-running process: its cycle, endpoints, books, guard, certificates and EC2 check."""
-    parser.add_argument("--interval", type=float, default=60.0, help="seconds between discovery cycles")
-    parser.add_argument(
-        "--metrics-bind",
-        default="0.0.0.0:8080",
-        metavar="HOST:PORT",
-        help="plain HTTP for /healthz, /readyz, /metrics, /snapshotz (default: %(default)s)",
-    )
+def _add_books_arguments(parser: Any) -> None:
+    """The branch ENI books: when an ENI is released, and EC2's count beside them."""
     parser.add_argument(
         "--branch-eni-release",
         choices=("cooldown", "on-delete"),
@@ -156,17 +158,15 @@ def _add_process_arguments(parser: argparse.ArgumentParser) -> None:
         "(VPC resource controller v1.1.0 and later, the default) or only when the pod object is deleted",
     )
     parser.add_argument(
-        "--manage-certificates",
-        action="store_true",
-        help="the leader creates and rotates the webhook's CA and serving certificate (Secrets in "
-        "$POD_NAMESPACE) and keeps the caBundle of both webhook configurations current",
-    )
-    parser.add_argument(
         "--verify-with-ec2",
         action="store_true",
         help="count the branch ENIs EC2 holds per node (DescribeNetworkInterfaces, by the VPC resource "
         "controller's tags) and report those claimed by no pod past the release window as leaked",
     )
+
+
+def _add_guard_arguments(parser: Any) -> None:
+    """The exhausted-node guard's grace before it steps aside for cluster-autoscaler."""
     parser.add_argument(
         "--guard-grace",
         type=parse_duration,
@@ -176,6 +176,26 @@ def _add_process_arguments(parser: argparse.ArgumentParser) -> None:
         "held) and guarded pods pend on it, cluster-autoscaler (which copies a ready node's labels into "
         "the group's template) cannot scale it: unless --scaling=on scales the group, the guard lifts "
         "the label from the group's nodes after this long, with events saying so (default: 30s)",
+    )
+
+
+def _add_certificate_arguments(parser: Any) -> None:
+    """The webhook's serving certificate."""
+    parser.add_argument(
+        "--manage-certificates",
+        action="store_true",
+        help="the leader creates and rotates the webhook's CA and serving certificate (Secrets in "
+        "$POD_NAMESPACE) and keeps the caBundle of both webhook configurations current",
+    )
+
+
+def _add_http_arguments(parser: Any) -> None:
+    """The plain-HTTP port for probes, metrics and the snapshot."""
+    parser.add_argument(
+        "--metrics-bind",
+        default="0.0.0.0:8080",
+        metavar="HOST:PORT",
+        help="plain HTTP for /healthz, /readyz, /metrics, /snapshotz (default: %(default)s)",
     )
 
 

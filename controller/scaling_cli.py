@@ -37,7 +37,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="comma-separated expanders, as cluster-autoscaler's: least-waste (default), priority "
         "(from ConfigMap cluster-autoscaler-priority-expander)",
     )
-    group.add_argument("--max-nodes-per-scale-up", type=int, default=1000, metavar="N")
+    group.add_argument(
+        "--max-nodes-per-scale-up",
+        type=int,
+        default=1000,
+        metavar="N",
+        help="at most N nodes added per group in one scale-up, as cluster-autoscaler's flag (default: 1000)",
+    )
     group.add_argument(
         "--scale-up-cooldown", type=parse_duration, default=300.0, metavar="DURATION", help="per group (5m)"
     )
@@ -49,6 +55,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="keep at least N truly free (pod-eni, ephemeral-storage, cpu, memory) in GROUP by scaling "
         "ahead of demand; ENIs held by finished pods do not count as free; repeatable",
     )
+    group = parser.add_argument_group("rescue and reclaim")
     group.add_argument(
         "--rescue-waiting-pods",
         action="store_true",

@@ -187,3 +187,37 @@ def test_the_webhook_refuses_an_unloadable_kubeconfig_in_one_line(
         "fitguard webhook: cannot load the Kubernetes configuration: Invalid kube-config file. "
         "No configuration found.\n",
     )
+
+
+def test_every_controller_flag_has_help_and_sits_in_its_concerns_group() -> None:
+    """`fitguard controller --help` groups its flags by concern, in this order, and every flag says
+    what it does; the logging flags are the same as the webhook's."""
+    from fitguard.cli import build_parser
+
+    def groups(command: str) -> dict[str, list[str]]:
+        parser = build_parser(command)._subparsers._group_actions[0].choices[command]
+        found = {}
+        for group in parser._action_groups:
+            flags = [a.option_strings[-1] for a in group._group_actions if a.option_strings]
+            assert all(a.help for a in group._group_actions if a.dest != "help"), group.title
+            if flags:
+                found[group.title] = flags
+        return found
+
+    controller = groups("controller")
+    assert list(controller) == [
+        "options",
+        "run",
+        "discovery",
+        "tag sync",
+        "branch ENI books",
+        "guard",
+        "scaling (where cluster-autoscaler is blind)",
+        "rescue and reclaim",
+        "certificates",
+        "leader election",
+        "HTTP",
+        "logging",
+    ]
+    assert controller["options"] == ["--help"]
+    assert controller["logging"] == ["--log-format", "--log-level"] == groups("webhook")["logging"]

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 from pathlib import Path
 from typing import Any
 
+from cmdline.logs import add_arguments as add_logging_arguments
+from cmdline.logs import setup_logging
 from webhook.review import FAILURE_POLICIES, MODES, WebhookOptions
 from webhook.tls import DEFAULT_RELOAD_INTERVAL_SECONDS
 
@@ -146,7 +147,7 @@ def _add_review_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_process_arguments(parser: argparse.ArgumentParser) -> None:
-    """Workers, threads, metrics directory, log level."""
+    """Workers, threads, metrics directory; the logging flags every long-running command shares."""
     parser.add_argument(
         "--workers", type=_positive, default=2, help="worker processes (default: %(default)s)"
     )
@@ -159,17 +160,13 @@ def _add_process_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help="where workers keep their metrics; wiped at start (default: a temporary directory)",
     )
-    parser.add_argument(
-        "--log-level", choices=("debug", "info", "warning", "error"), default="info", help="(default: info)"
-    )
+    add_logging_arguments(parser.add_argument_group("logging"))
 
 
 def run(args: argparse.Namespace) -> int:
     from webhook.server import ServeOptions, serve
 
-    logging.basicConfig(
-        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(process)d %(name)s: %(message)s"
-    )
+    setup_logging(args.log_format, args.log_level)
     config = WebhookOptions(
         mode=args.mode,
         failure_policy=args.failure_policy,
@@ -188,7 +185,7 @@ def run(args: argparse.Namespace) -> int:
         workers=args.workers,
         threads=args.threads,
         metrics_dir=args.metrics_dir,
-        log_level=args.log_level,
+        log_level=args.log_level.lower(),  # gunicorn's own loggers
         client_ca=args.client_ca,
         tls_reload_interval=args.tls_reload_interval,
         metrics_bind=args.metrics_bind,
