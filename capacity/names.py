@@ -12,6 +12,7 @@ GROUP = "fitguard.io"
 VERSION = "v1alpha1"
 API_VERSION = f"{GROUP}/{VERSION}"
 TEMPLATE_KIND = "NodeGroupTemplate"
+SGP_KIND = "SecurityGroupPolicy"  # the VPC resource controller's CRD (vpcresources.k8s.aws)
 TEMPLATE_PLURAL = "nodegrouptemplates"
 
 # Node label: branch ENIs of the node are exhausted (the controller writes it, the webhook's guard

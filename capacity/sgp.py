@@ -20,7 +20,6 @@ from capacity.resources import POD_ENI
 from capacity.selectors import Labels, Predicate, SelectorError, label_selector
 
 API_VERSION = "vpcresources.k8s.aws/v1beta1"
-KIND = "SecurityGroupPolicy"
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import Any
 
 FILTERING_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
-EFFECTS = frozenset({"NoSchedule", "NoExecute", "PreferNoSchedule"})
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,6 @@ from capacity.string_maps import string_map
 from capacity.taints import Taint
 from capacity.template_pods import template_node_pods
 
-PROVIDERS = ("aws-asg", "eks-managed", "manual")
 SOURCES = ("live-node", "launch-template", "manual", "tags", "autoscaler-memory")
 
 

@@ -49,7 +49,6 @@ from kube.reflector import Reflector
 from kube.store import Fanout, Store
 
 log = logging.getLogger(__name__)
-NODE_LABELS = ["node", "node_group"]
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from capacity.autoscaler_memory import DEFAULT_SELECTOR
 from capacity.autoscaler_specs import default_discovery_tags, parse_auto_discovery_spec, parse_nodes_spec
-from capacity.expander import PRIORITY, parse_priorities
+from capacity.expander import PRIORITY, PRIORITY_KEY, parse_priorities
 from capacity.template import NodeGroupTemplate
 from controller.aws.clients import AwsClients
 from controller.aws.discovery import AwsDiscovery, DiscoveryError
@@ -38,7 +38,6 @@ if TYPE_CHECKING:
     from kube.client import ApiLike
 
 log = logging.getLogger(__name__)
-TAG_SYNC_MODES = ("plan", "apply", "off")
 
 
 @dataclass(frozen=True)
@@ -240,7 +239,7 @@ def _load_priorities(driver: ScalingDriver, source: ClusterSource) -> None:
         log.warning("priority expander: ConfigMap %s/%s unreadable: not found", namespace, name)
         return
     try:
-        priorities = parse_priorities(((found or {}).get("data") or {}).get("priorities"))
+        priorities = parse_priorities(((found or {}).get("data") or {}).get(PRIORITY_KEY))
     except ValueError as err:
         log.warning("priority expander: ConfigMap %s/%s refused, priorities kept: %s", namespace, name, err)
         return

@@ -24,6 +24,7 @@ from capacity.names import (
     EXPORTED_CONTEXT,
     EXPORTED_SERVER,
     GROUP,
+    SGP_KIND,
     TEMPLATE_KIND,
     VPC_CNI_CONFIG_NAME,
     VPC_CNI_CONFIG_NAMESPACE,
@@ -66,7 +67,7 @@ def listings() -> list[Any]:
     return [
         Listing("Namespace", client.NAMESPACES),
         Listing("ServiceAccount", client.SERVICE_ACCOUNTS),
-        Listing("SecurityGroupPolicy", client.SECURITY_GROUP_POLICIES, optional=True),
+        Listing(SGP_KIND, client.SECURITY_GROUP_POLICIES, optional=True),
         Listing(
             "ConfigMap", client.CONFIG_MAPS, VPC_CNI_CONFIG_NAMESPACE, f"metadata.name={VPC_CNI_CONFIG_NAME}"
         ),

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from capacity.names import TEMPLATE_KIND
+from capacity.names import SGP_KIND, TEMPLATE_KIND
 from kube.client import (
     CONFIG_MAPS,
     DAEMON_SETS,
@@ -45,7 +45,7 @@ KINDS: dict[str, Resource] = {
     "ServiceAccount": SERVICE_ACCOUNTS,
     "ConfigMap": CONFIG_MAPS,
     "DaemonSet": DAEMON_SETS,
-    "SecurityGroupPolicy": SECURITY_GROUP_POLICIES,
+    SGP_KIND: SECURITY_GROUP_POLICIES,
     TEMPLATE_KIND: NODE_GROUP_TEMPLATES,
     "Secret": SECRETS,
 }

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from capacity.branch_eni import COOLDOWN_KEY
-from capacity.names import TEMPLATE_KIND, VPC_CNI_CONFIG_NAME, VPC_CNI_CONFIG_NAMESPACE
+from capacity.names import SGP_KIND, TEMPLATE_KIND, VPC_CNI_CONFIG_NAME, VPC_CNI_CONFIG_NAMESPACE
 from capacity.sgp import SecurityGroupPolicy, compile_policy, matching_groups
 from capacity.string_maps import string_map
 from capacity.template import NodeGroupTemplate
@@ -59,9 +59,7 @@ class ClusterView:
     service_accounts: Store[dict[str, str]] = field(
         default_factory=lambda: Store("ServiceAccount", labels_of)
     )
-    policies: Store[SecurityGroupPolicy] = field(
-        default_factory=lambda: Store("SecurityGroupPolicy", compile_policy)
-    )
+    policies: Store[SecurityGroupPolicy] = field(default_factory=lambda: Store(SGP_KIND, compile_policy))
     config_maps: Store[dict[str, str]] = field(default_factory=lambda: Store("ConfigMap", config_data))
     templates: Store[NodeGroupTemplate] = field(
         default_factory=lambda: Store(TEMPLATE_KIND, NodeGroupTemplate.from_object)
@@ -73,7 +71,7 @@ class ClusterView:
         return {
             "Namespace": self.namespaces,
             "ServiceAccount": self.service_accounts,
-            "SecurityGroupPolicy": self.policies,
+            SGP_KIND: self.policies,
             "ConfigMap": self.config_maps,
             TEMPLATE_KIND: self.templates,
         }
@@ -143,7 +141,7 @@ def from_state_file(path: str | Path) -> ClusterView:
 WATCHES: tuple[tuple[str, str | None, str], ...] = (
     ("Namespace", None, ""),
     ("ServiceAccount", None, ""),
-    ("SecurityGroupPolicy", None, ""),
+    (SGP_KIND, None, ""),
     ("ConfigMap", VPC_CNI_CONFIG_NAMESPACE, f"metadata.name={VPC_CNI_CONFIG_NAME}"),
     (TEMPLATE_KIND, None, ""),
 )
