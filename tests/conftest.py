@@ -1,7 +1,10 @@
 """Fixtures every test may use: the fake Kubernetes API server, moto in server mode, TLS files."""
 
+import logging
 import os
+from collections.abc import Iterator
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 from tests.awsfixtures import aws, moto_server  # noqa: F401
@@ -21,3 +24,15 @@ settings.register_profile(
     "mutation", deadline=None, max_examples=20, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+
+@pytest.fixture(autouse=True)
+def _root_logging_restored() -> Iterator[None]:
+    """A command run in-process (`fitguard.cli.main`) replaces the root logger's handlers with one on
+    the sys.stderr of that moment, which pytest closes after the test; restoring them keeps a later
+    test's threads from logging into a closed stream."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
