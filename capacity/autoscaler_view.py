@@ -21,6 +21,7 @@ from typing import Any
 
 from capacity.quantity import MILLI, QuantityError, parse_quantity
 from capacity.resources import CPU, MEMORY, PODS, Resources
+from capacity.string_maps import string_map
 from capacity.taints import Taint
 from capacity.template import View
 from capacity.template_pods import KUBE_PROXY_REQUESTS
@@ -184,7 +185,7 @@ def managed_nodegroup_info(nodegroup: Mapping[str, Any]) -> ManagedNodegroupInfo
         for t in nodegroup.get("taints") or ()
         if t and t.get("key") is not None and t.get("value") is not None and t.get("effect") is not None
     )
-    tags = {str(k): str(v) for k, v in (nodegroup.get("tags") or {}).items()}
+    tags = string_map(nodegroup.get("tags") or {}, "nodegroup.tags")
     return ManagedNodegroupInfo(labels=labels, taints=taints, tags=tags)
 
 

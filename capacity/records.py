@@ -19,6 +19,7 @@ from capacity.names import EXHAUSTED_LABEL, KEEP_LABEL, TERMINAL_PHASES
 from capacity.quantity import milli_to_units, parse_quantity
 from capacity.requests import pod_requests
 from capacity.resources import CPU, EPHEMERAL_STORAGE, MEMORY, POD_ENI, parse_resources
+from capacity.string_maps import string_map
 from capacity.taints import Taint
 from capacity.template import View
 
@@ -365,7 +366,7 @@ def _node_view(
         resources = parse_resources(allocatable, "status.allocatable")
     except (TypeError, ValueError):
         return None
-    return View(resources, {str(k): str(v) for k, v in labels.items()}, taints, "live-node")
+    return View(resources, string_map(labels, "metadata.labels"), taints, "live-node")
 
 
 def provider_instance_id(provider_id: object) -> str:

@@ -28,6 +28,7 @@ from capacity.names import EXHAUSTED_LABEL, TERMINAL_PHASES
 from capacity.planner import NodeFree, Plan, ScaleUp, plan
 from capacity.records import NODE_GROUP_LABELS
 from capacity.resources import POD_ENI, PODS, parse_resources
+from capacity.string_maps import string_map
 from capacity.taints import Taint
 from capacity.template import NodeGroupTemplate
 from controller.aws.asgs import describe_asgs, set_desired_capacity, tag_last_scale_up
@@ -124,7 +125,7 @@ def node_free(
             free[resource] = free.get(resource, 0) - value
         if books.get(name) is not None:
             free[POD_ENI] = max(int(books[name] or 0), 0) * 1000
-        labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
+        labels = string_map(meta.get("labels") or {}, "metadata.labels")
         taints = tuple(Taint.from_object(t) for t in spec.get("taints") or [] if isinstance(t, Mapping))
         result.append(NodeFree(name, _group_of(labels), free, labels, taints))
     return result

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from capacity.autoscaler_view import InstanceRequirements, InstanceShape
+from capacity.string_maps import string_map
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,7 @@ class AwsNodeGroup:
 
     @property
     def nodegroup_tags(self) -> dict[str, str]:
-        return {str(k): str(v) for k, v in ((self.nodegroup or {}).get("tags") or {}).items()}
+        return string_map((self.nodegroup or {}).get("tags") or {}, "nodegroup.tags")
 
 
 @dataclass(frozen=True)
