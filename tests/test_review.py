@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from capacity.string_maps import string_map
 from webhook.review import (
     MAX_BODY_BYTES,
     Verdict,
@@ -16,7 +17,6 @@ from webhook.review import (
     exemption,
     request_namespace,
     soften,
-    string_map,
 )
 
 
