@@ -454,7 +454,11 @@ def test_an_error_outside_a_review_is_a_plain_500_and_logged(caplog: pytest.LogC
 
     with caplog.at_level(logging.ERROR, logger="webhook.app"):
         got = app.test_client().get("/boom")
-    assert (got.status_code, got.mimetype, got.data) == (500, "application/json", b'{"message":"internal error"}')
+    assert (got.status_code, got.mimetype, got.data) == (
+        500,
+        "application/json",
+        b'{"message":"internal error"}',
+    )
     assert [r.getMessage() for r in caplog.records] == ["unhandled error on GET /boom"]
 
 

@@ -136,7 +136,10 @@ def _pod_request(namespace: str, labels: object = None) -> dict[str, Any]:
     ],
 )
 def test_exemptions_and_their_reasons(
-    request_: dict[str, Any], namespaces: dict[str, dict[str, str]], config: WebhookOptions, reason: str | None
+    request_: dict[str, Any],
+    namespaces: dict[str, dict[str, str]],
+    config: WebhookOptions,
+    reason: str | None,
 ) -> None:
     """Exempt and own namespaces, an object's ignore label (only when allowed, only "true"), and a
     namespace's ignore label (only "true"), each with its own reason; anything else is reviewed."""
