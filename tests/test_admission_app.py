@@ -347,15 +347,16 @@ def test_a_pod_named_by_generate_name_is_logged_by_it(caplog: pytest.LogCaptureF
         (pod("big", cpu="300"), {}, "deny"),
         (pod(), {"namespace": "kube-system"}, "allow"),
         (pod(), {"kind": "Pod", "operation": None}, "allow"),
+        (pod(), {"kind": {"group": "", "version": "v1"}}, "allow"),
     ],
 )
 def test_each_review_is_counted_under_its_kind_operation_and_verdict(
     obj: dict[str, Any], request_: dict[str, Any], verdict: str
 ) -> None:
     """A fitting pod is `allow`, a refused one `deny`, an exempt one `allow`; a request whose kind
-    is not a map or whose operation is missing is counted with empty labels."""
+    is not a map or names no kind, or whose operation is missing, is counted with empty labels."""
     body = review(obj, **request_)
-    kind = "Pod" if isinstance(body["request"]["kind"], dict) else ""
+    kind = "Pod" if isinstance(body["request"]["kind"], dict) and "kind" in body["request"]["kind"] else ""
     operation = body["request"]["operation"] or ""
     labels = {"webhook": "validate", "kind": kind, "operation": operation, "verdict": verdict}
     before = sample("fitguard_admission_reviews_total", labels)
@@ -494,3 +495,20 @@ def test_the_app_sets_the_webhooks_build_info() -> None:
     """After the app is made, fitguard_build_info says 1 for the webhook at the project's version."""
     client()
     assert sample("fitguard_build_info", {"component": "webhook", "version": "0.1.0"}) == 1.0
+
+
+@pytest.mark.parametrize("metadata", [{"namespace": "default"}, None, "absent"])
+def test_a_finding_about_an_unnamed_pod_is_logged_with_an_empty_name(
+    metadata: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A pod with neither name nor generateName, with a null metadata or with none at all: the
+    finding is still answered (allowed, 200) and logged with an empty name after the namespace."""
+    obj = pod("x", cpu="300")
+    if metadata == "absent":
+        del obj["metadata"]
+    else:
+        obj["metadata"] = metadata
+    with caplog.at_level(logging.WARNING, logger="webhook.app"):
+        answer = client(WebhookOptions(mode="audit")).post("/validate", json=review(obj))
+    assert (answer.status_code, answer.get_json()["response"]["allowed"]) == (200, True)
+    assert [r.getMessage() for r in caplog.records] == [f"audit: Pod default/: {SCRATCH}"]
