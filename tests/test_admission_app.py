@@ -124,11 +124,12 @@ def test_a_wrong_type_or_a_declared_oversize_is_answered_unread(
 
 
 def _chunked(app: FlaskClient, body: bytes) -> Any:
-    """POST with no Content-Length, as a chunked body reaches the app from gunicorn."""
+    """POST with no Content-Length, as a chunked body reaches the app from gunicorn (werkzeug
+    reads `Transfer-Encoding: chunked` as no declared length)."""
     return app.post(
         "/mutate",
         input_stream=io.BytesIO(body),
-        headers={"Content-Type": "application/json"},
+        headers={"Content-Type": "application/json", "Transfer-Encoding": "chunked"},
         environ_overrides={"wsgi.input_terminated": True},
     )
 
@@ -143,8 +144,15 @@ def test_a_body_exactly_at_the_limit_is_read_and_one_byte_over_is_413() -> None:
     at, over = body + b" " * 16, body + b" " * 17
     for answer in (app.post("/mutate", data=at, content_type="application/json"), _chunked(app, at)):
         assert (answer.status_code, answer.get_json()["response"]["allowed"]) == (200, True)
-    for answer in (app.post("/mutate", data=over, content_type="application/json"), _chunked(app, over)):
+    labels = {"webhook": "mutate", "code": "413"}
+    before = sample("fitguard_admission_invalid_requests_total", labels)
+    declared = app.post("/mutate", data=over, content_type="application/json")
+    assert sample("fitguard_admission_invalid_requests_total", labels) == before + 1
+    chunked = _chunked(app, over)
+    assert sample("fitguard_admission_invalid_requests_total", labels) == before + 2
+    for answer in (declared, chunked):
         assert (answer.status_code, answer.get_json()) == (413, {"message": "request body too large"})
+    assert chunked.request.content_length is None
 
 
 def test_other_methods_and_paths_get_405_and_404_as_json() -> None:
