@@ -362,14 +362,19 @@ def test_each_review_is_counted_under_its_kind_operation_and_verdict(
     obj: dict[str, Any], request_: dict[str, Any], verdict: str
 ) -> None:
     """A fitting pod is `allow`, a refused one `deny`, an exempt one `allow`; a request whose kind
-    is not a map or names no kind, or whose operation is missing, is counted with empty labels."""
+    is not a map or names no kind, or whose operation is missing, is counted with empty labels (the
+    request counter too)."""
     body = review(obj, **request_)
     kind = "Pod" if isinstance(body["request"]["kind"], dict) and "kind" in body["request"]["kind"] else ""
     operation = body["request"]["operation"] or ""
     labels = {"webhook": "validate", "kind": kind, "operation": operation, "verdict": verdict}
+    allowed = "false" if verdict == "deny" else "true"
+    req_labels = {"webhook": "validate", "operation": operation, "allowed": allowed, "dry_run": "false"}
     before = sample("fitguard_admission_reviews_total", labels)
+    requests = sample("fitguard_admission_requests_total", req_labels)
     assert client().post("/validate", json=body).status_code == 200
     assert sample("fitguard_admission_reviews_total", labels) == before + 1
+    assert sample("fitguard_admission_requests_total", req_labels) == requests + 1
 
 
 def test_mutate_answers_a_warning_verdict_as_warn_and_echoes_v1beta1() -> None:
