@@ -124,11 +124,12 @@ def test_a_wrong_type_or_a_declared_oversize_is_answered_unread(
 
 
 def _chunked(app: FlaskClient, body: bytes) -> Any:
-    """POST with no Content-Length, as a chunked body reaches the app from gunicorn."""
+    """POST with no Content-Length, as a chunked body reaches the app from gunicorn (werkzeug
+    reads `Transfer-Encoding: chunked` as no declared length)."""
     return app.post(
         "/mutate",
         input_stream=io.BytesIO(body),
-        headers={"Content-Type": "application/json"},
+        headers={"Content-Type": "application/json", "Transfer-Encoding": "chunked"},
         environ_overrides={"wsgi.input_terminated": True},
     )
 
@@ -143,8 +144,15 @@ def test_a_body_exactly_at_the_limit_is_read_and_one_byte_over_is_413() -> None:
     at, over = body + b" " * 16, body + b" " * 17
     for answer in (app.post("/mutate", data=at, content_type="application/json"), _chunked(app, at)):
         assert (answer.status_code, answer.get_json()["response"]["allowed"]) == (200, True)
-    for answer in (app.post("/mutate", data=over, content_type="application/json"), _chunked(app, over)):
+    labels = {"webhook": "mutate", "code": "413"}
+    before = sample("fitguard_admission_invalid_requests_total", labels)
+    declared = app.post("/mutate", data=over, content_type="application/json")
+    assert sample("fitguard_admission_invalid_requests_total", labels) == before + 1
+    chunked = _chunked(app, over)
+    assert sample("fitguard_admission_invalid_requests_total", labels) == before + 2
+    for answer in (declared, chunked):
         assert (answer.status_code, answer.get_json()) == (413, {"message": "request body too large"})
+    assert chunked.request.content_length is None
 
 
 def test_other_methods_and_paths_get_405_and_404_as_json() -> None:
@@ -347,20 +355,26 @@ def test_a_pod_named_by_generate_name_is_logged_by_it(caplog: pytest.LogCaptureF
         (pod("big", cpu="300"), {}, "deny"),
         (pod(), {"namespace": "kube-system"}, "allow"),
         (pod(), {"kind": "Pod", "operation": None}, "allow"),
+        (pod(), {"kind": {"group": "", "version": "v1"}}, "allow"),
     ],
 )
 def test_each_review_is_counted_under_its_kind_operation_and_verdict(
     obj: dict[str, Any], request_: dict[str, Any], verdict: str
 ) -> None:
     """A fitting pod is `allow`, a refused one `deny`, an exempt one `allow`; a request whose kind
-    is not a map or whose operation is missing is counted with empty labels."""
+    is not a map or names no kind, or whose operation is missing, is counted with empty labels (the
+    request counter too)."""
     body = review(obj, **request_)
-    kind = "Pod" if isinstance(body["request"]["kind"], dict) else ""
+    kind = "Pod" if isinstance(body["request"]["kind"], dict) and "kind" in body["request"]["kind"] else ""
     operation = body["request"]["operation"] or ""
     labels = {"webhook": "validate", "kind": kind, "operation": operation, "verdict": verdict}
+    allowed = "false" if verdict == "deny" else "true"
+    req_labels = {"webhook": "validate", "operation": operation, "allowed": allowed, "dry_run": "false"}
     before = sample("fitguard_admission_reviews_total", labels)
+    requests = sample("fitguard_admission_requests_total", req_labels)
     assert client().post("/validate", json=body).status_code == 200
     assert sample("fitguard_admission_reviews_total", labels) == before + 1
+    assert sample("fitguard_admission_requests_total", req_labels) == requests + 1
 
 
 def test_mutate_answers_a_warning_verdict_as_warn_and_echoes_v1beta1() -> None:
@@ -417,3 +431,97 @@ def test_options_is_not_answered_and_the_error_series_exist_from_the_start() -> 
     assert (got.status_code, got.headers["Allow"]) == (405, "POST")
     for webhook in ("mutate", "validate"):
         assert REGISTRY.get_sample_value("fitguard_admission_errors_total", {"webhook": webhook}) is not None
+
+
+def test_every_answer_is_compact_json() -> None:
+    """The port writes its JSON without blanks: an error message and a whole review answer, byte
+    for byte."""
+    small = client(WebhookOptions(max_body_bytes=64))
+    over = small.post("/validate", data=b"x" * 65, content_type="application/json")
+    assert (over.status_code, over.data) == (413, b'{"message":"request body too large"}')
+    answer = client().post("/validate", json=review(pod()))
+    assert (answer.status_code, answer.mimetype, answer.data) == (
+        200,
+        "application/json",
+        b'{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":"u-1","allowed":true}}',
+    )
+
+
+def test_an_unknown_path_gets_werkzeugs_whole_404_message() -> None:
+    """A path the port does not serve: 404 with werkzeug's own description as the message."""
+    missing = client().post("/static/x")
+    assert (missing.status_code, missing.data) == (
+        404,
+        b'{"message":"The requested URL was not found on the server. If you entered the URL manually'
+        b' please check your spelling and try again."}',
+    )
+
+
+def test_an_error_outside_a_review_is_a_plain_500_and_logged(caplog: pytest.LogCaptureFixture) -> None:
+    """An exception that escapes a view of the app (here a route added for the test) gets 500 with
+    the whole message "internal error", no stack trace, and is logged with method and path."""
+    app = create_app(from_objects(copy.deepcopy(CLUSTER)), WebhookOptions())
+
+    @app.get("/boom")
+    def boom() -> str:
+        raise RuntimeError("secret detail")
+
+    with caplog.at_level(logging.ERROR, logger="webhook.app"):
+        got = app.test_client().get("/boom")
+    assert (got.status_code, got.mimetype, got.data) == (
+        500,
+        "application/json",
+        b'{"message":"internal error"}',
+    )
+    assert [r.getMessage() for r in caplog.records] == ["unhandled error on GET /boom"]
+
+
+class Clock:
+    """Stands in for the `time` module of webhook.app: each perf_counter() is 0.25 s after the last."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def perf_counter(self) -> float:
+        self.now += 0.25
+        return self.now
+
+
+def test_the_duration_observed_is_from_the_start_of_the_review_to_its_answer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One review read twice from a clock that moves 0.25 s per reading: one observation of exactly
+    0.25 s under the webhook's name (the clock is a stand-in, nothing waits)."""
+    import webhook.app
+
+    gauge = {"webhook": "validate"}
+    count = sample("fitguard_admission_duration_seconds_count", gauge)
+    total = sample("fitguard_admission_duration_seconds_sum", gauge)
+    app = client()
+    monkeypatch.setattr(webhook.app, "time", Clock())
+    assert app.post("/validate", json=review(pod())).status_code == 200
+    assert sample("fitguard_admission_duration_seconds_count", gauge) == count + 1
+    assert sample("fitguard_admission_duration_seconds_sum", gauge) == total + 0.25
+
+
+def test_the_app_sets_the_webhooks_build_info() -> None:
+    """After the app is made, fitguard_build_info says 1 for the webhook at the project's version."""
+    client()
+    assert sample("fitguard_build_info", {"component": "webhook", "version": "0.1.0"}) == 1.0
+
+
+@pytest.mark.parametrize("metadata", [{"namespace": "default"}, None, "absent"])
+def test_a_finding_about_an_unnamed_pod_is_logged_with_an_empty_name(
+    metadata: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A pod with neither name nor generateName, with a null metadata or with none at all: the
+    finding is still answered (allowed, 200) and logged with an empty name after the namespace."""
+    obj = pod("x", cpu="300")
+    if metadata == "absent":
+        del obj["metadata"]
+    else:
+        obj["metadata"] = metadata
+    with caplog.at_level(logging.WARNING, logger="webhook.app"):
+        answer = client(WebhookOptions(mode="audit")).post("/validate", json=review(obj))
+    assert (answer.status_code, answer.get_json()["response"]["allowed"]) == (200, True)
+    assert [r.getMessage() for r in caplog.records] == [f"audit: Pod default/: {SCRATCH}"]

@@ -113,3 +113,50 @@ def test_close_stops_the_writer_after_what_was_queued() -> None:
     events.submit(request({"kind": "Pod"}, POD), "last")
     events.close()
     assert [note for _, _, note, _ in recorder.written] == ["last"]
+
+
+def test_the_default_queue_holds_1000_findings_and_drops_the_next() -> None:
+    """With the default capacity and the writer held inside its first write: 1,000 more findings
+    wait in the queue without a drop, the 1,001st is dropped and counted; once released, exactly
+    the first and the 1,000 queued are written, in order."""
+    gate = threading.Event()
+    recorder = Recorder(gate=gate)
+    events = AuditEvents(recorder)
+    dropped = REGISTRY.get_sample_value("fitguard_admission_audit_events_dropped_total") or 0.0
+    try:
+        events.submit(request({"kind": "Pod"}, POD), "held")
+        assert recorder.entered.wait(30)
+        for i in range(1000):
+            events.submit(request({"kind": "Pod"}, POD), str(i))
+        assert REGISTRY.get_sample_value("fitguard_admission_audit_events_dropped_total") == dropped
+        events.submit(request({"kind": "Pod"}, POD), "dropped")
+        assert REGISTRY.get_sample_value("fitguard_admission_audit_events_dropped_total") == dropped + 1
+        gate.set()
+        eventually(lambda: len(recorder.written) == 1001, "1,001 events written")
+    finally:
+        gate.set()
+        events.close()
+    assert [note for _, _, note, _ in recorder.written] == ["held", *(str(i) for i in range(1000))]
+
+
+class JoinRecordingThread(threading.Thread):
+    """A real thread that also keeps the timeout of each join asked of it."""
+
+    joins: list[float | None] = []
+
+    def join(self, timeout: float | None = None) -> None:
+        JoinRecordingThread.joins.append(timeout)
+        super().join(timeout)
+
+
+def test_close_waits_for_the_writer_at_most_five_seconds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """close() bounds its wait for the writer (a writer stuck on the API server must not hold up
+    the worker's shutdown): it joins the writer thread once, with a timeout of exactly 5 seconds.
+    The writer here is not stuck, so nothing waits out the limit."""
+    JoinRecordingThread.joins = []
+    with monkeypatch.context() as patched:
+        patched.setattr(threading, "Thread", JoinRecordingThread)
+        events = AuditEvents(Recorder())
+    events.submit(request({"kind": "Pod"}, POD), "last")
+    events.close()
+    assert JoinRecordingThread.joins == [5]

@@ -136,3 +136,36 @@ def test_a_verdict_computed_while_the_generation_changed_is_not_kept() -> None:
     memo.refusals(needs("300"), plain, 2)
     memo.refusals(needs("1"), plain, 2)
     assert plain.reads == 1
+
+
+def test_the_default_memo_holds_4096_shapes_and_forgets_the_oldest_past_them() -> None:
+    """With the default size: 4,096 shapes asked once each are all remembered (asking the first
+    again computes nothing); a 4,097th shape then pushes out the least recently used one (the
+    second), which is computed again when asked, while the first stays remembered."""
+    memo = RefusalMemo()
+    templates = Templates([])
+    shapes = [needs(f"{i + 1}m") for i in range(4097)]
+    for shape in shapes[:4096]:
+        memo.refusals(shape, templates, 1)
+    assert templates.reads == 4096
+    memo.refusals(shapes[0], templates, 1)
+    assert templates.reads == 4096
+    memo.refusals(shapes[4096], templates, 1)
+    assert templates.reads == 4097
+    memo.refusals(shapes[0], templates, 1)
+    assert templates.reads == 4097
+    memo.refusals(shapes[1], templates, 1)
+    assert templates.reads == 4098
+
+
+def test_the_memory_question_keeps_the_generation_it_was_asked_in() -> None:
+    """Asking the memory question in the same generation does not empty the memo: the refusals
+    remembered before it are still answered without computing."""
+    memo = RefusalMemo()
+    templates = Templates(TEMPLATES)
+    memo.refusals(needs("300"), templates, 7)
+    memo.memory_reliance(needs("300"), templates, 7)
+    assert templates.reads == 2
+    memo.refusals(needs("300"), templates, 7)
+    memo.memory_reliance(needs("300"), templates, 7)
+    assert templates.reads == 2
