@@ -22,6 +22,7 @@ from capacity.expander import (
     usable,
 )
 from capacity.fit import PodNeeds, check_fit
+from capacity.packing import Shape, pack_new_nodes
 from capacity.planner import (
     BACKOFF,
     COOLDOWN,
@@ -445,3 +446,44 @@ def test_the_best_option_through_each_expander_chain() -> None:
     assert best_option([option("b"), option("a")], (LEAST_WASTE,), {}) == option("a")
     a_loose = option("a-loose", cpu=1000, memory=GI)
     assert best_option([snug, a_loose], (), {}) == a_loose  # no expander: only the tie-break
+
+
+def packed(empty: list[int], limit: int, reqs: list[tuple[tuple[int, ...], int]]) -> str:
+    """pack_new_nodes of one shape per (request vector, pod count), its whole answer as text (so an
+    int turned float, `2.0` nodes, shows too)."""
+    fitting = [Shape(i, shape(f"s{i}", count), req) for i, (req, count) in enumerate(reqs)]
+    return repr(pack_new_nodes(empty, limit, fitting))
+
+
+def test_new_nodes_take_later_shapes_into_the_room_earlier_ones_left() -> None:
+    """A second shape first fits into the new node the first one opened before opening another."""
+    assert packed([10, 10], 5, [((6, 2), 1), ((4, 8), 1)]) == "(1, [([0, 0], 1)], [(0, 1), (1, 1)], [])"
+
+
+def test_only_the_newest_bins_of_new_nodes_are_searched() -> None:
+    """First fit among the NEW_BIN_WINDOW (32) newest node classes only: the room the first shape
+    left on the oldest of 33 nodes is not searched, so the last shape opens a 34th node."""
+    reqs = [((6,), 1)] + [((10,), 1)] * 32 + [((4,), 1)]
+    assert packed([10], 100, reqs) == repr(
+        (34, [([4], 1)] + [([0], 1)] * 32 + [([6], 1)], [(i, 1) for i in range(34)], [])
+    )
+
+
+def test_a_shape_no_new_node_can_take_opens_none() -> None:
+    """A pod larger than an empty node: no node opened, nothing placed, nothing capped."""
+    assert packed([10], 5, [((11,), 3)]) == "(0, [], [], [])"
+
+
+@pytest.mark.parametrize(
+    ("limit", "answer"),
+    [
+        (5, "(2, [([0], 1), ([2], 1)], [(0, 3)], [])"),
+        (2, "(2, [([0], 1), ([2], 1)], [(0, 3)], [])"),
+        (1, "(1, [([0], 1)], [(0, 2)], [0])"),
+        (0, "(0, [], [], [0])"),
+    ],
+)
+def test_pods_split_over_full_nodes_and_one_partial_node_up_to_the_limit(limit: int, answer: str) -> None:
+    """3 pods, 2 per node: one full node and one with room for one more, in whole node counts; a
+    limit below the two nodes needed caps the shape."""
+    assert packed([4], limit, [((2,), 3)]) == answer
