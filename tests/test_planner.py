@@ -487,3 +487,8 @@ def test_pods_split_over_full_nodes_and_one_partial_node_up_to_the_limit(limit: 
     """3 pods, 2 per node: one full node and one with room for one more, in whole node counts; a
     limit below the two nodes needed caps the shape."""
     assert packed([4], limit, [((2,), 3)]) == answer
+
+
+def test_several_full_new_nodes_are_one_class_counted_whole() -> None:
+    """5 pods, 2 per node: two full nodes as one class of count 2, then the partial one."""
+    assert packed([4], 5, [((2,), 5)]) == "(3, [([0], 2), ([2], 1)], [(0, 5)], [])"
