@@ -22,7 +22,7 @@ from capacity.expander import (
     usable,
 )
 from capacity.fit import PodNeeds, check_fit
-from capacity.packing import Shape, pack_new_nodes
+from capacity.packing import Bin, Shape, first_fit, pack_new_nodes
 from capacity.planner import (
     BACKOFF,
     COOLDOWN,
@@ -492,3 +492,20 @@ def test_pods_split_over_full_nodes_and_one_partial_node_up_to_the_limit(limit: 
 def test_several_full_new_nodes_are_one_class_counted_whole() -> None:
     """5 pods, 2 per node: two full nodes as one class of count 2, then the partial one."""
     assert packed([4], 5, [((2,), 5)]) == "(3, [([0], 2), ([2], 1)], [(0, 5)], [])"
+
+
+def test_first_fit_passes_over_bins_refused_or_full_and_splits_the_last_class() -> None:
+    """first_fit in bin order: a bin whose target the pod refuses and a bin without room are passed
+    over (neither listed), the next bins take what they can, and a class of three nodes taking 3 pods
+    each is split where the pods run out: one full node, one with one pod, one untouched."""
+    bins = [Bin("refused", [10]), Bin("full", [1]), Bin("n1", [4]), Bin("group", [6], 3)]
+    placed = first_fit(bins, (2,), (0,), 6, lambda target: target != "refused")
+    assert placed == (6, [("n1", 2), ("group", 4)])
+    assert [(b.target, b.free, b.count) for b in bins] == [
+        ("refused", [10], 1),
+        ("full", [1], 1),
+        ("n1", [0], 1),
+        ("group", [0], 1),
+        ("group", [4], 1),
+        ("group", [6], 1),
+    ]
