@@ -458,6 +458,8 @@ def packed(empty: list[int], limit: int, reqs: list[tuple[tuple[int, ...], int]]
 def test_new_nodes_take_later_shapes_into_the_room_earlier_ones_left() -> None:
     """A second shape first fits into the new node the first one opened before opening another."""
     assert packed([10, 10], 5, [((6, 2), 1), ((4, 8), 1)]) == "(1, [([0, 0], 1)], [(0, 1), (1, 1)], [])"
+    # one of three pods into the room left, two onto one more node: all three counted placed
+    assert packed([10], 5, [((6,), 1), ((4,), 3)]) == "(2, [([0], 1), ([2], 1)], [(0, 1), (1, 3)], [])"
 
 
 def test_only_the_newest_bins_of_new_nodes_are_searched() -> None:
