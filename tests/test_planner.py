@@ -511,3 +511,11 @@ def test_first_fit_passes_over_bins_refused_or_full_and_splits_the_last_class() 
         ("group", [4], 1),
         ("group", [6], 1),
     ]
+    # 7 pods into a class of four such nodes: two full nodes as one class, one with one pod, one untouched
+    bins = [Bin("group", [6], 4)]
+    assert first_fit(bins, (2,), (0,), 7, lambda _target: True) == (7, [("group", 7)])
+    assert [(b.target, b.free, b.count) for b in bins] == [
+        ("group", [0], 2),
+        ("group", [4], 1),
+        ("group", [6], 1),
+    ]
