@@ -22,7 +22,7 @@ from capacity.expander import (
     usable,
 )
 from capacity.fit import PodNeeds, check_fit
-from capacity.packing import Bin, Shape, first_fit, pack_new_nodes
+from capacity.packing import Bin, Shape, first_fit, nonzero_indices, pack_new_nodes
 from capacity.planner import (
     BACKOFF,
     COOLDOWN,
