@@ -519,3 +519,12 @@ def test_first_fit_passes_over_bins_refused_or_full_and_splits_the_last_class() 
         ("group", [4], 1),
         ("group", [6], 1),
     ]
+    # 6 pods into four such nodes: two full nodes, no partial one, two untouched
+    bins = [Bin("group", [6], 4)]
+    assert first_fit(bins, (2,), (0,), 6, lambda _target: True) == (6, [("group", 6)])
+    assert [(b.target, b.free, b.count) for b in bins] == [("group", [0], 2), ("group", [6], 2)]
+
+
+def test_every_resource_a_pod_requests_is_packed_even_one_milli_unit() -> None:
+    """nonzero_indices: the positions of the request vector above zero, a single milli-unit too."""
+    assert nonzero_indices((0, 1, 2000, 0)) == (1, 2)
