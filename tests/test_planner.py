@@ -500,12 +500,12 @@ def test_first_fit_passes_over_bins_refused_or_full_and_splits_the_last_class() 
     """first_fit in bin order: a bin whose target the pod refuses and a bin without room are passed
     over (neither listed), the next bins take what they can, and a class of three nodes taking 3 pods
     each is split where the pods run out: one full node, one with one pod, one untouched."""
-    bins = [Bin("refused", [10]), Bin("full", [1]), Bin("n1", [4]), Bin("group", [6], 3)]
+    bins = [Bin("full", [1]), Bin("refused", [10]), Bin("n1", [4]), Bin("group", [6], 3)]
     placed = first_fit(bins, (2,), (0,), 6, lambda target: target != "refused")
     assert placed == (6, [("n1", 2), ("group", 4)])
     assert [(b.target, b.free, b.count) for b in bins] == [
-        ("refused", [10], 1),
         ("full", [1], 1),
+        ("refused", [10], 1),
         ("n1", [0], 1),
         ("group", [0], 1),
         ("group", [4], 1),
