@@ -11,8 +11,18 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from capacity.demand import PodRef, PodShape, pending_shapes
-from capacity.expander import PRIORITY, parse_priorities
+from capacity.expander import (
+    LEAST_WASTE,
+    PRIORITY,
+    Option,
+    best_option,
+    parse_expanders,
+    parse_priorities,
+    priority_of,
+    usable,
+)
 from capacity.fit import PodNeeds, check_fit
+from capacity.packing import Bin, Shape, first_fit, nonzero_indices, pack_new_nodes
 from capacity.planner import (
     BACKOFF,
     COOLDOWN,
@@ -285,3 +295,236 @@ def test_view_without_template_says_so() -> None:
     t = NodeGroupTemplate(name="ng", provider="aws-asg", max_size=3, actual=None, autoscaler=View({}))
     p = plan([shape("p", 1, cpu="1")], [t], now=NOW)
     assert p.not_helped[0].reasons == {"ng": ("no node template",)}
+
+
+GI = 2**30 * 1000  # one GiB of memory in milli-units
+
+
+@pytest.mark.parametrize(
+    ("text", "names"),
+    [
+        ("least-waste", ("least-waste",)),
+        (" priority , least-waste ", ("priority", "least-waste")),
+        ("priority,,least-waste,", ("priority", "least-waste")),
+    ],
+)
+def test_an_expander_chain_is_read_in_order(text: str, names: tuple[str, ...]) -> None:
+    """--expander: names split at commas, trimmed, empty items dropped, order kept."""
+    assert parse_expanders(text) == names
+
+
+@pytest.mark.parametrize("text", ["", " , ", "random", "least-waste,random", "Priority"])
+def test_an_unknown_or_empty_expander_chain_is_refused_whole(text: str) -> None:
+    """Anything but a non-empty list of the two known names gets one whole message."""
+    with pytest.raises(ValueError) as raised:
+        parse_expanders(text)
+    assert (
+        str(raised.value) == f"expander must be a comma-separated list of least-waste, priority, not {text!r}"
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "patterns"),
+    [
+        (None, {}),
+        ("", {}),
+        ("  \n ", {}),
+        ("10: ^ng-.*\n", {10: ["^ng-.*"]}),
+        ("'20':\n  - a\n  - b\n-5: [7]\n", {20: ["a", "b"], -5: ["7"]}),
+    ],
+)
+def test_the_priorities_configuration_is_read_whole(text: str | None, patterns: dict[int, list[str]]) -> None:
+    """expander/priority/priority.go's ConfigMap value: integer keys (quoted too), a single expression
+    or a list, each compiled; nothing configured is no configuration."""
+    assert {p: [rx.pattern for rx in listed] for p, listed in parse_priorities(text).items()} == patterns
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("- a\n- b\n", "priorities: expected a map of priority to a list of regular expressions"),
+        ("high: [a]\n", "priorities: 'high' is not an integer"),
+        ("~: [a]\n", "priorities: None is not an integer"),
+        ("10: {a: b}\n", "priorities.10: expected a list of regular expressions"),
+        (
+            "10: ['(']\n",
+            "priorities.10: bad regular expression: missing ), unterminated subpattern at position 0",
+        ),
+    ],
+)
+def test_a_priorities_configuration_cluster_autoscaler_refuses_is_refused_whole(
+    text: str, message: str
+) -> None:
+    """Each refusal names where in the configuration it is and why, in one whole message."""
+    with pytest.raises(ValueError) as raised:
+        parse_priorities(text)
+    assert str(raised.value) == message
+
+
+def test_priorities_that_are_not_yaml_are_refused() -> None:
+    """A YAML syntax error is a ValueError saying so, not a yaml exception."""
+    with pytest.raises(ValueError, match=r"^priorities: not YAML: ") as raised:
+        parse_priorities("10: [a\n")
+    assert raised.value.__cause__ is None
+
+
+def test_a_group_takes_the_highest_priority_whose_expression_it_contains() -> None:
+    """Expressions are searched in the name (not anchored); the highest matching priority wins."""
+    priorities = parse_priorities("10: [ng-]\n50: [spot]\n")
+    assert [priority_of(g, priorities) for g in ("ng-a", "ng-spot", "my-spot-x", "other")] == [
+        10,
+        50,
+        50,
+        None,
+    ]
+    assert priority_of("ng-a", {}) is None
+
+
+def test_which_groups_the_expander_chain_may_ever_choose() -> None:
+    """Only a configured priority expander drops a group its expressions do not match."""
+    priorities = parse_priorities("10: [^ng-]\n")
+    assert [
+        usable("other", (LEAST_WASTE,), priorities),
+        usable("other", (PRIORITY, LEAST_WASTE), {}),
+        usable("other", (PRIORITY, LEAST_WASTE), priorities),
+        usable("ng-a", (PRIORITY,), priorities),
+    ] == [True, True, False, True]
+
+
+def option(
+    group: str,
+    *,
+    nodes: int = 1,
+    pods: int = 1,
+    cpu: int = 1000,
+    memory: int = GI,
+    node_cpu: int = 2000,
+    node_memory: int = 2 * GI,
+) -> Option:
+    return Option(group, nodes, pods, cpu, memory, node_cpu, node_memory)
+
+
+@pytest.mark.parametrize(
+    ("chosen", "waste"),
+    [
+        (option("g", nodes=2, cpu=3000, memory=12 * GI, node_cpu=2000, node_memory=8 * GI), 0.5),
+        (option("g", cpu=1000, memory=GI, node_cpu=1000, node_memory=4 * GI), 0.75),
+        (option("g", cpu=1, memory=1, node_cpu=1, node_memory=1), 0.0),
+        (option("g", cpu=0, memory=GI, node_cpu=0, node_memory=2 * GI), 1.5),
+        (option("g", nodes=0), 2.0),
+    ],
+)
+def test_an_options_waste_is_its_unrequested_cpu_and_memory_fractions_summed(
+    chosen: Option, waste: float
+) -> None:
+    """expander/waste/waste.go: (offered - requested) / offered for cpu plus the same for memory; a
+    resource the new nodes do not offer at all wastes all of it (1.0) rather than dividing by zero."""
+    assert chosen.waste == waste
+
+
+def test_the_best_option_through_each_expander_chain() -> None:
+    """Priority keeps the highest matched priority and drops unmatched groups; least-waste keeps the
+    least waste; ties go to fewer nodes, then more pods, then the name; the order of the chain counts."""
+    snug = option("ng-snug", cpu=2000, memory=2 * GI)  # waste 0
+    loose = option("spot-loose", cpu=1000, memory=GI)  # waste 1.0
+    other = option("other", cpu=2000, memory=2 * GI)  # waste 0, matches no priority
+    priorities = parse_priorities("10: [^ng-]\n50: [^spot-]\n")
+    assert best_option([], (PRIORITY, LEAST_WASTE), priorities) is None
+    assert best_option([other], (PRIORITY, LEAST_WASTE), priorities) == other
+    assert best_option([snug, loose, other], (LEAST_WASTE,), priorities) == snug
+    assert best_option([snug, loose, other], (PRIORITY, LEAST_WASTE), priorities) == loose
+    assert best_option([snug, other], (PRIORITY, LEAST_WASTE), priorities) == snug
+    assert best_option([loose, other], (PRIORITY,), priorities) == loose
+    assert best_option([loose, other], (PRIORITY,), {}) == other
+    assert best_option([option("x"), option("y")], (PRIORITY,), parse_priorities("10: [z]")) is None
+    assert best_option([loose, snug, other], (LEAST_WASTE, PRIORITY), priorities) == snug
+    fewer = option("b", nodes=1, pods=1)
+    more_pods = option("c", nodes=1, pods=2)
+    more_nodes = option("a", nodes=2, pods=2, node_cpu=1000, node_memory=GI)
+    assert [fewer.waste, more_pods.waste, more_nodes.waste] == [1.0, 1.0, 1.0]
+    assert best_option([more_nodes, fewer, more_pods], (LEAST_WASTE,), {}) == more_pods
+    assert best_option([option("b"), option("a")], (LEAST_WASTE,), {}) == option("a")
+    a_loose = option("a-loose", cpu=1000, memory=GI)
+    assert best_option([snug, a_loose], (), {}) == a_loose  # no expander: only the tie-break
+
+
+def packed(empty: list[int], limit: int, reqs: list[tuple[tuple[int, ...], int]]) -> str:
+    """pack_new_nodes of one shape per (request vector, pod count), its whole answer as text (so an
+    int turned float, `2.0` nodes, shows too)."""
+    fitting = [Shape(i, shape(f"s{i}", count), req) for i, (req, count) in enumerate(reqs)]
+    return repr(pack_new_nodes(empty, limit, fitting))
+
+
+def test_new_nodes_take_later_shapes_into_the_room_earlier_ones_left() -> None:
+    """A second shape first fits into the new node the first one opened before opening another."""
+    assert packed([10, 10], 5, [((6, 2), 1), ((4, 8), 1)]) == "(1, [([0, 0], 1)], [(0, 1), (1, 1)], [])"
+    # one of three pods into the room left, two onto one more node: all three counted placed
+    assert packed([10], 5, [((6,), 1), ((4,), 3)]) == "(2, [([0], 1), ([2], 1)], [(0, 1), (1, 3)], [])"
+
+
+def test_only_the_newest_bins_of_new_nodes_are_searched() -> None:
+    """First fit among the NEW_BIN_WINDOW (32) newest node classes only: the room the first shape
+    left on the oldest of 33 nodes is not searched, so the last shape opens a 34th node."""
+    reqs = [((6,), 1)] + [((10,), 1)] * 32 + [((4,), 1)]
+    assert packed([10], 100, reqs) == repr(
+        (34, [([4], 1)] + [([0], 1)] * 32 + [([6], 1)], [(i, 1) for i in range(34)], [])
+    )
+
+
+def test_a_shape_no_new_node_can_take_opens_none() -> None:
+    """A pod larger than an empty node: no node opened, nothing placed, nothing capped."""
+    assert packed([10], 5, [((11,), 3)]) == "(0, [], [], [])"
+
+
+@pytest.mark.parametrize(
+    ("limit", "answer"),
+    [
+        (5, "(2, [([0], 1), ([2], 1)], [(0, 3)], [])"),
+        (2, "(2, [([0], 1), ([2], 1)], [(0, 3)], [])"),
+        (1, "(1, [([0], 1)], [(0, 2)], [0])"),
+        (0, "(0, [], [], [0])"),
+    ],
+)
+def test_pods_split_over_full_nodes_and_one_partial_node_up_to_the_limit(limit: int, answer: str) -> None:
+    """3 pods, 2 per node: one full node and one with room for one more, in whole node counts; a
+    limit below the two nodes needed caps the shape."""
+    assert packed([4], limit, [((2,), 3)]) == answer
+
+
+def test_several_full_new_nodes_are_one_class_counted_whole() -> None:
+    """5 pods, 2 per node: two full nodes as one class of count 2, then the partial one."""
+    assert packed([4], 5, [((2,), 5)]) == "(3, [([0], 2), ([2], 1)], [(0, 5)], [])"
+
+
+def test_first_fit_passes_over_bins_refused_or_full_and_splits_the_last_class() -> None:
+    """first_fit in bin order: a bin whose target the pod refuses and a bin without room are passed
+    over (neither listed), the next bins take what they can, and a class of three nodes taking 3 pods
+    each is split where the pods run out: one full node, one with one pod, one untouched."""
+    bins = [Bin("full", [1]), Bin("refused", [10]), Bin("n1", [4]), Bin("group", [6], 3)]
+    placed = first_fit(bins, (2,), (0,), 6, lambda target: target != "refused")
+    assert placed == (6, [("n1", 2), ("group", 4)])
+    assert [(b.target, b.free, b.count) for b in bins] == [
+        ("full", [1], 1),
+        ("refused", [10], 1),
+        ("n1", [0], 1),
+        ("group", [0], 1),
+        ("group", [4], 1),
+        ("group", [6], 1),
+    ]
+    # 7 pods into a class of four such nodes: two full nodes as one class, one with one pod, one untouched
+    bins = [Bin("group", [6], 4)]
+    assert first_fit(bins, (2,), (0,), 7, lambda _target: True) == (7, [("group", 7)])
+    assert [(b.target, b.free, b.count) for b in bins] == [
+        ("group", [0], 2),
+        ("group", [4], 1),
+        ("group", [6], 1),
+    ]
+    # 6 pods into four such nodes: two full nodes, no partial one, two untouched
+    bins = [Bin("group", [6], 4)]
+    assert first_fit(bins, (2,), (0,), 6, lambda _target: True) == (6, [("group", 6)])
+    assert [(b.target, b.free, b.count) for b in bins] == [("group", [0], 2), ("group", [6], 2)]
+
+
+def test_every_resource_a_pod_requests_is_packed_even_one_milli_unit() -> None:
+    """nonzero_indices: the positions of the request vector above zero, a single milli-unit too."""
+    assert nonzero_indices((0, 1, 2000, 0)) == (1, 2)
