@@ -71,8 +71,14 @@ def waiting_pod(name: str, ago: float) -> dict[str, Any]:
     }
 
 
-def summary(*, in_use: int = 0, held: int = 0, held_by: tuple[str, ...] = (), waiting: tuple[str, ...] = (),
-            next_release: float | None = None) -> dict[str, Any]:
+def summary(
+    *,
+    in_use: int = 0,
+    held: int = 0,
+    held_by: tuple[str, ...] = (),
+    waiting: tuple[str, ...] = (),
+    next_release: float | None = None,
+) -> dict[str, Any]:
     """n1's whole summary: 9 branch ENIs, `held` of them by `held_by`, `waiting` pods."""
     return {
         "name": "n1",

@@ -127,12 +127,27 @@ def test_one_plan_through_every_phase_is_whole() -> None:
 def _one_pod(skip: str | None, sizes: tuple[int, int] | None, way: bool) -> dict[str, Any]:
     """The whole plan of one 1.5-cpu pod `p-0` against one group `ng` of max size 10."""
     scale_ups = (
-        [{"nodeGroup": "ng", "from": sizes[0], "to": sizes[1], "maxSize": 10, "pods": ["default/p-0"], "reasons": ["pods"]}]
+        [
+            {
+                "nodeGroup": "ng",
+                "from": sizes[0],
+                "to": sizes[1],
+                "maxSize": 10,
+                "pods": ["default/p-0"],
+                "reasons": ["pods"],
+            }
+        ]
         if sizes
         else []
     )
     not_helped = (
-        [{"pods": ["default/p-0"], "message": f"pod didn't trigger scale-up: 1 {skip}", "reasons": {"ng": [skip]}}]
+        [
+            {
+                "pods": ["default/p-0"],
+                "message": f"pod didn't trigger scale-up: 1 {skip}",
+                "reasons": {"ng": [skip]},
+            }
+        ]
         if skip and not way
         else []
     )
@@ -201,7 +216,9 @@ def test_which_limit_the_left_out_pods_are_told(per_scale_up: int, to: int, reas
     placed = [f"default/p-{i}" for i in range(to)]
     left = [f"default/p-{i}" for i in range(to, 5)]
     assert p.to_json() == empty_plan(
-        scaleUps=[{"nodeGroup": "ng", "from": 0, "to": to, "maxSize": 3, "pods": placed, "reasons": ["pods"]}],
+        scaleUps=[
+            {"nodeGroup": "ng", "from": 0, "to": to, "maxSize": 3, "pods": placed, "reasons": ["pods"]}
+        ],
         notTriggerScaleUp=[
             {"pods": left, "message": f"pod didn't trigger scale-up: 1 {reason}", "reasons": {"ng": [reason]}}
         ],
@@ -297,7 +314,14 @@ def test_headroom_answers_for_each_case() -> None:
         HeadroomLine("ng-capped", POD_ENI, "20", free="9", reason=f"short by 11, {MAX_SIZE_REACHED}"),
     )
     assert [s.to_json() for s in p.scale_ups] == [
-        {"nodeGroup": "ng-capped", "from": 1, "to": 2, "maxSize": 2, "pods": ["default/p-0"], "reasons": ["pods"]}
+        {
+            "nodeGroup": "ng-capped",
+            "from": 1,
+            "to": 2,
+            "maxSize": 2,
+            "pods": ["default/p-0"],
+            "reasons": ["pods"],
+        }
     ]
 
 
@@ -338,7 +362,14 @@ def test_headroom_adds_to_a_scale_up_for_pods_and_says_both() -> None:
     reason = f"headroom: keep 12 {POD_ENI} free in ng, 9 is; 1 node(s) added"
     assert p.to_json() == empty_plan(
         scaleUps=[
-            {"nodeGroup": "ng", "from": 0, "to": 2, "maxSize": 10, "pods": ["default/p-0"], "reasons": ["pods", reason]}
+            {
+                "nodeGroup": "ng",
+                "from": 0,
+                "to": 2,
+                "maxSize": 10,
+                "pods": ["default/p-0"],
+                "reasons": ["pods", reason],
+            }
         ],
         headroom=[
             {"nodeGroup": "ng", "resource": POD_ENI, "want": "12", "added": 1, "free": "9", "reason": reason}
