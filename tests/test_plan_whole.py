@@ -176,7 +176,7 @@ LIMITS = [
 
 @pytest.mark.parametrize(("desired", "nodes", "ago", "skip", "sizes", "way"), LIMITS)
 def test_the_limits_of_a_group_at_their_boundaries(
-    desired: int, nodes: int, ago: float | None, skip: str | None, sizes: tuple[int, int] | None, way: bool
+    *, desired: int, nodes: int, ago: float | None, skip: str | None, sizes: tuple[int, int] | None, way: bool
 ) -> None:
     """Provision timeout 900 s (strictly past it: backoff), cooldown 300 s (strictly inside it:
     still), max size 10: what one pod's plan is at and beside each boundary."""

@@ -36,7 +36,7 @@ def test_timestamps() -> None:
     assert parse_time("2024-05-01T14:00:05+02:00") == T0 + 5
     assert parse_time(None) is None
     assert parse_time("") is None
-    with pytest.raises(TypeError, match="^timestamp: expected a string, got int$"):
+    with pytest.raises(TypeError, match=r"^timestamp: expected a string, got int$"):
         parse_time(5)
 
 
@@ -234,7 +234,7 @@ def test_a_node_is_whole_with_the_first_group_label_and_instance_id() -> None:
         instance_id="i-0abc",
         view=View({"cpu": 2000}, {k: str(v) for k, v in raw["metadata"]["labels"].items()}, (), "live-node"),
     )
-    with pytest.raises(ValueError, match="^metadata.name: missing$"):
+    with pytest.raises(ValueError, match=r"^metadata\.name: missing$"):
         project_node({"metadata": {}})
 
 
@@ -275,7 +275,7 @@ def test_the_discovery_copy_of_a_node_leaves_out_only_what_nothing_reads() -> No
         "spec": {"providerID": "aws:///z/i-1"},
         "status": {"allocatable": {"cpu": "2"}, "conditions": [], "nodeInfo": {"kubeletVersion": "v1.30"}},
     }
-    with pytest.raises(ValueError, match="^node without metadata.name$"):
+    with pytest.raises(ValueError, match=r"^node without metadata\.name$"):
         discovery_node({"metadata": {}})
 
 
