@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from capacity.demand import PodRef, PodShape
+from capacity.expander import PRIORITY, parse_priorities
 from capacity.fit import PodNeeds
 from capacity.planner import (
     BACKOFF,
@@ -409,3 +410,39 @@ def test_headroom_rules_are_parsed_whole() -> None:
 def test_a_bad_headroom_rule_is_refused_with_the_whole_reason(text: str, message: str) -> None:
     with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
         parse_headroom(text)
+
+
+def _grown(p: Any) -> list[dict[str, Any]]:
+    return [s.to_json() for s in p.scale_ups]
+
+
+def test_among_many_groups_those_that_cannot_take_the_pod_are_not_shortlisted() -> None:
+    """Nine groups (more than are packed exactly): the eight 1-cpu groups would waste least but cannot
+    take a 1.5-cpu pod, so the estimate leaves them out and the 16-cpu group is packed and grown."""
+    templates = [group(f"ng-a{i}", cpu="1") for i in range(8)] + [group("ng-z", cpu="16")]
+    p = plan([shape("p", 1, "1500m")], templates, now=NOW)
+    assert _grown(p) == [
+        {"nodeGroup": "ng-z", "from": 0, "to": 1, "maxSize": 10, "pods": ["default/p-0"], "reasons": ["pods"]}
+    ]
+
+
+def test_among_many_groups_the_least_wasteful_estimate_is_shortlisted() -> None:
+    """Nine groups: eight 16-cpu groups named first, one 2-cpu group named last; least waste picks the
+    2-cpu group, which the estimate must have ranked into the shortlist."""
+    templates = [group(f"ng-big-{i}", cpu="16") for i in range(8)] + [group("ng-z", cpu="2")]
+    p = plan([shape("p", 1, "1500m")], templates, now=NOW)
+    assert _grown(p) == [
+        {"nodeGroup": "ng-z", "from": 0, "to": 1, "maxSize": 10, "pods": ["default/p-0"], "reasons": ["pods"]}
+    ]
+
+
+def test_among_many_groups_the_highest_priority_is_shortlisted() -> None:
+    """Nine equal groups: by waste and name ng-8 ranks ninth, but the priority expander prefers it,
+    so the shortlist is ordered by priority first."""
+    priorities = parse_priorities("10:\n  - .*\n50:\n  - ^ng-8$\n")
+    config = PlannerOptions(expanders=(PRIORITY, "least-waste"), priorities=priorities)
+    templates = [group(f"ng-{i}") for i in range(9)]
+    p = plan([shape("p", 1, "1500m")], templates, now=NOW, config=config)
+    assert _grown(p) == [
+        {"nodeGroup": "ng-8", "from": 0, "to": 1, "maxSize": 10, "pods": ["default/p-0"], "reasons": ["pods"]}
+    ]
