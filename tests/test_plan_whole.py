@@ -446,3 +446,25 @@ def test_among_many_groups_the_highest_priority_is_shortlisted() -> None:
     assert _grown(p) == [
         {"nodeGroup": "ng-8", "from": 0, "to": 1, "maxSize": 10, "pods": ["default/p-0"], "reasons": ["pods"]}
     ]
+
+
+def test_reasons_counted_alike_are_in_name_order() -> None:
+    """One group in cooldown, one at its max size: each reason counted once, named alphabetically."""
+    templates = [group("ng-max", desired=10, nodes=10), group("ng-cool", desired=1, nodes=1)]
+    p = plan([shape("p", 1, "1500m")], templates, now=NOW, last_scale_up={"ng-cool": NOW - 1})
+    assert [n.message() for n in p.not_helped] == [
+        f"pod didn't trigger scale-up: 1 {COOLDOWN}, 1 {MAX_SIZE_REACHED}"
+    ]
+
+
+def test_a_headroom_rule_for_no_group_has_no_free_figure() -> None:
+    p = headroom_of("ghost:memory=1Gi", [], [])
+    assert [h.to_json() for h in p.headroom] == [
+        {
+            "nodeGroup": "ghost",
+            "resource": "memory",
+            "want": "1Gi",
+            "added": 0,
+            "reason": "no such scalable node group",
+        }
+    ]
