@@ -21,18 +21,18 @@ from prometheus_client import REGISTRY
 from kube.statefile import load_state
 from webhook.app import create_app, is_pod_create, review_response
 from webhook.cluster import from_objects
-from webhook.review import Verdict, WebhookConfig
+from webhook.review import Verdict, WebhookOptions
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 CLUSTER = load_state(EXAMPLES / "cluster.yaml")
 V1 = "admission.k8s.io/v1"
 
 
-def client(config: WebhookConfig | None = None, audit: Any = None, broken: bool = False) -> FlaskClient:
+def client(config: WebhookOptions | None = None, audit: Any = None, broken: bool = False) -> FlaskClient:
     view = from_objects(copy.deepcopy(CLUSTER))
     if broken:
         view.templates = None  # type: ignore[assignment]  # /validate fails inside: an internal error
-    return create_app(view, config or WebhookConfig(), audit).test_client()
+    return create_app(view, config or WebhookOptions(), audit).test_client()
 
 
 def pod(name: str = "p", cpu: str = "100m", **meta: Any) -> dict[str, Any]:
@@ -118,7 +118,7 @@ def test_a_wrong_type_or_a_declared_oversize_is_answered_unread(
     bytes): each a whole JSON message, counted as invalid under its own code."""
     labels = {"webhook": "validate", "code": str(code)}
     before = sample("fitguard_admission_invalid_requests_total", labels)
-    answer = client(WebhookConfig(max_body_bytes=64)).post("/validate", data=body, content_type=content_type)
+    answer = client(WebhookOptions(max_body_bytes=64)).post("/validate", data=body, content_type=content_type)
     assert (answer.status_code, answer.get_json()) == (code, {"message": message})
     assert sample("fitguard_admission_invalid_requests_total", labels) == before + 1
 
@@ -139,7 +139,7 @@ def test_a_body_exactly_at_the_limit_is_read_and_one_byte_over_is_413() -> None:
     by what arrives, not by a head that alone would parse)."""
     body = json.dumps(review(pod())).encode()
     limit = len(body) + 16
-    app = client(WebhookConfig(max_body_bytes=limit))
+    app = client(WebhookOptions(max_body_bytes=limit))
     at, over = body + b" " * 16, body + b" " * 17
     for answer in (app.post("/mutate", data=at, content_type="application/json"), _chunked(app, at)):
         assert (answer.status_code, answer.get_json()["response"]["allowed"]) == (200, True)
@@ -257,7 +257,7 @@ def test_an_internal_error_gets_the_failure_policys_whole_answer(
     labels = {"webhook": "validate", "kind": "Pod", "operation": "CREATE", "verdict": "error"}
     verdicts = sample("fitguard_admission_reviews_total", labels)
     with caplog.at_level(logging.ERROR, logger="webhook.app"):
-        answer = client(WebhookConfig(failure_policy=policy), broken=True).post(
+        answer = client(WebhookOptions(failure_policy=policy), broken=True).post(
             "/validate", json=review(pod())
         )
     assert (answer.status_code, answer.get_json()) == (
@@ -305,7 +305,7 @@ def test_a_finding_is_counted_logged_and_sent_to_the_audit_sink_once(
     requests = sample("fitguard_admission_requests_total", req_labels)
     body = review(pod("big", cpu="300"))
     with caplog.at_level(logging.WARNING, logger="webhook.app"):
-        answer = client(WebhookConfig(mode=mode), sink).post("/validate", json=body).get_json()
+        answer = client(WebhookOptions(mode=mode), sink).post("/validate", json=body).get_json()
     assert answer["response"]["allowed"] is True
     assert sink.findings == [(body["request"], SCRATCH)]
     assert [r.getMessage() for r in caplog.records] == [f"{mode}: Pod default/big: {SCRATCH}"]
@@ -318,13 +318,13 @@ def test_a_dry_run_or_an_enforced_denial_records_no_finding() -> None:
     """A dry run gets the same answer and causes no finding; enforce denies (allowed="false",
     verdict deny) and records none either; a pod named only by generateName is logged by it."""
     sink = Sink()
-    app = client(WebhookConfig(mode="audit"), sink)
+    app = client(WebhookOptions(mode="audit"), sink)
     wet = app.post("/validate", json=review(pod("big", cpu="300"))).get_json()
     dry = app.post("/validate", json=review(pod("big", cpu="300"), dryRun=True)).get_json()
     assert dry == wet and len(sink.findings) == 1
     req_labels = {"webhook": "validate", "operation": "CREATE", "allowed": "false", "dry_run": "true"}
     before = sample("fitguard_admission_requests_total", req_labels)
-    denied = client(WebhookConfig(), sink).post("/validate", json=review(pod("big", cpu="300"), dryRun=True))
+    denied = client(WebhookOptions(), sink).post("/validate", json=review(pod("big", cpu="300"), dryRun=True))
     assert denied.get_json()["response"]["allowed"] is False
     assert sample("fitguard_admission_requests_total", req_labels) == before + 1
     assert len(sink.findings) == 1
@@ -336,7 +336,7 @@ def test_a_pod_named_by_generate_name_is_logged_by_it(caplog: pytest.LogCaptureF
     del obj["metadata"]["name"]
     obj["metadata"]["generateName"] = "web-"
     with caplog.at_level(logging.WARNING, logger="webhook.app"):
-        client(WebhookConfig(mode="audit")).post("/validate", json=review(obj))
+        client(WebhookOptions(mode="audit")).post("/validate", json=review(obj))
     assert [r.getMessage() for r in caplog.records] == [f"audit: Pod default/web-: {SCRATCH}"]
 
 
@@ -371,7 +371,7 @@ def test_mutate_answers_a_warning_verdict_as_warn_and_echoes_v1beta1() -> None:
     obj = pod()
     obj["spec"]["serviceAccountName"] = "ghost"
     body = review(obj, api_version="admission.k8s.io/v1beta1")
-    answer = client(WebhookConfig(mode="warn")).post("/mutate", json=body).get_json()
+    answer = client(WebhookOptions(mode="warn")).post("/mutate", json=body).get_json()
     assert answer == {
         "apiVersion": "admission.k8s.io/v1beta1",
         "kind": "AdmissionReview",

@@ -8,15 +8,15 @@ from typing import Any
 
 import pytest
 
+from capacity.string_maps import string_map
 from webhook.review import (
     MAX_BODY_BYTES,
     Verdict,
-    WebhookConfig,
+    WebhookOptions,
     effective_mode,
     exemption,
     request_namespace,
     soften,
-    string_map,
 )
 
 
@@ -35,7 +35,7 @@ class Namespaces:
 def test_the_default_configuration() -> None:
     """Enforce, failure policy ignore, the guard on, fitguard-system and kube-system exempt, an
     object's own ignore label not honoured, 7 MiB bodies."""
-    assert WebhookConfig() == WebhookConfig(
+    assert WebhookOptions() == WebhookOptions(
         mode="enforce",
         failure_policy="ignore",
         eni_guard=True,
@@ -59,14 +59,14 @@ def test_a_bad_mode_or_failure_policy_is_refused_with_the_choices(
 ) -> None:
     """An unknown mode or failure policy is a ValueError naming the allowed values."""
     with pytest.raises(ValueError) as raised:
-        WebhookConfig(**config)
+        WebhookOptions(**config)
     assert str(raised.value) == message
 
 
 @pytest.mark.parametrize(("mode", "policy"), [("warn", "fail"), ("audit", "ignore"), ("enforce", "fail")])
 def test_every_mode_and_failure_policy_is_accepted(mode: str, policy: str) -> None:
     """Each named mode and policy makes a configuration holding them."""
-    config = WebhookConfig(mode=mode, failure_policy=policy)
+    config = WebhookOptions(mode=mode, failure_policy=policy)
     assert (config.mode, config.failure_policy) == (mode, policy)
 
 
@@ -101,42 +101,45 @@ def _pod_request(namespace: str, labels: object = None) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("request_", "namespaces", "config", "reason"),
     [
-        (_pod_request("kube-system"), {}, WebhookConfig(), "namespace kube-system is exempt"),
-        (_pod_request("fitguard-system"), {}, WebhookConfig(), "namespace fitguard-system is exempt"),
-        (_pod_request("tools"), {}, WebhookConfig(own_namespace="tools"), "namespace tools is exempt"),
+        (_pod_request("kube-system"), {}, WebhookOptions(), "namespace kube-system is exempt"),
+        (_pod_request("fitguard-system"), {}, WebhookOptions(), "namespace fitguard-system is exempt"),
+        (_pod_request("tools"), {}, WebhookOptions(own_namespace="tools"), "namespace tools is exempt"),
         (
             _pod_request("ci"),
             {},
-            WebhookConfig(exempt_namespaces=frozenset({"ci"})),
+            WebhookOptions(exempt_namespaces=frozenset({"ci"})),
             "namespace ci is exempt",
         ),
-        (_pod_request("kube-system"), {}, WebhookConfig(exempt_namespaces=frozenset()), None),
-        (_pod_request("shop", {"fitguard.io/ignore": "true"}), {}, WebhookConfig(), None),
+        (_pod_request("kube-system"), {}, WebhookOptions(exempt_namespaces=frozenset()), None),
+        (_pod_request("shop", {"fitguard.io/ignore": "true"}), {}, WebhookOptions(), None),
         (
             _pod_request("shop", {"fitguard.io/ignore": "true"}),
             {},
-            WebhookConfig(allow_object_ignore=True),
+            WebhookOptions(allow_object_ignore=True),
             "object has fitguard.io/ignore=true",
         ),
         (
             _pod_request("shop", {"fitguard.io/ignore": "yes"}),
             {},
-            WebhookConfig(allow_object_ignore=True),
+            WebhookOptions(allow_object_ignore=True),
             None,
         ),
-        (_pod_request("shop", ["fitguard.io/ignore"]), {}, WebhookConfig(allow_object_ignore=True), None),
+        (_pod_request("shop", ["fitguard.io/ignore"]), {}, WebhookOptions(allow_object_ignore=True), None),
         (
             _pod_request("shop"),
             {"shop": {"fitguard.io/ignore": "true"}},
-            WebhookConfig(),
+            WebhookOptions(),
             "namespace shop has fitguard.io/ignore=true",
         ),
-        (_pod_request("shop"), {"shop": {"fitguard.io/ignore": "True"}}, WebhookConfig(), None),
-        (_pod_request("shop"), {"other": {"fitguard.io/ignore": "true"}}, WebhookConfig(), None),
+        (_pod_request("shop"), {"shop": {"fitguard.io/ignore": "True"}}, WebhookOptions(), None),
+        (_pod_request("shop"), {"other": {"fitguard.io/ignore": "true"}}, WebhookOptions(), None),
     ],
 )
 def test_exemptions_and_their_reasons(
-    request_: dict[str, Any], namespaces: dict[str, dict[str, str]], config: WebhookConfig, reason: str | None
+    request_: dict[str, Any],
+    namespaces: dict[str, dict[str, str]],
+    config: WebhookOptions,
+    reason: str | None,
 ) -> None:
     """Exempt and own namespaces, an object's ignore label (only when allowed, only "true"), and a
     namespace's ignore label (only "true"), each with its own reason; anything else is reviewed."""
@@ -146,8 +149,8 @@ def test_exemptions_and_their_reasons(
 def test_a_request_without_a_namespace_never_asks_for_namespace_labels() -> None:
     """A cluster-scoped object: no namespace to look up, not exempt, the configured mode."""
     namespaces = Namespaces()
-    assert exemption({"object": {"metadata": {}}}, namespaces, WebhookConfig()) is None
-    assert effective_mode("", namespaces, WebhookConfig(mode="warn")) == "warn"
+    assert exemption({"object": {"metadata": {}}}, namespaces, WebhookOptions()) is None
+    assert effective_mode("", namespaces, WebhookOptions(mode="warn")) == "warn"
     assert namespaces.asked == []
 
 
@@ -165,7 +168,7 @@ def test_a_namespace_label_naming_a_mode_overrides_the_configured_one(
     labels: dict[str, str], configured: str, mode: str
 ) -> None:
     """The namespace's fitguard.io/mode when it is a mode, else the configured mode."""
-    assert effective_mode("shop", Namespaces(shop=labels), WebhookConfig(mode=configured)) == mode
+    assert effective_mode("shop", Namespaces(shop=labels), WebhookOptions(mode=configured)) == mode
 
 
 PATCH = [{"op": "add", "path": "/x", "value": 1}]
