@@ -405,6 +405,13 @@ def test_headroom_rules_are_parsed_whole() -> None:
             "pod-eni, cpu, memory, ephemeral-storage",
         ),
         ("ng:cpu=-1", "headroom 'ng:cpu=-1': cpu must not be negative"),
+        ("ng:cpu=lots", "headroom.cpu: invalid quantity 'lots' (not a Kubernetes quantity)"),
+        ("ng:cpu=1=2", "headroom.cpu: invalid quantity '1=2' (not a Kubernetes quantity)"),
+        (
+            "a:b:cpu=1",
+            "headroom 'a:b:cpu=1': 'b:cpu=1' is not RESOURCE=AMOUNT with RESOURCE one of "
+            "pod-eni, cpu, memory, ephemeral-storage",
+        ),
     ],
 )
 def test_a_bad_headroom_rule_is_refused_with_the_whole_reason(text: str, message: str) -> None:
@@ -449,9 +456,10 @@ def test_among_many_groups_the_highest_priority_is_shortlisted() -> None:
 
 
 def test_reasons_counted_alike_are_in_name_order() -> None:
-    """One group in cooldown, one at its max size: each reason counted once, named alphabetically."""
-    templates = [group("ng-max", desired=10, nodes=10), group("ng-cool", desired=1, nodes=1)]
-    p = plan([shape("p", 1, "1500m")], templates, now=NOW, last_scale_up={"ng-cool": NOW - 1})
+    """One group at its max size, one in cooldown (named so, its reason is met second): each reason
+    counted once, and the counts alike ordered by the reason's words."""
+    templates = [group("ng-a", desired=10, nodes=10), group("ng-b", desired=1, nodes=1)]
+    p = plan([shape("p", 1, "1500m")], templates, now=NOW, last_scale_up={"ng-b": NOW - 1})
     assert [n.message() for n in p.not_helped] == [
         f"pod didn't trigger scale-up: 1 {COOLDOWN}, 1 {MAX_SIZE_REACHED}"
     ]
