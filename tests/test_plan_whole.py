@@ -435,11 +435,12 @@ def test_among_many_groups_those_that_cannot_take_the_pod_are_not_shortlisted() 
 
 def test_among_many_groups_the_least_wasteful_estimate_is_shortlisted() -> None:
     """Nine groups: eight 16-cpu groups named first, one 2-cpu group named last; least waste picks the
-    2-cpu group, which the estimate must have ranked into the shortlist."""
-    templates = [group(f"ng-big-{i}", cpu="16") for i in range(8)] + [group("ng-z", cpu="2")]
+    2-cpu group (max size 1: no room beyond the one node it needs, which must not count as a
+    better estimate), which the estimate must have ranked into the shortlist."""
+    templates = [group(f"ng-big-{i}", cpu="16") for i in range(8)] + [group("ng-z", cpu="2", max_size=1)]
     p = plan([shape("p", 1, "1500m")], templates, now=NOW)
     assert _grown(p) == [
-        {"nodeGroup": "ng-z", "from": 0, "to": 1, "maxSize": 10, "pods": ["default/p-0"], "reasons": ["pods"]}
+        {"nodeGroup": "ng-z", "from": 0, "to": 1, "maxSize": 1, "pods": ["default/p-0"], "reasons": ["pods"]}
     ]
 
 
@@ -476,3 +477,70 @@ def test_a_headroom_rule_for_no_group_has_no_free_figure() -> None:
             "reason": "no such scalable node group",
         }
     ]
+
+
+def raw_group(name: str, allocatable: dict[str, str], max_size: int = 10) -> NodeGroupTemplate:
+    """A group whose new node advertises exactly `allocatable`."""
+    spec = {"provider": "aws-asg", "maxSize": max_size, "actual": {"allocatable": allocatable}}
+    return NodeGroupTemplate.from_object({"metadata": {"name": name}, "spec": spec})
+
+
+def raw_shape(name: str, count: int, requests: dict[str, str]) -> PodShape:
+    spec = {"containers": [{"name": "c", "resources": {"requests": requests}}]}
+    return PodShape(name, PodNeeds.from_spec(spec), [PodRef("default", f"{name}-{i}") for i in range(count)])
+
+
+def one_scale_up(name: str, to: int, pods: list[str], max_size: int = 10) -> list[dict[str, Any]]:
+    return [{"nodeGroup": name, "from": 0, "to": to, "maxSize": max_size, "pods": pods, "reasons": ["pods"]}]
+
+
+@pytest.mark.parametrize(
+    ("allocatable", "requests"),
+    [({"cpu": "2", "pods": "29"}, {"cpu": "1"}), ({"memory": "1Gi", "pods": "29"}, {"memory": "1Mi"})],
+    ids=["no-memory", "no-cpu"],
+)
+def test_a_group_whose_node_offers_no_cpu_or_no_memory_still_grows(
+    allocatable: dict[str, str], requests: dict[str, str]
+) -> None:
+    """The expander counts a resource the node does not offer as all wasted; nothing crashes."""
+    p = plan([raw_shape("p", 1, requests)], [raw_group("ng", allocatable)], now=NOW)
+    assert _grown(p) == one_scale_up("ng", 1, ["default/p-0"])
+
+
+def test_least_waste_weighs_memory_as_well_as_cpu() -> None:
+    """Equal cpu; 6Gi of an 8Gi node wastes less than 6Gi of a 64Gi one, whatever the names."""
+    templates = [
+        raw_group("ng-a", {"cpu": "2", "memory": "64Gi", "pods": "29"}),
+        raw_group("ng-b", {"cpu": "2", "memory": "8Gi", "pods": "29"}),
+    ]
+    p = plan([raw_shape("p", 1, {"cpu": "1", "memory": "6Gi"})], templates, now=NOW)
+    assert _grown(p) == one_scale_up("ng-b", 1, ["default/p-0"])
+
+
+def test_among_many_groups_an_exact_fit_is_estimated_exactly() -> None:
+    """Eight 2-cpu groups named first and a 1.5-cpu group: the 1.5-cpu pod fills the last exactly
+    (one node, nothing wasted), so it ranks first in the estimate and least waste grows it."""
+    templates = [group(f"ng-a{i}", cpu="2") for i in range(8)] + [group("ng-z", cpu="1500m")]
+    p = plan([shape("p", 1, "1500m")], templates, now=NOW)
+    assert _grown(p) == one_scale_up("ng-z", 1, ["default/p-0"])
+
+
+def test_among_many_groups_those_that_refuse_every_pod_are_not_estimated() -> None:
+    """A pod requesting only a branch ENI wastes all cpu and memory anywhere; eight groups named first
+    offer no branch ENI: left out of the estimate, they cannot crowd out the one group that helps."""
+    templates = [group(f"ng-a{i}", pod_eni="0") for i in range(8)] + [group("ng-z")]
+    p = plan([raw_shape("p", 1, {POD_ENI: "1"})], templates, now=NOW)
+    assert _grown(p) == one_scale_up("ng-z", 1, ["default/p-0"])
+
+
+def test_a_group_limited_below_its_need_is_estimated_for_the_pods_it_can_take() -> None:
+    """Four pods of 1.5 cpu and 1Gi. Eight 4-cpu/4Gi groups of max size 1 can take two of them (a
+    quarter of the cpu and half the memory wasted), however many are waiting; the 1.5-cpu/1Gi group
+    takes all four, wasting nothing. Estimated only for what they can take, the capped groups do not
+    crowd it out of the shortlist, and it grows by four."""
+    capped = [
+        raw_group(f"ng-c{i}", {"cpu": "4", "memory": "4Gi", "pods": "29"}, max_size=1) for i in range(8)
+    ]
+    templates = [*capped, raw_group("ng-x", {"cpu": "1500m", "memory": "1Gi", "pods": "29"})]
+    p = plan([raw_shape("p", 4, {"cpu": "1500m", "memory": "1Gi"})], templates, now=NOW)
+    assert _grown(p) == one_scale_up("ng-x", 4, [f"default/p-{i}" for i in range(4)])
