@@ -544,3 +544,39 @@ def test_a_group_limited_below_its_need_is_estimated_for_the_pods_it_can_take() 
     templates = [*capped, raw_group("ng-x", {"cpu": "1500m", "memory": "1Gi", "pods": "29"})]
     p = plan([raw_shape("p", 4, {"cpu": "1500m", "memory": "1Gi"})], templates, now=NOW)
     assert _grown(p) == one_scale_up("ng-x", 4, [f"default/p-{i}" for i in range(4)])
+
+
+def _not_helped_only(reason: str) -> dict[str, Any]:
+    return empty_plan(
+        notTriggerScaleUp=[
+            {
+                "pods": ["default/p-0"],
+                "message": f"pod didn't trigger scale-up: 1 {reason}",
+                "reasons": {"ng": [reason]},
+            }
+        ]
+    )
+
+
+def test_a_group_whose_node_advertises_no_pod_slots_takes_no_pod() -> None:
+    """No `pods` in the allocatable: no slot, the scheduler's own words, and no crash."""
+    p = plan([raw_shape("p", 1, {"cpu": "1"})], [raw_group("ng", {"cpu": "2"})], now=NOW)
+    assert p.to_json() == _not_helped_only("Too many pods")
+
+
+def test_a_pod_its_only_group_refuses_by_selector_grows_nothing() -> None:
+    """The group has room, but its nodes lack the pod's node selector: no new node is packed for it."""
+    spec = {
+        "nodeSelector": {"disk": "ssd"},
+        "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
+    }
+    pod = PodShape("p", PodNeeds.from_spec(spec), [PodRef("default", "p-0")])
+    p = plan([pod], [group("ng")], now=NOW)
+    assert p.to_json() == _not_helped_only("node(s) didn't match Pod's node affinity/selector")
+
+
+def test_headroom_counts_every_new_node_of_a_scale_up() -> None:
+    """Two pods grow ng by two alike nodes (9 pod-eni free on each): 18 free, enough for the rule."""
+    p = headroom_of("ng:pod-eni=18", [group("ng")], [], shapes=[shape("p", 2, "1500m")])
+    assert p.headroom == (HeadroomLine("ng", POD_ENI, "18", free="18", reason="enough is free"),)
+    assert _grown(p) == one_scale_up("ng", 2, ["default/p-0", "default/p-1"])
