@@ -27,6 +27,7 @@ from capacity.planner import (
 )
 from capacity.quantity import parse_quantity
 from capacity.resources import POD_ENI
+from capacity.taints import Taint
 from capacity.template import NodeGroupTemplate
 
 NOW = 1_700_000_000.0
@@ -580,3 +581,24 @@ def test_headroom_counts_every_new_node_of_a_scale_up() -> None:
     p = headroom_of("ng:pod-eni=18", [group("ng")], [], shapes=[shape("p", 2, "1500m")])
     assert p.headroom == (HeadroomLine("ng", POD_ENI, "18", free="18", reason="enough is free"),)
     assert _grown(p) == one_scale_up("ng", 2, ["default/p-0", "default/p-1"])
+
+
+def test_an_existing_node_takes_only_pods_that_accept_its_labels_and_taints() -> None:
+    """n-tainted (NoSchedule, not tolerated) and n-plain (no disk=ssd label) refuse the selector pod;
+    only n-ssd takes it. The plain pod goes to n-plain, never to the tainted node listed first."""
+    nodes = [
+        NodeFree(
+            "n-tainted", "ng", {"cpu": 4000, "pods": 10000}, {"disk": "ssd"}, (Taint("d", "x", "NoSchedule"),)
+        ),
+        NodeFree("n-plain", "ng", {"cpu": 4000, "pods": 10000}),
+        NodeFree("n-ssd", "ng", {"cpu": 4000, "pods": 10000}, {"disk": "ssd"}),
+    ]
+    spec = {
+        "nodeSelector": {"disk": "ssd"},
+        "containers": [{"name": "c", "resources": {"requests": {"cpu": "2"}}}],
+    }
+    ssd = PodShape("ssd", PodNeeds.from_spec(spec), [PodRef("default", "ssd-0")])
+    p = plan([ssd, shape("plain", 1, "1")], [group("ng", desired=3, nodes=3)], nodes, now=NOW)
+    assert p.to_json() == empty_plan(
+        onExistingNodes={"n-plain": ["default/plain-0"], "n-ssd": ["default/ssd-0"]}
+    )
