@@ -1,0 +1,604 @@
+"""The planner's decisions checked as whole plans (`Plan.to_json`): each phase's output, every
+group's reason, the limits at their boundaries (provision timeout, cooldown, max size, max nodes per
+scale-up), a new node's free capacity after DaemonSets, and each answer a headroom rule can give.
+Expected values are written out here, never computed by the planner."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from capacity.demand import PodRef, PodShape
+from capacity.expander import PRIORITY, parse_priorities
+from capacity.fit import PodNeeds
+from capacity.planner import (
+    BACKOFF,
+    COOLDOWN,
+    IN_PROGRESS,
+    MAX_SIZE_REACHED,
+    Headroom,
+    HeadroomLine,
+    NodeFree,
+    PlannerOptions,
+    parse_headroom,
+    plan,
+)
+from capacity.quantity import parse_quantity
+from capacity.resources import POD_ENI
+from capacity.taints import Taint
+from capacity.template import NodeGroupTemplate
+
+NOW = 1_700_000_000.0
+PER_SCALE_UP = "max nodes per scale-up reached"
+
+
+def group(
+    name: str,
+    *,
+    cpu: str = "1930m",
+    pods: str = "29",
+    pod_eni: str = "9",
+    desired: int = 0,
+    nodes: int = 0,
+    max_size: int = 10,
+    overhead: dict[str, str] | None = None,
+) -> NodeGroupTemplate:
+    allocatable = {"cpu": cpu, "memory": "7220Mi", "pods": pods, POD_ENI: pod_eni}
+    spec: dict[str, Any] = {
+        "provider": "aws-asg",
+        "maxSize": max_size,
+        "desiredSize": desired,
+        "nodes": nodes,
+        "actual": {"allocatable": allocatable, "labels": {}},
+        "autoscaler": {"allocatable": {"cpu": cpu, "memory": "7220Mi", "pods": "110"}},
+        "daemonSetOverhead": overhead or {},
+    }
+    return NodeGroupTemplate.from_object({"metadata": {"name": name}, "spec": spec})
+
+
+def shape(name: str, count: int, cpu: str) -> PodShape:
+    spec = {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]}
+    return PodShape(name, PodNeeds.from_spec(spec), [PodRef("default", f"{name}-{i}") for i in range(count)])
+
+
+def node(name: str, group_name: str, **free: str) -> NodeFree:
+    values = {k.replace("pod_eni", POD_ENI): parse_quantity(v) for k, v in free.items()}
+    return NodeFree(name, group_name, values)
+
+
+def empty_plan(**changes: Any) -> dict[str, Any]:
+    """Plan.to_json of a plan that did nothing, with `changes` (keys as in the JSON)."""
+    whole: dict[str, Any] = {
+        "scaleUps": [],
+        "onExistingNodes": {},
+        "onNodesOnTheirWay": {},
+        "notTriggerScaleUp": [],
+        "skippedGroups": {},
+        "headroom": [],
+    }
+    return {**whole, **changes}
+
+
+def test_one_plan_through_every_phase_is_whole() -> None:
+    """The small pod takes the existing node, one large pod the node on its way, two more a new
+    scale-up of the only group that may grow (up to its max size), and the last large pod is not
+    helped: every group's reason is given and counted, and the groups that cannot grow are named."""
+    templates = [
+        group("ng-a", desired=1, nodes=1, max_size=3),
+        group("ng-way", desired=2, nodes=1),
+        group("ng-full", desired=2, nodes=2, max_size=2),
+        NodeGroupTemplate(name="ng-manual", provider="manual", max_size=5),  # not scalable: not a group
+    ]
+    shapes = [shape("tiny", 1, "500m"), shape("big", 4, "1500m")]
+    nodes = [node("n1", "ng-a", cpu="1", pods="5")]
+    p = plan(shapes, templates, nodes, now=NOW)
+    assert p.to_json() == {
+        "scaleUps": [
+            {
+                "nodeGroup": "ng-a",
+                "from": 1,
+                "to": 3,
+                "maxSize": 3,
+                "pods": ["default/big-1", "default/big-2"],
+                "reasons": ["pods"],
+            }
+        ],
+        "onExistingNodes": {"n1": ["default/tiny-0"]},
+        "onNodesOnTheirWay": {"ng-way": ["default/big-0"]},
+        "notTriggerScaleUp": [
+            {
+                "pods": ["default/big-3"],
+                "message": (
+                    "pod didn't trigger scale-up: 1 scale-up in progress, 2 max node group size reached"
+                ),
+                "reasons": {
+                    "ng-a": [MAX_SIZE_REACHED],
+                    "ng-full": [MAX_SIZE_REACHED],
+                    "ng-way": [IN_PROGRESS],
+                },
+            }
+        ],
+        "skippedGroups": {"ng-full": MAX_SIZE_REACHED, "ng-way": IN_PROGRESS},
+        "headroom": [],
+    }
+    assert [s.info() for s in p.scale_ups] == ["{ng-a 1->3 (max: 3)}"]
+
+
+def _one_pod(skip: str | None, sizes: tuple[int, int] | None, way: bool) -> dict[str, Any]:
+    """The whole plan of one 1.5-cpu pod `p-0` against one group `ng` of max size 10."""
+    scale_ups = (
+        [
+            {
+                "nodeGroup": "ng",
+                "from": sizes[0],
+                "to": sizes[1],
+                "maxSize": 10,
+                "pods": ["default/p-0"],
+                "reasons": ["pods"],
+            }
+        ]
+        if sizes
+        else []
+    )
+    not_helped = (
+        [
+            {
+                "pods": ["default/p-0"],
+                "message": f"pod didn't trigger scale-up: 1 {skip}",
+                "reasons": {"ng": [skip]},
+            }
+        ]
+        if skip and not way
+        else []
+    )
+    return empty_plan(
+        scaleUps=scale_ups,
+        onNodesOnTheirWay={"ng": ["default/p-0"]} if way else {},
+        notTriggerScaleUp=not_helped,
+        skippedGroups={"ng": skip} if skip else {},
+    )
+
+
+# (desired, nodes, seconds since the last scale-up or None, skip reason, scale-up sizes, on its way)
+LIMITS = [
+    pytest.param(2, 0, None, IN_PROGRESS, None, True, id="unfinished-never-recorded-is-on-its-way"),
+    pytest.param(2, 0, 900.0, IN_PROGRESS, None, True, id="unfinished-at-the-provision-timeout"),
+    pytest.param(2, 0, 901.0, BACKOFF, None, False, id="unfinished-past-the-provision-timeout"),
+    pytest.param(1, 1, 3600.0, None, (1, 2), False, id="finished-long-ago-grows"),
+    pytest.param(1, 1, 300.0, None, (1, 2), False, id="cooldown-just-over"),
+    pytest.param(1, 1, 299.0, COOLDOWN, None, False, id="in-cooldown"),
+    pytest.param(1, 1, -60.0, COOLDOWN, None, False, id="last-scale-up-in-the-future"),
+    pytest.param(10, 10, None, MAX_SIZE_REACHED, None, False, id="at-max-size"),
+    pytest.param(12, 12, None, MAX_SIZE_REACHED, None, False, id="above-max-size"),
+    pytest.param(0, 0, None, None, (0, 1), False, id="empty-group-grows"),
+]
+
+
+@pytest.mark.parametrize(("desired", "nodes", "ago", "skip", "sizes", "way"), LIMITS)
+def test_the_limits_of_a_group_at_their_boundaries(
+    *, desired: int, nodes: int, ago: float | None, skip: str | None, sizes: tuple[int, int] | None, way: bool
+) -> None:
+    """Provision timeout 900 s (strictly past it: backoff), cooldown 300 s (strictly inside it:
+    still), max size 10: what one pod's plan is at and beside each boundary."""
+    config = PlannerOptions(cooldown=300.0, provision_timeout=900.0)
+    last = {} if ago is None else {"ng": NOW - ago}
+    t = group("ng", desired=desired, nodes=nodes, max_size=10)
+    p = plan([shape("p", 1, "1500m")], [t], now=NOW, last_scale_up=last, config=config)
+    assert p.to_json() == _one_pod(skip, sizes, way)
+
+
+def test_every_node_on_its_way_takes_pods() -> None:
+    """desired 3 with 1 node joined: 2 empty nodes on their way take 2 pods; the third waits."""
+    p = plan([shape("p", 3, "1500m")], [group("ng", desired=3, nodes=1)], now=NOW)
+    assert p.to_json() == empty_plan(
+        onNodesOnTheirWay={"ng": ["default/p-0", "default/p-1"]},
+        notTriggerScaleUp=[
+            {
+                "pods": ["default/p-2"],
+                "message": f"pod didn't trigger scale-up: 1 {IN_PROGRESS}",
+                "reasons": {"ng": [IN_PROGRESS]},
+            }
+        ],
+        skippedGroups={"ng": IN_PROGRESS},
+    )
+
+
+@pytest.mark.parametrize(
+    ("per_scale_up", "to", "reason"),
+    [(3, 3, MAX_SIZE_REACHED), (4, 3, MAX_SIZE_REACHED), (2, 2, PER_SCALE_UP)],
+    ids=["equal-limits-say-max-size", "max-size-is-the-tighter", "per-scale-up-is-the-tighter"],
+)
+def test_which_limit_the_left_out_pods_are_told(per_scale_up: int, to: int, reason: str) -> None:
+    """Room 3 (max 3, desired 0) against max nodes per scale-up: the tighter names the reason; when
+    they are equal it is the max size."""
+    config = PlannerOptions(max_nodes_per_scale_up=per_scale_up)
+    p = plan([shape("p", 5, "1500m")], [group("ng", max_size=3)], now=NOW, config=config)
+    placed = [f"default/p-{i}" for i in range(to)]
+    left = [f"default/p-{i}" for i in range(to, 5)]
+    assert p.to_json() == empty_plan(
+        scaleUps=[
+            {"nodeGroup": "ng", "from": 0, "to": to, "maxSize": 3, "pods": placed, "reasons": ["pods"]}
+        ],
+        notTriggerScaleUp=[
+            {"pods": left, "message": f"pod didn't trigger scale-up: 1 {reason}", "reasons": {"ng": [reason]}}
+        ],
+    )
+
+
+def test_no_nodes_per_scale_up_grows_nothing_and_says_why() -> None:
+    """max nodes per scale-up 0: the group is not skipped, but it cannot add a node."""
+    config = PlannerOptions(max_nodes_per_scale_up=0)
+    p = plan([shape("p", 1, "1500m")], [group("ng")], now=NOW, config=config)
+    assert p.to_json() == empty_plan(
+        notTriggerScaleUp=[
+            {
+                "pods": ["default/p-0"],
+                "message": f"pod didn't trigger scale-up: 1 {PER_SCALE_UP}",
+                "reasons": {"ng": [PER_SCALE_UP]},
+            }
+        ]
+    )
+
+
+def test_without_any_group_the_pod_is_told_none_can_be_scaled() -> None:
+    p = plan([shape("p", 2, "1")], [], now=NOW)
+    assert p.to_json() == empty_plan(
+        notTriggerScaleUp=[
+            {
+                "pods": ["default/p-0", "default/p-1"],
+                "message": "pod didn't trigger scale-up: no node group can be scaled",
+                "reasons": {},
+            }
+        ]
+    )
+
+
+@pytest.mark.parametrize(
+    ("cpu", "pods", "overhead", "to"),
+    [
+        ("1930m", "29", {"cpu": "930m"}, 2),  # 1 cpu left: two 500m pods a node
+        ("1930m", "29", {}, 1),  # three 500m pods on one 1930m node
+        ("16", "3", {"pods": "1"}, 2),  # 2 pod slots left: two pods a node
+        ("16", "3", {}, 1),
+    ],
+    ids=["cpu-overhead", "no-cpu-overhead", "daemonset-pod-slots", "no-daemonset-pods"],
+)
+def test_a_new_node_offers_its_allocatable_less_the_daemonsets(
+    cpu: str, pods: str, overhead: dict[str, str], to: int
+) -> None:
+    """Three 500m pods: how many new nodes they need once DaemonSets take their cpu or pod slots."""
+    t = group("ng", cpu=cpu, pods=pods, overhead=overhead)
+    p = plan([shape("p", 3, "500m")], [t], now=NOW)
+    assert p.to_json() == empty_plan(
+        scaleUps=[
+            {
+                "nodeGroup": "ng",
+                "from": 0,
+                "to": to,
+                "maxSize": 10,
+                "pods": ["default/p-0", "default/p-1", "default/p-2"],
+                "reasons": ["pods"],
+            }
+        ]
+    )
+
+
+def headroom_of(rules: str, templates: list[NodeGroupTemplate], nodes: list[NodeFree], **kw: Any) -> Any:
+    config = PlannerOptions(headroom=tuple(r for text in rules.split(";") for r in parse_headroom(text)))
+    return plan(kw.pop("shapes", []), templates, nodes, now=NOW, config=config, **kw)
+
+
+def test_headroom_answers_for_each_case() -> None:
+    """Each headroom rule's whole line: no such group, enough free (exactly the amount), a new node
+    offering none of the resource, a group that cannot grow now, and a group at its limit."""
+    templates = [
+        group("ng-even", desired=1, nodes=1),
+        group("ng-none", pod_eni="0", desired=1, nodes=1),
+        group("ng-cool", desired=1, nodes=1),
+        group("ng-capped", desired=1, nodes=1, max_size=2),
+    ]
+    nodes = [
+        node("n-even", "ng-even", pod_eni="9"),
+        node("n-none", "ng-none", pod_eni="0"),
+        node("n-cool", "ng-cool", pod_eni="0"),
+        node("n-capped", "ng-capped", pod_eni="0"),
+    ]
+    rules = "ghost:cpu=1;ng-even:pod-eni=9;ng-none:pod-eni=1;ng-cool:pod-eni=9;ng-capped:pod-eni=20"
+    shapes = [shape("p", 1, "1500m")]  # grows ng-capped to its max (least waste, name order)
+    p = headroom_of(rules, templates, nodes, shapes=shapes, last_scale_up={"ng-cool": NOW - 10})
+    assert p.headroom == (
+        HeadroomLine("ghost", "cpu", "1", reason="no such scalable node group"),
+        HeadroomLine("ng-even", POD_ENI, "9", free="9", reason="enough is free"),
+        HeadroomLine("ng-none", POD_ENI, "1", free="0", reason=f"a new node of ng-none offers no {POD_ENI}"),
+        HeadroomLine("ng-cool", POD_ENI, "9", free="0", reason=f"short by 9, {COOLDOWN}"),
+        HeadroomLine("ng-capped", POD_ENI, "20", free="9", reason=f"short by 11, {MAX_SIZE_REACHED}"),
+    )
+    assert [s.to_json() for s in p.scale_ups] == [
+        {
+            "nodeGroup": "ng-capped",
+            "from": 1,
+            "to": 2,
+            "maxSize": 2,
+            "pods": ["default/p-0"],
+            "reasons": ["pods"],
+        }
+    ]
+
+
+def test_headroom_counts_only_its_groups_free_capacity_never_below_zero() -> None:
+    """ng's free pod-eni: 3 on n1, an over-committed n2 counts 0 (not -2), another group's n3 not at
+    all: 3 of 20 is 17 short, two new nodes of 9 each."""
+    nodes = [
+        node("n1", "ng", pod_eni="3"),
+        node("n2", "ng", pod_eni="-2"),
+        node("n3", "other", pod_eni="9"),
+    ]
+    templates = [group("ng", desired=2, nodes=2), group("other", desired=1, nodes=1)]
+    p = headroom_of("ng:pod-eni=20", templates, nodes)
+    reason = f"headroom: keep 20 {POD_ENI} free in ng, 3 is; 2 node(s) added"
+    assert p.to_json() == empty_plan(
+        scaleUps=[{"nodeGroup": "ng", "from": 2, "to": 4, "maxSize": 10, "pods": [], "reasons": [reason]}],
+        headroom=[
+            {"nodeGroup": "ng", "resource": POD_ENI, "want": "20", "added": 2, "free": "3", "reason": reason}
+        ],
+    )
+
+
+@pytest.mark.parametrize(
+    ("desired", "free", "reason"),
+    [(2, "12", f"short by 8, {IN_PROGRESS}"), (3, "21", "enough is free")],
+    ids=["one-node-on-its-way", "two-nodes-on-their-way"],
+)
+def test_headroom_counts_every_node_on_its_way(desired: int, free: str, reason: str) -> None:
+    """1 node joined with 3 pod-eni free; each node on its way adds 9."""
+    p = headroom_of("ng:pod-eni=20", [group("ng", desired=desired, nodes=1)], [node("n1", "ng", pod_eni="3")])
+    assert p.headroom == (HeadroomLine("ng", POD_ENI, "20", free=free, reason=reason),)
+    assert p.scale_ups == ()
+
+
+def test_headroom_adds_to_a_scale_up_for_pods_and_says_both() -> None:
+    """The pod grows ng by one node (9 pod-eni free on it); the rule wants 12, so one more."""
+    p = headroom_of("ng:pod-eni=12", [group("ng")], [], shapes=[shape("p", 1, "1500m")])
+    reason = f"headroom: keep 12 {POD_ENI} free in ng, 9 is; 1 node(s) added"
+    assert p.to_json() == empty_plan(
+        scaleUps=[
+            {
+                "nodeGroup": "ng",
+                "from": 0,
+                "to": 2,
+                "maxSize": 10,
+                "pods": ["default/p-0"],
+                "reasons": ["pods", reason],
+            }
+        ],
+        headroom=[
+            {"nodeGroup": "ng", "resource": POD_ENI, "want": "12", "added": 1, "free": "9", "reason": reason}
+        ],
+    )
+
+
+def test_headroom_rules_are_parsed_whole() -> None:
+    """Every headroom resource by its short name, spaces around items ignored, quantities in milli-units."""
+    assert parse_headroom("ng: pod-eni=9 , cpu=4,memory=1Ki,ephemeral-storage=0") == [
+        Headroom("ng", POD_ENI, 9000),
+        Headroom("ng", "cpu", 4000),
+        Headroom("ng", "memory", 1024000),
+        Headroom("ng", "ephemeral-storage", 0),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("ng", "headroom 'ng': expected GROUP:RESOURCE=AMOUNT[,RESOURCE=AMOUNT]"),
+        (":cpu=1", "headroom ':cpu=1': expected GROUP:RESOURCE=AMOUNT[,RESOURCE=AMOUNT]"),
+        ("ng:", "headroom 'ng:': expected GROUP:RESOURCE=AMOUNT[,RESOURCE=AMOUNT]"),
+        (
+            "ng:cpu",
+            "headroom 'ng:cpu': 'cpu' is not RESOURCE=AMOUNT with RESOURCE one of "
+            "pod-eni, cpu, memory, ephemeral-storage",
+        ),
+        (
+            "ng:cpu=1,gpu=1",
+            "headroom 'ng:cpu=1,gpu=1': 'gpu=1' is not RESOURCE=AMOUNT with RESOURCE one of "
+            "pod-eni, cpu, memory, ephemeral-storage",
+        ),
+        ("ng:cpu=-1", "headroom 'ng:cpu=-1': cpu must not be negative"),
+        ("ng:cpu=lots", "headroom.cpu: invalid quantity 'lots' (not a Kubernetes quantity)"),
+        ("ng:cpu=1=2", "headroom.cpu: invalid quantity '1=2' (not a Kubernetes quantity)"),
+        (
+            "a:b:cpu=1",
+            "headroom 'a:b:cpu=1': 'b:cpu=1' is not RESOURCE=AMOUNT with RESOURCE one of "
+            "pod-eni, cpu, memory, ephemeral-storage",
+        ),
+    ],
+)
+def test_a_bad_headroom_rule_is_refused_with_the_whole_reason(text: str, message: str) -> None:
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        parse_headroom(text)
+
+
+def _grown(p: Any) -> list[dict[str, Any]]:
+    return [s.to_json() for s in p.scale_ups]
+
+
+def test_among_many_groups_those_that_cannot_take_the_pod_are_not_shortlisted() -> None:
+    """Nine groups (more than are packed exactly): the eight 1-cpu groups would waste least but cannot
+    take a 1.5-cpu pod, so the estimate leaves them out and the 16-cpu group is packed and grown."""
+    templates = [group(f"ng-a{i}", cpu="1") for i in range(8)] + [group("ng-z", cpu="16")]
+    p = plan([shape("p", 1, "1500m")], templates, now=NOW)
+    assert _grown(p) == [
+        {"nodeGroup": "ng-z", "from": 0, "to": 1, "maxSize": 10, "pods": ["default/p-0"], "reasons": ["pods"]}
+    ]
+
+
+def test_among_many_groups_the_least_wasteful_estimate_is_shortlisted() -> None:
+    """Nine groups: eight 16-cpu groups named first, one 2-cpu group named last; least waste picks the
+    2-cpu group (max size 1: no room beyond the one node it needs, which must not count as a
+    better estimate), which the estimate must have ranked into the shortlist."""
+    templates = [group(f"ng-big-{i}", cpu="16") for i in range(8)] + [group("ng-z", cpu="2", max_size=1)]
+    p = plan([shape("p", 1, "1500m")], templates, now=NOW)
+    assert _grown(p) == [
+        {"nodeGroup": "ng-z", "from": 0, "to": 1, "maxSize": 1, "pods": ["default/p-0"], "reasons": ["pods"]}
+    ]
+
+
+def test_among_many_groups_the_highest_priority_is_shortlisted() -> None:
+    """Nine equal groups: by waste and name ng-8 ranks ninth, but the priority expander prefers it,
+    so the shortlist is ordered by priority first."""
+    priorities = parse_priorities("10:\n  - .*\n50:\n  - ^ng-8$\n")
+    config = PlannerOptions(expanders=(PRIORITY, "least-waste"), priorities=priorities)
+    templates = [group(f"ng-{i}") for i in range(9)]
+    p = plan([shape("p", 1, "1500m")], templates, now=NOW, config=config)
+    assert _grown(p) == [
+        {"nodeGroup": "ng-8", "from": 0, "to": 1, "maxSize": 10, "pods": ["default/p-0"], "reasons": ["pods"]}
+    ]
+
+
+def test_reasons_counted_alike_are_in_name_order() -> None:
+    """One group at its max size, one in cooldown (named so, its reason is met second): each reason
+    counted once, and the counts alike ordered by the reason's words."""
+    templates = [group("ng-a", desired=10, nodes=10), group("ng-b", desired=1, nodes=1)]
+    p = plan([shape("p", 1, "1500m")], templates, now=NOW, last_scale_up={"ng-b": NOW - 1})
+    assert [n.message() for n in p.not_helped] == [
+        f"pod didn't trigger scale-up: 1 {COOLDOWN}, 1 {MAX_SIZE_REACHED}"
+    ]
+
+
+def test_a_headroom_rule_for_no_group_has_no_free_figure() -> None:
+    p = headroom_of("ghost:memory=1Gi", [], [])
+    assert [h.to_json() for h in p.headroom] == [
+        {
+            "nodeGroup": "ghost",
+            "resource": "memory",
+            "want": "1Gi",
+            "added": 0,
+            "reason": "no such scalable node group",
+        }
+    ]
+
+
+def raw_group(name: str, allocatable: dict[str, str], max_size: int = 10) -> NodeGroupTemplate:
+    """A group whose new node advertises exactly `allocatable`."""
+    spec = {"provider": "aws-asg", "maxSize": max_size, "actual": {"allocatable": allocatable}}
+    return NodeGroupTemplate.from_object({"metadata": {"name": name}, "spec": spec})
+
+
+def raw_shape(name: str, count: int, requests: dict[str, str]) -> PodShape:
+    spec = {"containers": [{"name": "c", "resources": {"requests": requests}}]}
+    return PodShape(name, PodNeeds.from_spec(spec), [PodRef("default", f"{name}-{i}") for i in range(count)])
+
+
+def one_scale_up(name: str, to: int, pods: list[str], max_size: int = 10) -> list[dict[str, Any]]:
+    return [{"nodeGroup": name, "from": 0, "to": to, "maxSize": max_size, "pods": pods, "reasons": ["pods"]}]
+
+
+@pytest.mark.parametrize(
+    ("allocatable", "requests"),
+    [({"cpu": "2", "pods": "29"}, {"cpu": "1"}), ({"memory": "1Gi", "pods": "29"}, {"memory": "1Mi"})],
+    ids=["no-memory", "no-cpu"],
+)
+def test_a_group_whose_node_offers_no_cpu_or_no_memory_still_grows(
+    allocatable: dict[str, str], requests: dict[str, str]
+) -> None:
+    """The expander counts a resource the node does not offer as all wasted; nothing crashes."""
+    p = plan([raw_shape("p", 1, requests)], [raw_group("ng", allocatable)], now=NOW)
+    assert _grown(p) == one_scale_up("ng", 1, ["default/p-0"])
+
+
+def test_least_waste_weighs_memory_as_well_as_cpu() -> None:
+    """Equal cpu; 6Gi of an 8Gi node wastes less than 6Gi of a 64Gi one, whatever the names."""
+    templates = [
+        raw_group("ng-a", {"cpu": "2", "memory": "64Gi", "pods": "29"}),
+        raw_group("ng-b", {"cpu": "2", "memory": "8Gi", "pods": "29"}),
+    ]
+    p = plan([raw_shape("p", 1, {"cpu": "1", "memory": "6Gi"})], templates, now=NOW)
+    assert _grown(p) == one_scale_up("ng-b", 1, ["default/p-0"])
+
+
+def test_among_many_groups_an_exact_fit_is_estimated_exactly() -> None:
+    """Eight 2-cpu groups named first and a 1.5-cpu group: the 1.5-cpu pod fills the last exactly
+    (one node, nothing wasted), so it ranks first in the estimate and least waste grows it."""
+    templates = [group(f"ng-a{i}", cpu="2") for i in range(8)] + [group("ng-z", cpu="1500m")]
+    p = plan([shape("p", 1, "1500m")], templates, now=NOW)
+    assert _grown(p) == one_scale_up("ng-z", 1, ["default/p-0"])
+
+
+def test_among_many_groups_those_that_refuse_every_pod_are_not_estimated() -> None:
+    """A pod requesting only a branch ENI wastes all cpu and memory anywhere; eight groups named first
+    offer no branch ENI: left out of the estimate, they cannot crowd out the one group that helps."""
+    templates = [group(f"ng-a{i}", pod_eni="0") for i in range(8)] + [group("ng-z")]
+    p = plan([raw_shape("p", 1, {POD_ENI: "1"})], templates, now=NOW)
+    assert _grown(p) == one_scale_up("ng-z", 1, ["default/p-0"])
+
+
+def test_a_group_limited_below_its_need_is_estimated_for_the_pods_it_can_take() -> None:
+    """Four pods of 1.5 cpu and 1Gi. Eight 4-cpu/4Gi groups of max size 1 can take two of them (a
+    quarter of the cpu and half the memory wasted), however many are waiting; the 1.5-cpu/1Gi group
+    takes all four, wasting nothing. Estimated only for what they can take, the capped groups do not
+    crowd it out of the shortlist, and it grows by four."""
+    capped = [
+        raw_group(f"ng-c{i}", {"cpu": "4", "memory": "4Gi", "pods": "29"}, max_size=1) for i in range(8)
+    ]
+    templates = [*capped, raw_group("ng-x", {"cpu": "1500m", "memory": "1Gi", "pods": "29"})]
+    p = plan([raw_shape("p", 4, {"cpu": "1500m", "memory": "1Gi"})], templates, now=NOW)
+    assert _grown(p) == one_scale_up("ng-x", 4, [f"default/p-{i}" for i in range(4)])
+
+
+def _not_helped_only(reason: str) -> dict[str, Any]:
+    return empty_plan(
+        notTriggerScaleUp=[
+            {
+                "pods": ["default/p-0"],
+                "message": f"pod didn't trigger scale-up: 1 {reason}",
+                "reasons": {"ng": [reason]},
+            }
+        ]
+    )
+
+
+def test_a_group_whose_node_advertises_no_pod_slots_takes_no_pod() -> None:
+    """No `pods` in the allocatable: no slot, the scheduler's own words, and no crash."""
+    p = plan([raw_shape("p", 1, {"cpu": "1"})], [raw_group("ng", {"cpu": "2"})], now=NOW)
+    assert p.to_json() == _not_helped_only("Too many pods")
+
+
+def test_a_pod_its_only_group_refuses_by_selector_grows_nothing() -> None:
+    """The group has room, but its nodes lack the pod's node selector: no new node is packed for it."""
+    spec = {
+        "nodeSelector": {"disk": "ssd"},
+        "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
+    }
+    pod = PodShape("p", PodNeeds.from_spec(spec), [PodRef("default", "p-0")])
+    p = plan([pod], [group("ng")], now=NOW)
+    assert p.to_json() == _not_helped_only("node(s) didn't match Pod's node affinity/selector")
+
+
+def test_headroom_counts_every_new_node_of_a_scale_up() -> None:
+    """Two pods grow ng by two alike nodes (9 pod-eni free on each): 18 free, enough for the rule."""
+    p = headroom_of("ng:pod-eni=18", [group("ng")], [], shapes=[shape("p", 2, "1500m")])
+    assert p.headroom == (HeadroomLine("ng", POD_ENI, "18", free="18", reason="enough is free"),)
+    assert _grown(p) == one_scale_up("ng", 2, ["default/p-0", "default/p-1"])
+
+
+def test_an_existing_node_takes_only_pods_that_accept_its_labels_and_taints() -> None:
+    """n-tainted (NoSchedule, not tolerated) and n-plain (no disk=ssd label) refuse the selector pod;
+    only n-ssd takes it. The plain pod goes to n-plain, never to the tainted node listed first."""
+    nodes = [
+        NodeFree(
+            "n-tainted", "ng", {"cpu": 4000, "pods": 10000}, {"disk": "ssd"}, (Taint("d", "x", "NoSchedule"),)
+        ),
+        NodeFree("n-plain", "ng", {"cpu": 4000, "pods": 10000}),
+        NodeFree("n-ssd", "ng", {"cpu": 4000, "pods": 10000}, {"disk": "ssd"}),
+    ]
+    spec = {
+        "nodeSelector": {"disk": "ssd"},
+        "containers": [{"name": "c", "resources": {"requests": {"cpu": "2"}}}],
+    }
+    ssd = PodShape("ssd", PodNeeds.from_spec(spec), [PodRef("default", "ssd-0")])
+    p = plan([ssd, shape("plain", 1, "1")], [group("ng", desired=3, nodes=3)], nodes, now=NOW)
+    assert p.to_json() == empty_plan(
+        onExistingNodes={"n-plain": ["default/plain-0"], "n-ssd": ["default/ssd-0"]}
+    )

@@ -1,0 +1,292 @@
+"""Pod and node records compared whole (every slot, through the records' `__eq__`): which owner,
+which finish time, when a pod counts as started, what the scheduler said, the branch ENI ids, the
+node's group and instance id; and the helpers' answers at their edges (timestamps, maps and lists
+of the wrong type, provider IDs, the discovery cache's copy of a node)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from capacity.records import (
+    NodeRecord,
+    PodRecord,
+    discovery_node,
+    eni_ids_of,
+    parse_time,
+    project_node,
+    project_pod,
+    provider_instance_id,
+)
+from capacity.template import View
+
+T0 = 1_714_564_800.0  # 2024-05-01T12:00:00Z
+POD_ENI = "vpc.amazonaws.com/pod-eni"
+
+
+def at(seconds: int) -> str:
+    return f"2024-05-01T12:00:{seconds:02}Z"
+
+
+def test_timestamps() -> None:
+    """RFC 3339 with Z or an offset; None or empty is no time; another type is refused by name."""
+    assert parse_time("2024-05-01T12:00:00Z") == T0
+    assert parse_time("2024-05-01T14:00:05+02:00") == T0 + 5
+    assert parse_time(None) is None
+    assert parse_time("") is None
+    with pytest.raises(TypeError, match=r"^timestamp: expected a string, got int$"):
+        parse_time(5)
+
+
+def test_a_pod_with_several_owners_containers_and_enis_is_whole() -> None:
+    """The controlling owner wins over the first; the latest finish of any container (init ones
+    too); the ENI ids of the entries that have one; a pod-eni request rounded up to whole ENIs."""
+    annotation = json.dumps([{"eniId": "eni-1"}, {"ifAddress": "x"}, "junk", {"eniId": "eni-2"}])
+    raw = {
+        "metadata": {
+            "name": "p",
+            "uid": "u1",
+            "creationTimestamp": at(1),
+            "annotations": {POD_ENI: annotation},
+            "labels": {"fitguard.io/keep": "yes"},
+            "ownerReferences": [
+                {"kind": "ReplicaSet", "name": "first"},
+                {"kind": "Job", "name": "boss", "controller": True},
+            ],
+        },
+        "spec": {
+            "nodeName": "n1",
+            "containers": [{"name": "c", "resources": {"requests": {"cpu": "2", POD_ENI: "1500m"}}}],
+        },
+        "status": {
+            "phase": "Failed",
+            "initContainerStatuses": [{"state": {"terminated": {"finishedAt": at(50)}}}],
+            "containerStatuses": [
+                {"state": {"terminated": {"finishedAt": at(30)}}},
+                {"state": {"terminated": {}}},
+                {"state": {"terminated": {"finishedAt": at(40)}}},
+            ],
+            "conditions": [{"type": "Ready", "lastTransitionTime": at(59)}],
+        },
+    }
+    assert project_pod(raw) == PodRecord(
+        "u1",
+        "default",
+        "p",
+        node="n1",
+        phase="Failed",
+        pod_eni=2,
+        eni_count=4,
+        eni_ids=("eni-1", "eni-2"),
+        started=True,
+        finished_at=T0 + 50,
+        created_at=T0 + 1,
+        owner_kind="Job",
+        owner_name="boss",
+        keep=False,
+        cpu=2000,
+    )
+
+
+def test_a_pod_without_a_controlling_owner_or_uid_or_phase() -> None:
+    """The first owner when none controls; the uid made of namespace and name; Pending by default;
+    a Running pod has no finish time even with a finished container."""
+    raw = {
+        "metadata": {
+            "name": "p",
+            "namespace": "ns",
+            "ownerReferences": [{"kind": "Node", "name": "n1"}, "x"],
+        },
+        "status": {"containerStatuses": [{"state": {"waiting": {}}, "lastState": {"terminated": {}}}]},
+    }
+    assert project_pod(raw) == PodRecord(
+        "ns/p", "ns", "p", phase="Pending", started=True, owner_kind="Node", owner_name="n1"
+    )
+    raw["status"] = {
+        "phase": "Running",
+        "containerStatuses": [{"state": {"terminated": {"finishedAt": at(3)}}}],
+    }
+    raw["metadata"]["ownerReferences"] = ["x", {"kind": "Job", "name": "j"}]  # the first is not a map
+    assert project_pod(raw) == PodRecord("ns/p", "ns", "p", phase="Running", started=True)
+
+
+@pytest.mark.parametrize(
+    ("statuses", "started"),
+    [
+        ([{"state": {"running": {}}}], True),
+        ([{"state": {"terminated": {}}}], True),
+        ([{"state": {"waiting": {}}, "lastState": {"terminated": {}}}], True),
+        ([{"state": {"waiting": {}}, "lastState": {"running": {}}}], False),
+        ([{"state": {"waiting": {}}}], False),
+        ([], False),
+    ],
+    ids=["running", "terminated", "restarted", "last-state-running-only", "waiting", "none"],
+)
+def test_when_a_pod_has_started(statuses: list[dict[str, Any]], started: bool) -> None:
+    for key in ("initContainerStatuses", "containerStatuses"):
+        raw = {"metadata": {"name": "p"}, "status": {key: statuses}}
+        assert project_pod(raw).started is started, key
+
+
+@pytest.mark.parametrize(
+    ("conditions", "scheduled_at", "unschedulable"),
+    [
+        (
+            [
+                {"type": "Ready", "status": "True"},
+                {"type": "PodScheduled", "status": "True", "lastTransitionTime": at(7)},
+            ],
+            T0 + 7,
+            None,
+        ),
+        (
+            [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "0/3 nodes"}],
+            None,
+            "0/3 nodes",
+        ),
+        ([{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}], None, "Unschedulable"),
+        (
+            [{"type": "PodScheduled", "status": "False", "reason": "SchedulerError", "message": "m"}],
+            None,
+            None,
+        ),
+        ([], None, None),
+    ],
+    ids=["scheduled", "unschedulable", "unschedulable-without-message", "other-reason", "none"],
+)
+def test_what_the_scheduler_said(
+    conditions: list[dict[str, Any]], scheduled_at: float | None, unschedulable: str | None
+) -> None:
+    raw = {"metadata": {"name": "p"}, "status": {"conditions": conditions}}
+    record = project_pod(raw)
+    assert (record.scheduled_at, record.unschedulable) == (scheduled_at, unschedulable)
+
+
+def test_a_terminal_pod_finished_when_its_containers_ready_condition_changed() -> None:
+    """Without container times the Ready or ContainersReady condition dates the finish; nothing: None."""
+    for kind in ("Ready", "ContainersReady"):
+        raw = {
+            "metadata": {"name": "p"},
+            "status": {
+                "phase": "Succeeded",
+                "conditions": [
+                    {"type": "Initialized", "lastTransitionTime": at(1)},
+                    {"type": kind, "lastTransitionTime": at(9)},
+                ],
+            },
+        }
+        assert project_pod(raw).finished_at == T0 + 9, kind
+    assert project_pod({"metadata": {"name": "p"}, "status": {"phase": "Succeeded"}}).finished_at is None
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ({"metadata": {"name": ""}}, "^metadata.name: missing$"),
+        ({"metadata": 3}, "^metadata: expected a map, got int$"),
+        (
+            {"metadata": {"name": "p"}, "status": {"conditions": {}}},
+            "^conditions: expected a list, got dict$",
+        ),
+    ],
+)
+def test_a_malformed_pod_is_refused_with_the_field_named(raw: dict[str, Any], message: str) -> None:
+    with pytest.raises((TypeError, ValueError), match=message):
+        project_pod(raw)
+
+
+def test_eni_ids() -> None:
+    assert eni_ids_of([{"eniId": "a"}, {"eniId": ""}, {"eniId": 7}, ["eniId"]]) == ("a", "7")
+    assert eni_ids_of([]) == ()
+
+
+def test_a_node_is_whole_with_the_first_group_label_and_instance_id() -> None:
+    """eksctl's label when the EKS one is empty; the beta instance-type label; the EC2 instance id."""
+    raw = {
+        "metadata": {
+            "name": "n1",
+            "labels": {
+                "eks.amazonaws.com/nodegroup": "",
+                "alpha.eksctl.io/nodegroup-name": "ng-eksctl",
+                "karpenter.sh/nodepool": "pool",
+                "beta.kubernetes.io/instance-type": "m5.xlarge",
+            },
+        },
+        "spec": {"providerID": "aws:///us-east-1a/i-0abc/"},
+        "status": {
+            "allocatable": {"cpu": "2"},
+            "conditions": [
+                {"type": "Ready", "status": "False"},
+                {"type": "MemoryPressure", "status": "True"},
+            ],
+        },
+    }
+    assert project_node(raw) == NodeRecord(
+        "n1",
+        "ng-eksctl",
+        "m5.xlarge",
+        pod_eni=None,
+        ready=False,
+        unschedulable=False,
+        exhausted=False,
+        instance_id="i-0abc",
+        view=View({"cpu": 2000}, {k: str(v) for k, v in raw["metadata"]["labels"].items()}, (), "live-node"),
+    )
+    with pytest.raises(ValueError, match=r"^metadata\.name: missing$"):
+        project_node({"metadata": {}})
+
+
+@pytest.mark.parametrize(
+    ("provider_id", "instance_id"),
+    [
+        ("aws:///us-east-1a/i-0123", "i-0123"),
+        ("aws:///us-east-1a/i-0123/", "i-0123"),
+        ("gce://project/zone/vm", ""),
+        (None, ""),
+        ("", ""),
+    ],
+)
+def test_provider_instance_id(provider_id: object, instance_id: str) -> None:
+    assert provider_instance_id(provider_id) == instance_id
+
+
+def test_the_discovery_copy_of_a_node_leaves_out_only_what_nothing_reads() -> None:
+    raw = {
+        "kind": "Node",
+        "apiVersion": "v1",
+        "metadata": {"name": "n1", "labels": {"a": "b"}, "managedFields": [{"manager": "kubelet"}]},
+        "spec": {"providerID": "aws:///z/i-1"},
+        "status": {
+            "allocatable": {"cpu": "2"},
+            "conditions": [],
+            "images": [{"names": ["x"]}],
+            "volumesInUse": [],
+            "volumesAttached": [],
+            "daemonEndpoints": {},
+            "nodeInfo": {"kubeletVersion": "v1.30"},
+        },
+    }
+    assert discovery_node(raw) == {
+        "kind": "Node",
+        "apiVersion": "v1",
+        "metadata": {"name": "n1", "labels": {"a": "b"}},
+        "spec": {"providerID": "aws:///z/i-1"},
+        "status": {"allocatable": {"cpu": "2"}, "conditions": [], "nodeInfo": {"kubeletVersion": "v1.30"}},
+    }
+    with pytest.raises(ValueError, match=r"^node without metadata\.name$"):
+        discovery_node({"metadata": {}})
+
+
+def test_records_print_and_compare() -> None:
+    assert repr(PodRecord("u", "ns", "p")) == "PodRecord(ns/p on - Pending)"
+    assert repr(PodRecord("u", "ns", "p", node="n1", phase="Running")) == "PodRecord(ns/p on n1 Running)"
+    assert repr(NodeRecord("n1")) == "NodeRecord(n1 ? pod-eni=None)"
+    assert repr(NodeRecord("n1", "ng", "m5.large", pod_eni=9)) == "NodeRecord(n1 m5.large pod-eni=9)"
+    assert PodRecord("u", "ns", "p") != PodRecord("u", "ns", "p", cpu=1)
+    assert PodRecord("u", "ns", "p") != "u"
+    assert NodeRecord("n1") != NodeRecord("n1", ready=False)
+    assert NodeRecord("n1") != "n1"
+    assert PodRecord("u", "ns", "p", phase="Failed").terminal is True
+    assert PodRecord("u", "ns", "p", phase="Running").terminal is False
