@@ -39,11 +39,12 @@ def combinations() -> Iterator[Combination]:
 
 
 def kubectl_sample() -> list[Combination]:
-    """The combinations `kubectl kustomize` renders on every run: the base, each component alone, and
-    each mode with every other component (no mode too). Components meet only where they patch the
-    same object (the two Deployments, the webhook configurations), in listing order; these cover
-    each component without the others and each pair of components together. kubectl costs 0.3 to
-    0.8 s a render on the shared test machine, so all 256 (set FITGUARD_KUBECTL_ALL=1) take minutes."""
+    """The combinations `kubectl kustomize` renders with FITGUARD_KUBECTL_SAMPLE=1: the base, each
+    component alone, and each mode with every other component (no mode too). Components meet only
+    where they patch the same object (the two Deployments, the webhook configurations), in listing
+    order; these cover
+    each component without the others and each pair of components together, for a quick run on a
+    loaded machine (kubectl costs 0.3 to 0.8 s a render there; every run otherwise renders all 256)."""
     everything = [(), *((component,) for component in (*MODES, *FEATURES))]
     everything += [((mode,) if mode else ()) + FEATURES for mode in (None, *MODES)]
     return everything
