@@ -221,3 +221,24 @@ def test_every_controller_flag_has_help_and_sits_in_its_concerns_group() -> None
     ]
     assert controller["options"] == ["--help"]
     assert controller["logging"] == ["--log-format", "--log-level"] == groups("webhook")["logging"]
+
+
+@pytest.mark.parametrize("command", ["controller", "webhook"])
+@pytest.mark.parametrize(
+    ("flag", "value", "said"),
+    [
+        ("--log-format", "xml", "argument --log-format: invalid choice: 'xml' (choose from 'text', 'json')"),
+        ("--log-level", "loud", "argument --log-level: invalid choice: 'LOUD'"),
+    ],
+)
+def test_a_bad_logging_flag_is_refused_by_both_long_running_commands(
+    command: str, flag: str, value: str, said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The shared logging flags refuse a value they do not know, in either command, with exit 2 and
+    the flag named."""
+    from fitguard.cli import build_parser
+
+    with pytest.raises(SystemExit) as stop:
+        build_parser(command).parse_args([command, flag, value])
+    assert stop.value.code == 2
+    assert said in capsys.readouterr().err
