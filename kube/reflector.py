@@ -310,7 +310,7 @@ class Reflector:
                 if self._stop.is_set():
                     break
                 self._note_error(str(err))
-                if streamed and not _retriable(err):
+                if streamed and self._need_list and not _retriable(err):  # failed before installing
                     # client-go ListAndWatchWithContext: a failed watchList falls back to a list
                     # at once, making progress rather than deadlocking
                     self._list_once = True
@@ -533,14 +533,17 @@ class Reflector:
                 progressed = True
                 stats.last_contact = time.monotonic()
             clean = snapshot is None or not snapshot.stalled
-        except (urllib3.exceptions.HTTPError, OSError) as err:
-            if snapshot is not None and snapshot.stalled:
-                raise _NoWatchList(
-                    f"no initial-events-end bookmark after {snapshot.quiet:g}s of silence"
-                ) from None
-            raise KubeError(0, "WatchInterrupted", str(err)) from None
-        except ValueError as err:  # a line cut short: the stream broke mid-object
-            raise KubeError(0, "WatchInterrupted", f"bad watch line: {err}") from None
+        except (_Gone, _NoWatchList, KubeError):
+            raise
+        except Exception as err:
+            if snapshot is not None and snapshot.stalled:  # the watchdog shut the socket under a read
+                silence = f"no initial-events-end bookmark after {snapshot.quiet:g}s of silence"
+                raise _NoWatchList(silence) from None
+            if isinstance(err, (urllib3.exceptions.HTTPError, OSError)):
+                raise KubeError(0, "WatchInterrupted", str(err)) from None
+            if isinstance(err, ValueError):  # a line cut short: the stream broke mid-object
+                raise KubeError(0, "WatchInterrupted", f"bad watch line: {err}") from None
+            raise
         finally:
             if snapshot is not None:
                 snapshot.close()
