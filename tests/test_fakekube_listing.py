@@ -31,8 +31,15 @@ def pod(name: str) -> dict[str, Any]:
 
 
 def get(server: FakeKubeServer, query: dict[str, str]) -> tuple[int, dict[str, Any]]:
-    response = HTTP.request("GET", server.url + PODS, fields=query, timeout=TIMEOUT)
-    return response.status, json.loads(response.data)
+    """The status and JSON body of a request expected to be answered at once; a watch stream
+    that starts instead is reported as such, not read until it ends."""
+    response = HTTP.request("GET", server.url + PODS, fields=query, preload_content=False, timeout=TIMEOUT)
+    try:
+        if response.headers.get("Transfer-Encoding") == "chunked":
+            return response.status, {"stream": "a watch started"}
+        return response.status, json.loads(response.read())
+    finally:
+        response.close()
 
 
 def names(listed: dict[str, Any]) -> list[str]:
