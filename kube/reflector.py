@@ -118,7 +118,7 @@ def _too_large(err: KubeError) -> bool:
     if err.status != 504:
         return False
     details = err.body.get("details") or {}
-    causes = details.get("causes") or [] if isinstance(details, dict) else []
+    causes = (details.get("causes") or []) if isinstance(details, dict) else []
     if any(isinstance(c, dict) and c.get("reason") == "ResourceVersionTooLarge" for c in causes):
         return True
     return "Too large resource version" in err.message
@@ -173,7 +173,7 @@ class _Initial:
 
     def _watchdog(self) -> None:
         while not self._done.wait(max(0.05, self._last + self.quiet - time.monotonic())):
-            if time.monotonic() - self._last >= self.quiet:
+            if time.monotonic() - self._last >= self.quiet and not self._done.is_set():
                 self.stalled = True
                 _abort(self._response)
                 return
