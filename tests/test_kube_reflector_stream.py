@@ -316,3 +316,28 @@ def test_paginated_rv_0_list_keeps_relists_paged(fake_kube: FakeKubeServer, make
     ]
     assert ["continue" in q for q in lists] == [False, True, False, False, True]
     assert (reflector.stats.lists, reflector.stats.list_restarts) == (2, 0)
+
+
+def test_too_large_resource_version_is_recognised_as_client_go_does() -> None:
+    """The 504 with the ResourceVersionTooLarge cause, or an older server's message, means the RV
+    is ahead of the server (relist as a consistent read); any other 504 or a 410 does not."""
+    from kube.client import KubeError
+    from kube.reflector import _too_large
+
+    cause = {
+        "details": {
+            "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}]
+        }
+    }
+    answers = {
+        "cause": KubeError(504, "Timeout", "Timeout: not yet at resourceVersion 9", body=cause),
+        "old message": KubeError(504, "Timeout", "Too large resource version: 9, current: 5"),
+        "other timeout": KubeError(504, "Timeout", "Timeout: request did not complete within 60s"),
+        "gone": KubeError(410, "Expired", "Too large resource version"),
+    }
+    assert {name: _too_large(err) for name, err in answers.items()} == {
+        "cause": True,
+        "old message": True,
+        "other timeout": False,
+        "gone": False,
+    }
