@@ -4,19 +4,11 @@ The client's `Watch` helper drops the resourceVersion when it does not deseriali
 lists unpaged into model objects; here each page and each watch line is parsed once with
 `json.loads` and handed to the store's transform, so only compact records are kept.
 
-Semantics follow client-go's reflector (tools/cache/reflector.go): the initial state, installed only
-when complete, then a watch from its resourceVersion with bookmarks, resumed from the last
-resourceVersion seen after an error, and a fresh initial state when the server answers 410 Gone.
-
-The initial state comes one of two ways (ListAndWatchWithContext):
-- streamed (WatchList, Kubernetes 1.27+; client-go's watchList): one watch with sendInitialEvents=true
-  whose ADDED events fill a fresh snapshot, installed at the BOOKMARK annotated
-  k8s.io/initial-events-end; the same stream then goes on as the watch. The API server sends the
-  objects one at a time, so neither side holds the whole list at once.
-- paged lists (client-go's list and the tools/pager pager), with the resourceVersion client-go's
-  relistResourceVersion chooses: "0" first (any state, answered from the API server's watch cache),
-  the last synced one for a relist, "" (a consistent read) after a 410 or a too-large RV.
-Streaming is the default; a server that refuses or ignores it is remembered and listed from then on.
+Semantics follow client-go's reflector (tools/cache/reflector.go ListAndWatchWithContext): the
+initial state, streamed (kube/watchlist.py) or listed in pages (the resourceVersions of
+kube/relist.py), installed only when complete; then a watch from its resourceVersion with
+bookmarks, resumed from the last resourceVersion seen after an error, and a fresh initial state
+when the server answers 410 Gone. A server that cannot stream lists is remembered and listed.
 """
 
 from __future__ import annotations
@@ -28,158 +20,24 @@ import os
 import random
 import threading
 import time
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import urllib3
 
+from kube import relist
+from kube.backoff import Backoff
 from kube.client import KubeClient, KubeError, Resource, as_kube_client
+from kube.reflector_stats import ReflectorStats
+from kube.responses import abort as _abort
+from kube.responses import lines as _lines
 from kube.store import Store, object_key
+from kube.watchlist import InitialEvents, NoWatchList, watch_list_enabled
 
 log = logging.getLogger(__name__)
-
-_READ_SIZE = 64 * 1024
-_MAX_RETRY_AFTER = 300.0  # a server asking for more than this is not waited on blindly
-# client-go's switch for streaming lists: the WatchListClient feature gate, which client-go reads from
-# this environment variable (client-go features/envvar.go getEnabledMapFromEnvVar)
-WATCH_LIST_ENV = "KUBE_FEATURE_WatchListClient"
-INITIAL_EVENTS_END = "k8s.io/initial-events-end"  # metav1.InitialEventsAnnotationKey
-_TRUE = ("1", "t", "T", "TRUE", "true", "True")  # Go's strconv.ParseBool
-_FALSE = ("0", "f", "F", "FALSE", "false", "False")
-
-
-def watch_list_enabled(environ: Mapping[str, str]) -> bool:
-    """Whether reflectors stream their initial state: on unless KUBE_FEATURE_WatchListClient is false.
-
-    The variable is parsed as client-go parses it (strconv.ParseBool; a malformed value is logged and
-    the default kept). fitguard's default is on, as client-go's is from 1.35
-    (client-go features/known_features.go); a server without WatchList is detected and listed."""
-    value = environ.get(WATCH_LIST_ENV)
-    if value is None or value in _TRUE:
-        return True
-    if value in _FALSE:
-        return False
-    log.warning("%s=%r is not a boolean; streaming lists stay on", WATCH_LIST_ENV, value)
-    return True
-
-
-@dataclass
-class ReflectorStats:
-    """Counters for metrics; written by the reflector's thread only."""
-
-    lists: int = 0  # complete initial states installed in the store (paged or streamed)
-    relists: int = 0  # lists after the first (410 Gone)
-    streamed: int = 0  # of those, streamed (WatchList)
-    stream_fallbacks: int = 0  # streamed lists given up for paged ones (the server lacks WatchList)
-    list_restarts: int = 0  # paged lists started over because a continue token expired
-    restarts: int = 0  # watches re-opened after an error (resuming from the last resourceVersion)
-    events: int = 0  # ADDED, MODIFIED, DELETED events applied
-    bookmarks: int = 0
-    errors: int = 0
-    last_error: str = ""
-    last_backoff: float = 0.0  # seconds of the last wait before retrying
-    last_contact: float = 0.0  # time.monotonic() of the last list page or watch line
-
-
-class Backoff:
-    """Capped exponential backoff with jitter, honouring a server's Retry-After."""
-
-    def __init__(self, base: float = 0.8, cap: float = 30.0, rng: random.Random | None = None) -> None:
-        self.base = base
-        self.cap = cap
-        self.attempt = 0
-        self._rng = rng or random.Random()
-
-    def next_delay(self, retry_after: float | None = None) -> float:
-        delay = min(self.cap, self.base * (2**self.attempt))
-        self.attempt += 1
-        delay = delay / 2 + self._rng.random() * delay / 2  # jitter keeps replicas from retrying in step
-        if retry_after is not None:
-            delay = max(delay, min(retry_after, _MAX_RETRY_AFTER))
-        return delay
-
-    def reset(self) -> None:
-        self.attempt = 0
 
 
 class _Gone(Exception):
     """The watch's resourceVersion is too old (410): only a new list can continue."""
-
-
-class _NoWatchList(Exception):
-    """The server does not stream lists: it refused the request, or ignored it (no end bookmark)."""
-
-
-def _too_large(err: KubeError) -> bool:
-    """The 504 a list or watch gets for a resourceVersion the API server has not reached yet
-    (client-go reflector.go isTooLargeResourceVersionError: the ResourceVersionTooLarge cause, or
-    the message older servers send)."""
-    if err.status != 504:
-        return False
-    details = err.body.get("details") or {}
-    causes = (details.get("causes") or []) if isinstance(details, dict) else []
-    if any(isinstance(c, dict) and c.get("reason") == "ResourceVersionTooLarge" for c in causes):
-        return True
-    return "Too large resource version" in err.message
-
-
-def _retriable(err: KubeError) -> bool:
-    """Worth retrying the same request after a backoff (client-go reflector.go isWatchErrorRetriable:
-    connection refused, 429); other failures of a streamed list fall back to a paged one."""
-    return err.status == 429 or (err.status == 0 and err.reason != "WatchInterrupted")
-
-
-class _Initial:
-    """The snapshot a streamed list fills, installed only at the initial-events-end bookmark.
-
-    A watchdog ends the stream when no line arrived for `quiet` seconds: a server that ignores
-    sendInitialEvents sends its state and then nothing, and must not hold the reflector forever
-    (client-go only warns then: reflector.go initialEventsEndBookmarkTicker)."""
-
-    def __init__(self, store: Store[Any], response: urllib3.BaseHTTPResponse, quiet: float) -> None:
-        self.fresh: dict[str, dict[str, Any]] = {}
-        self.project = store.project
-        self.quiet = quiet
-        self.stalled = False
-        self._last = time.monotonic()
-        self._done = threading.Event()
-        self._response = response
-        self._thread = threading.Thread(target=self._watchdog, name="initial-events-watchdog", daemon=True)
-        self._thread.start()
-
-    def take(self, kind: Any, obj: dict[str, Any]) -> bool:
-        """One event of the initial phase; True at the end bookmark. The phase holds ADDED events
-        only on a server that streams lists; the rest are applied as client-go's watchList applies
-        them to its temporary store."""
-        self._last = time.monotonic()
-        ns, name = object_key(obj)
-        if kind in {"ADDED", "MODIFIED"}:
-            record = self.project(obj)
-            if record is not None:
-                self.fresh.setdefault(ns, {})[name] = record
-                return False
-            self.fresh.get(ns, {}).pop(name, None)
-        elif kind == "DELETED":
-            self.fresh.get(ns, {}).pop(name, None)
-        elif kind == "BOOKMARK":
-            annotations = (obj.get("metadata") or {}).get("annotations") or {}
-            if annotations.get(INITIAL_EVENTS_END) == "true":
-                return True
-            # the API server sends the initial events, then this bookmark, and only then the
-            # watch's own bookmarks (apiserver cacher/cache_watcher.go processInterval)
-            raise _NoWatchList("a bookmark came before the initial-events-end bookmark")
-        return False
-
-    def _watchdog(self) -> None:
-        while not self._done.wait(max(0.05, self._last + self.quiet - time.monotonic())):
-            if time.monotonic() - self._last >= self.quiet and not self._done.is_set():
-                self.stalled = True
-                _abort(self._response)
-                return
-
-    def close(self) -> None:
-        self._done.set()
 
 
 class Reflector:
@@ -298,7 +156,7 @@ class Reflector:
                 if self._backoff.attempt == 0:
                     self._backoff.attempt = 1  # relist at once the first time, back off if it loops
                     continue
-            except _NoWatchList as err:
+            except NoWatchList as err:
                 if self._stop.is_set():
                     break
                 # remembered: this server does not stream lists, so the reflector stops asking
@@ -310,7 +168,7 @@ class Reflector:
                 if self._stop.is_set():
                     break
                 self._note_error(str(err))
-                if streamed and self._need_list and not _retriable(err):  # failed before installing
+                if streamed and self._need_list and not relist.retriable(err):  # failed before installing
                     # client-go ListAndWatchWithContext: a failed watchList falls back to a list
                     # at once, making progress rather than deadlocking
                     self._list_once = True
@@ -353,43 +211,20 @@ class Reflector:
         else:
             _abort(response)
 
-    def _list_rv(self) -> str:
-        """client-go reflector.go relistResourceVersion: "" (a consistent read) once the last RV was
-        refused, "0" (any state, from the watch cache) for the first list, else the last synced RV."""
-        if self._rv_unavailable:
-            return ""
-        return self._rv or "0"
-
-    def _list_limit(self, resource_version: str) -> int:
-        """The page size (0: unpaged) client-go's list() gives its pager. An RV other than "" or "0"
-        is listed unpaged so that the watch cache answers it (a limit would make it an exact read,
-        from etcd), unless an RV "0" list came back paginated (no watch cache to prefer); the watch
-        cache ignores the limit of an RV "0" list anyway."""
-        if self._paginated or resource_version in ("", "0"):
-            return self.page_size
-        return 0
-
     def _list(self) -> bool:
         """One complete paged list installed in the store; False when stopped before the end."""
         fresh: dict[str, dict[str, Any]] = {}
         token = ""
         restarted = False
-        requested = self._list_rv()
-        limit = self._list_limit(requested)
+        requested = relist.list_resource_version(self._rv, self._rv_unavailable)
+        limit = relist.list_limit(requested, self._paginated, self.page_size)
         resource_version = ""
         while not self._stop.is_set():
-            # client-go's pager clears the RV on continued pages: the token carries the snapshot,
-            # and an RV beside it is a 400 (tools/pager/pager.go ListWithAlloc)
-            query: list[tuple[str, Any]] = [] if token or not requested else [("resourceVersion", requested)]
-            if limit:
-                query.append(("limit", limit))
-            query.extend(self._selectors)
-            if token:
-                query.append(("continue", token))
+            query = relist.list_query(requested, limit, self._selectors, token)
             try:
                 page = self._read_page(query)
             except KubeError as err:
-                if not token and (err.gone or _too_large(err)) and not self._rv_unavailable:
+                if not token and (err.gone or relist.too_large(err)) and not self._rv_unavailable:
                     # client-go list(): the RV is unavailable, list again at once as a consistent read
                     self._rv_unavailable = True
                     requested, limit = "", self.page_size
@@ -455,90 +290,35 @@ class Reflector:
         events into a fresh snapshot, installed at the initial-events-end bookmark, and the stream
         then goes on as the watch. Until then the store keeps its previous state."""
         timeout = self.watch_timeout * (1.0 + self._rng.random())  # spread like client-go does
-        query: list[tuple[str, Any]]
         if initial:
-            query = [
-                ("watch", "1"),
-                ("sendInitialEvents", "true"),
-                ("resourceVersionMatch", "NotOlderThan"),
-                # client-go rewatchResourceVersion: the most recent state ("") at first or once the
-                # last RV was refused, else a state not older than the last synced one
-                ("resourceVersion", "" if self._rv_unavailable else self._rv),
-                ("allowWatchBookmarks", "true"),
-                ("timeoutSeconds", max(1, int(timeout))),
-                *self._selectors,
-            ]
-            query = [(key, value) for key, value in query if value != ""]  # an empty RV is left out
+            rv = relist.stream_resource_version(self._rv, self._rv_unavailable)
+            query = relist.stream_query(rv, max(1, int(timeout)), self._selectors)
         else:
-            query = [
-                ("watch", "true"),
-                ("allowWatchBookmarks", "true"),
-                ("resourceVersion", self._rv),
-                ("timeoutSeconds", max(1, int(timeout))),
-                *self._selectors,
-            ]
+            query = relist.watch_query(self._rv, max(1, int(timeout)), self._selectors)
         try:
             response = self._open(query, read_timeout=timeout + 30.0)
         except KubeError as err:
-            if err.gone or _too_large(err):
+            if err.gone or relist.too_large(err):
                 raise _Gone from None
             if initial and err.status in (400, 422):
                 # before 1.27 an API server refuses resourceVersionMatch on a watch (422); from
                 # 1.27 it refuses sendInitialEvents while its WatchList feature is off (422)
                 # (apimachinery meta/internalversion/validation ValidateListOptions)
-                raise _NoWatchList(str(err)) from None
+                raise NoWatchList(str(err)) from None
             raise
         opened = time.monotonic()
-        progressed = False
+        snapshot = None
+        if initial:
+            snapshot = InitialEvents(self.store.project, lambda: _abort(response), self.initial_events_quiet)
         clean = False
-        store = self.store
-        stats = self.stats
-        snapshot = _Initial(store, response, self.initial_events_quiet) if initial else None
         try:
-            for line in _lines(response):
-                event = json.loads(line)
-                kind = event.get("type")
-                obj = event.get("object") or {}
-                if kind == "ERROR":
-                    code = int(obj.get("code") or 0)
-                    if code == 410:
-                        raise _Gone
-                    reason = str(obj.get("reason") or "WatchError")
-                    raise KubeError(code, reason, str(obj.get("message") or ""))
-                rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
-                if snapshot is not None:
-                    stats.last_contact = time.monotonic()
-                    if not snapshot.take(kind, obj):
-                        continue
-                    snapshot.close()
-                    self._install(snapshot.fresh, rv or self._rv)
-                    stats.streamed += 1
-                    stats.bookmarks += 1
-                    snapshot = None
-                    progressed = True
-                    continue
-                if kind == "BOOKMARK":
-                    if rv:
-                        store.advance(rv)
-                        self._rv = rv
-                    stats.bookmarks += 1
-                elif kind in ("ADDED", "MODIFIED", "DELETED"):
-                    store.apply(kind, obj, rv)
-                    if rv:
-                        self._rv = rv
-                    stats.events += 1
-                else:
-                    log.warning("%s: ignoring watch event of type %r", self.name, kind)
-                    continue
-                progressed = True
-                stats.last_contact = time.monotonic()
+            progressed, snapshot = self._consume(response, snapshot)
             clean = snapshot is None or not snapshot.stalled
-        except (_Gone, _NoWatchList, KubeError):
+        except (_Gone, NoWatchList, KubeError):
             raise
         except Exception as err:
             if snapshot is not None and snapshot.stalled:  # the watchdog shut the socket under a read
-                silence = f"no initial-events-end bookmark after {snapshot.quiet:g}s of silence"
-                raise _NoWatchList(silence) from None
+                raise snapshot.silence() from None
             if isinstance(err, (urllib3.exceptions.HTTPError, OSError)):
                 raise KubeError(0, "WatchInterrupted", str(err)) from None
             if isinstance(err, ValueError):  # a line cut short: the stream broke mid-object
@@ -550,10 +330,55 @@ class Reflector:
             self._done(response, clean)
         if snapshot is not None:
             if snapshot.stalled:
-                raise _NoWatchList(f"no initial-events-end bookmark after {snapshot.quiet:g}s of silence")
-            raise _NoWatchList("the stream ended before the initial-events-end bookmark")
+                raise snapshot.silence()
+            raise NoWatchList("the stream ended before the initial-events-end bookmark")
         # a quiet watch that ran its course is fine; one the server ends at once must not spin
         return progressed or time.monotonic() - opened >= 1.0
+
+    def _consume(
+        self, response: urllib3.BaseHTTPResponse, snapshot: InitialEvents | None
+    ) -> tuple[bool, InitialEvents | None]:
+        """The stream's events until it ends: into `snapshot` until its end bookmark installs it,
+        then into the store. Answers (progressed, the snapshot if never completed)."""
+        progressed = False
+        store = self.store
+        stats = self.stats
+        for line in _lines(response):
+            event = json.loads(line)
+            kind = event.get("type")
+            obj = event.get("object") or {}
+            if kind == "ERROR":
+                code = int(obj.get("code") or 0)
+                if code == 410:
+                    raise _Gone
+                reason = str(obj.get("reason") or "WatchError")
+                raise KubeError(code, reason, str(obj.get("message") or ""))
+            rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+            if snapshot is not None:
+                stats.last_contact = time.monotonic()
+                if snapshot.take(kind, obj):
+                    snapshot.close()
+                    self._install(snapshot.fresh, rv or self._rv)
+                    stats.streamed += 1
+                    stats.bookmarks += 1
+                    snapshot, progressed = None, True
+                continue
+            if kind == "BOOKMARK":
+                if rv:
+                    store.advance(rv)
+                    self._rv = rv
+                stats.bookmarks += 1
+            elif kind in ("ADDED", "MODIFIED", "DELETED"):
+                store.apply(kind, obj, rv)
+                if rv:
+                    self._rv = rv
+                stats.events += 1
+            else:
+                log.warning("%s: ignoring watch event of type %r", self.name, kind)
+                continue
+            progressed = True
+            stats.last_contact = time.monotonic()
+        return progressed, snapshot
 
 
 def _decode_page(data: bytes) -> Any:
@@ -567,33 +392,3 @@ def _decode_page(data: bytes) -> Any:
     finally:
         if paused:
             gc.enable()
-
-
-def _lines(response: urllib3.BaseHTTPResponse) -> Iterator[bytes]:
-    """Newline-delimited lines of a streamed body, as soon as each one is complete."""
-    pending = b""
-    while True:
-        chunk = response.read1(_READ_SIZE)  # whatever has arrived, chunked or not
-        if not chunk:
-            break
-        if pending:
-            chunk = pending + chunk
-        lines = chunk.split(b"\n")
-        pending = lines.pop()
-        for line in lines:
-            if line.strip():
-                yield line
-    if pending.strip():
-        yield pending
-
-
-def _abort(response: urllib3.BaseHTTPResponse) -> None:
-    """Ends a response from any thread: shutting the socket wakes a read blocked in another."""
-    try:
-        response.shutdown()
-    except (ValueError, RuntimeError, OSError):
-        log.debug("response already released; closing it is enough")
-    try:
-        response.close()
-    except (OSError, urllib3.exceptions.HTTPError):
-        log.debug("closing an aborted response failed", exc_info=True)

@@ -8,9 +8,11 @@ from typing import Any
 
 import pytest
 
-from kube.client import PODS, KubeClient
-from kube.reflector import Reflector, watch_list_enabled
+from kube.client import PODS, KubeClient, KubeError
+from kube.reflector import Reflector
+from kube.relist import too_large
 from kube.store import Store
+from kube.watchlist import watch_list_enabled
 from tests.fakekube.fixtures import fake_kube  # noqa: F401  (the fixture)
 from tests.fakekube.server import FakeKubeServer
 from tests.waiting import eventually
@@ -321,8 +323,6 @@ def test_paginated_rv_0_list_keeps_relists_paged(fake_kube: FakeKubeServer, make
 def test_too_large_resource_version_is_recognised_as_client_go_does() -> None:
     """The 504 with the ResourceVersionTooLarge cause, or an older server's message, means the RV
     is ahead of the server (relist as a consistent read); any other 504 or a 410 does not."""
-    from kube.client import KubeError
-    from kube.reflector import _too_large
 
     cause = {
         "details": {
@@ -335,7 +335,7 @@ def test_too_large_resource_version_is_recognised_as_client_go_does() -> None:
         "other timeout": KubeError(504, "Timeout", "Timeout: request did not complete within 60s"),
         "gone": KubeError(410, "Expired", "Too large resource version"),
     }
-    assert {name: _too_large(err) for name, err in answers.items()} == {
+    assert {name: too_large(err) for name, err in answers.items()} == {
         "cause": True,
         "old message": True,
         "other timeout": False,

@@ -35,7 +35,7 @@ def probe(
     from kubernetes import client
 
     from controller.books import LiveBooks
-    from kube.reflector import WATCH_LIST_ENV
+    from kube.watchlist import WATCH_LIST_ENV
 
     if watch_list is not None:
         os.environ[WATCH_LIST_ENV] = "true" if watch_list else "false"
