@@ -4,9 +4,11 @@ The client's `Watch` helper drops the resourceVersion when it does not deseriali
 lists unpaged into model objects; here each page and each watch line is parsed once with
 `json.loads` and handed to the store's transform, so only compact records are kept.
 
-Semantics follow client-go's reflector (tools/cache/reflector.go): a paged list whose snapshot is
-installed only when complete, then a watch from its resourceVersion with bookmarks, resumed from the
-last resourceVersion seen after an error, and a fresh list when the server answers 410 Gone.
+Semantics follow client-go's reflector (tools/cache/reflector.go ListAndWatchWithContext): the
+initial state, streamed (kube/watchlist.py) or listed in pages (the resourceVersions of
+kube/relist.py), installed only when complete; then a watch from its resourceVersion with
+bookmarks, resumed from the last resourceVersion seen after an error, and a fresh initial state
+when the server answers 410 Gone. A server that cannot stream lists is remembered and listed.
 """
 
 from __future__ import annotations
@@ -14,59 +16,24 @@ from __future__ import annotations
 import gc
 import json
 import logging
+import os
 import random
 import threading
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import urllib3
 
+from kube import relist
+from kube.backoff import Backoff
 from kube.client import KubeClient, KubeError, Resource, as_kube_client
+from kube.reflector_stats import ReflectorStats
+from kube.responses import abort as _abort
+from kube.responses import lines as _lines
 from kube.store import Store, object_key
+from kube.watchlist import InitialEvents, NoWatchList, watch_list_enabled
 
 log = logging.getLogger(__name__)
-
-_READ_SIZE = 64 * 1024
-_MAX_RETRY_AFTER = 300.0  # a server asking for more than this is not waited on blindly
-
-
-@dataclass
-class ReflectorStats:
-    """Counters for metrics; written by the reflector's thread only."""
-
-    lists: int = 0  # complete lists installed in the store
-    relists: int = 0  # lists after the first (410 Gone)
-    list_restarts: int = 0  # paged lists started over because a continue token expired
-    restarts: int = 0  # watches re-opened after an error (resuming from the last resourceVersion)
-    events: int = 0  # ADDED, MODIFIED, DELETED events applied
-    bookmarks: int = 0
-    errors: int = 0
-    last_error: str = ""
-    last_backoff: float = 0.0  # seconds of the last wait before retrying
-    last_contact: float = 0.0  # time.monotonic() of the last list page or watch line
-
-
-class Backoff:
-    """Capped exponential backoff with jitter, honouring a server's Retry-After."""
-
-    def __init__(self, base: float = 0.8, cap: float = 30.0, rng: random.Random | None = None) -> None:
-        self.base = base
-        self.cap = cap
-        self.attempt = 0
-        self._rng = rng or random.Random()
-
-    def next_delay(self, retry_after: float | None = None) -> float:
-        delay = min(self.cap, self.base * (2**self.attempt))
-        self.attempt += 1
-        delay = delay / 2 + self._rng.random() * delay / 2  # jitter keeps replicas from retrying in step
-        if retry_after is not None:
-            delay = max(delay, min(retry_after, _MAX_RETRY_AFTER))
-        return delay
-
-    def reset(self) -> None:
-        self.attempt = 0
 
 
 class _Gone(Exception):
@@ -92,7 +59,12 @@ class Reflector:
         connect_timeout: float = 5.0,
         rng: random.Random | None = None,
         name: str = "",
+        watch_list: bool | None = None,
+        initial_events_quiet: float = 30.0,
     ) -> None:
+        """`watch_list`: stream the initial state (None: as KUBE_FEATURE_WatchListClient says, on by
+        default), falling back to paged lists for good when the server does not stream;
+        `initial_events_quiet`: seconds without a line before a streamed list is given up."""
         self.api = as_kube_client(api)
         self.resource = resource
         self.store = store
@@ -112,6 +84,12 @@ class Reflector:
         self._current: urllib3.BaseHTTPResponse | None = None
         self._thread: threading.Thread | None = None
         self._rv = ""
+        self._watch_list = watch_list_enabled(os.environ) if watch_list is None else watch_list
+        self.initial_events_quiet = initial_events_quiet
+        self._need_list = True
+        self._list_once = False  # a streamed list failed oddly: one paged list (client-go's fallback)
+        self._rv_unavailable = False  # client-go's isLastSyncResourceVersionUnavailable
+        self._paginated = False  # client-go's paginatedResult: an RV "0" list came back in pages
 
     # -- public API ---------------------------------------------------------------------------
 
@@ -148,32 +126,54 @@ class Reflector:
     def resource_version(self) -> str:
         return self._rv
 
+    @property
+    def streaming(self) -> bool:
+        """Whether the next initial state is to be streamed (False once the server lacked it)."""
+        return self._watch_list
+
     # -- the loop -----------------------------------------------------------------------------
 
     def _run(self) -> None:
-        need_list = True
+        # client-go ListAndWatchWithContext: the initial state streamed, or listed in pages (also
+        # for one round after a streamed list failed oddly), then the watch, resumed until a 410
         while not self._stop.is_set():
             retry_after: float | None = None
+            streamed = self._need_list and self._watch_list and not self._list_once
             try:
-                if need_list:
-                    if not self._list():
-                        break  # stopped mid-list: the store keeps its previous state
-                    need_list = False
-                if self._watch():
+                if self._need_list and not streamed and not self._list():
+                    break  # stopped mid-list: the store keeps its previous state
+                if self._watch(initial=streamed):
                     self._backoff.reset()
                     continue
                 retry_after = None  # a watch that ended at once with nothing: back off below
             except _Gone:
                 log.info("%s: resourceVersion %s is gone, relisting", self.name, self._rv)
-                need_list = True
+                if self._need_list:
+                    # the initial state itself was refused its RV: ask for the most recent one
+                    # (client-go watchList: setIsLastSyncResourceVersionUnavailable)
+                    self._rv_unavailable = True
+                self._need_list = True
                 if self._backoff.attempt == 0:
                     self._backoff.attempt = 1  # relist at once the first time, back off if it loops
                     continue
+            except NoWatchList as err:
+                if self._stop.is_set():
+                    break
+                # remembered: this server does not stream lists, so the reflector stops asking
+                log.info("%s: streamed list unavailable (%s); using paged lists", self.name, err)
+                self._watch_list = False
+                self.stats.stream_fallbacks += 1
+                continue
             except KubeError as err:
                 if self._stop.is_set():
                     break
                 self._note_error(str(err))
-                need_list = need_list or err.gone
+                if streamed and self._need_list and not relist.retriable(err):  # failed before installing
+                    # client-go ListAndWatchWithContext: a failed watchList falls back to a list
+                    # at once, making progress rather than deadlocking
+                    self._list_once = True
+                    continue
+                self._need_list = self._need_list or err.gone
                 retry_after = err.retry_after
             except Exception as err:  # a bug or an odd answer must not kill the cache for good
                 if self._stop.is_set():
@@ -187,7 +187,7 @@ class Reflector:
             log.info("%s: retrying in %.2fs (last error: %s)", self.name, delay, self.stats.last_error)
             if self._stop.wait(delay):
                 break
-            if not need_list:
+            if not self._need_list:
                 self.stats.restarts += 1
 
     def _note_error(self, message: str) -> None:
@@ -216,14 +216,19 @@ class Reflector:
         fresh: dict[str, dict[str, Any]] = {}
         token = ""
         restarted = False
+        requested = relist.list_resource_version(self._rv, self._rv_unavailable)
+        limit = relist.list_limit(requested, self._paginated, self.page_size)
         resource_version = ""
         while not self._stop.is_set():
-            query: list[tuple[str, Any]] = [("limit", self.page_size), *self._selectors]
-            if token:
-                query.append(("continue", token))
+            query = relist.list_query(requested, limit, self._selectors, token)
             try:
                 page = self._read_page(query)
             except KubeError as err:
+                if not token and (err.gone or relist.too_large(err)) and not self._rv_unavailable:
+                    # client-go list(): the RV is unavailable, list again at once as a consistent read
+                    self._rv_unavailable = True
+                    requested, limit = "", self.page_size
+                    continue
                 if not (err.gone and token) or restarted:
                     raise
                 # the continue token expired: the snapshot is lost, start the list again
@@ -240,15 +245,24 @@ class Reflector:
             meta = page.get("metadata") or {}
             resource_version = str(meta.get("resourceVersion") or resource_version)
             token = str(meta.get("continue") or "")
+            if token and requested == "0":
+                self._paginated = True  # no watch cache answered it: keep paging relists
             if not token:
-                self.store.replace_records(fresh, resource_version)
-                self._rv = resource_version
-                self.stats.lists += 1
-                if self._synced.is_set():
-                    self.stats.relists += 1
-                self._synced.set()
+                self._list_once = False
+                self._install(fresh, resource_version)
                 return True
         return False
+
+    def _install(self, fresh: dict[str, dict[str, Any]], resource_version: str) -> None:
+        """A complete initial state becomes the store's, and its RV the one to watch from."""
+        self.store.replace_records(fresh, resource_version)
+        self._rv = resource_version
+        self._rv_unavailable = False
+        self._need_list = False
+        self.stats.lists += 1
+        if self._synced.is_set():
+            self.stats.relists += 1
+        self._synced.set()
 
     def _read_page(self, query: list[tuple[str, Any]]) -> dict[str, Any]:
         response = self._open(query, read_timeout=60.0)
@@ -269,63 +283,102 @@ class Reflector:
             raise KubeError(response.status, "BadResponse", "list page is not an object")
         return page
 
-    def _watch(self) -> bool:
-        """Applies one watch stream's events; True when it made progress (worth resuming at once)."""
+    def _watch(self, initial: bool = False) -> bool:
+        """Applies one watch stream's events; True when it made progress (worth resuming at once).
+
+        `initial`: a streamed list (client-go reflector.go watchList): the initial state arrives as
+        events into a fresh snapshot, installed at the initial-events-end bookmark, and the stream
+        then goes on as the watch. Until then the store keeps its previous state."""
         timeout = self.watch_timeout * (1.0 + self._rng.random())  # spread like client-go does
-        query: list[tuple[str, Any]] = [
-            ("watch", "true"),
-            ("allowWatchBookmarks", "true"),
-            ("resourceVersion", self._rv),
-            ("timeoutSeconds", max(1, int(timeout))),
-            *self._selectors,
-        ]
+        if initial:
+            rv = relist.stream_resource_version(self._rv, self._rv_unavailable)
+            query = relist.stream_query(rv, max(1, int(timeout)), self._selectors)
+        else:
+            query = relist.watch_query(self._rv, max(1, int(timeout)), self._selectors)
         try:
             response = self._open(query, read_timeout=timeout + 30.0)
         except KubeError as err:
-            if err.gone:
+            if err.gone or relist.too_large(err):
                 raise _Gone from None
+            if initial and err.status in (400, 422):
+                # before 1.27 an API server refuses resourceVersionMatch on a watch (422); from
+                # 1.27 it refuses sendInitialEvents while its WatchList feature is off (422)
+                # (apimachinery meta/internalversion/validation ValidateListOptions)
+                raise NoWatchList(str(err)) from None
             raise
         opened = time.monotonic()
-        progressed = False
+        snapshot = None
+        if initial:
+            snapshot = InitialEvents(self.store.project, lambda: _abort(response), self.initial_events_quiet)
         clean = False
-        store = self.store
-        stats = self.stats
         try:
-            for line in _lines(response):
-                event = json.loads(line)
-                kind = event.get("type")
-                obj = event.get("object") or {}
-                if kind == "ERROR":
-                    code = int(obj.get("code") or 0)
-                    if code == 410:
-                        raise _Gone
-                    reason = str(obj.get("reason") or "WatchError")
-                    raise KubeError(code, reason, str(obj.get("message") or ""))
-                rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
-                if kind == "BOOKMARK":
-                    if rv:
-                        store.advance(rv)
-                        self._rv = rv
-                    stats.bookmarks += 1
-                elif kind in ("ADDED", "MODIFIED", "DELETED"):
-                    store.apply(kind, obj, rv)
-                    if rv:
-                        self._rv = rv
-                    stats.events += 1
-                else:
-                    log.warning("%s: ignoring watch event of type %r", self.name, kind)
-                    continue
-                progressed = True
-                stats.last_contact = time.monotonic()
-            clean = True
-        except (urllib3.exceptions.HTTPError, OSError) as err:
-            raise KubeError(0, "WatchInterrupted", str(err)) from None
-        except ValueError as err:  # a line cut short: the stream broke mid-object
-            raise KubeError(0, "WatchInterrupted", f"bad watch line: {err}") from None
+            progressed, snapshot = self._consume(response, snapshot)
+            clean = snapshot is None or not snapshot.stalled
+        except (_Gone, NoWatchList, KubeError):
+            raise
+        except Exception as err:
+            if snapshot is not None and snapshot.stalled:  # the watchdog shut the socket under a read
+                raise snapshot.silence() from None
+            if isinstance(err, (urllib3.exceptions.HTTPError, OSError)):
+                raise KubeError(0, "WatchInterrupted", str(err)) from None
+            if isinstance(err, ValueError):  # a line cut short: the stream broke mid-object
+                raise KubeError(0, "WatchInterrupted", f"bad watch line: {err}") from None
+            raise
         finally:
+            if snapshot is not None:
+                snapshot.close()
             self._done(response, clean)
+        if snapshot is not None:
+            if snapshot.stalled:
+                raise snapshot.silence()
+            raise NoWatchList("the stream ended before the initial-events-end bookmark")
         # a quiet watch that ran its course is fine; one the server ends at once must not spin
         return progressed or time.monotonic() - opened >= 1.0
+
+    def _consume(
+        self, response: urllib3.BaseHTTPResponse, snapshot: InitialEvents | None
+    ) -> tuple[bool, InitialEvents | None]:
+        """The stream's events until it ends: into `snapshot` until its end bookmark installs it,
+        then into the store. Answers (progressed, the snapshot if never completed)."""
+        progressed = False
+        store = self.store
+        stats = self.stats
+        for line in _lines(response):
+            event = json.loads(line)
+            kind = event.get("type")
+            obj = event.get("object") or {}
+            if kind == "ERROR":
+                code = int(obj.get("code") or 0)
+                if code == 410:
+                    raise _Gone
+                reason = str(obj.get("reason") or "WatchError")
+                raise KubeError(code, reason, str(obj.get("message") or ""))
+            rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+            if snapshot is not None:
+                stats.last_contact = time.monotonic()
+                if snapshot.take(kind, obj):
+                    snapshot.close()
+                    self._install(snapshot.fresh, rv or self._rv)
+                    stats.streamed += 1
+                    stats.bookmarks += 1
+                    snapshot, progressed = None, True
+                continue
+            if kind == "BOOKMARK":
+                if rv:
+                    store.advance(rv)
+                    self._rv = rv
+                stats.bookmarks += 1
+            elif kind in ("ADDED", "MODIFIED", "DELETED"):
+                store.apply(kind, obj, rv)
+                if rv:
+                    self._rv = rv
+                stats.events += 1
+            else:
+                log.warning("%s: ignoring watch event of type %r", self.name, kind)
+                continue
+            progressed = True
+            stats.last_contact = time.monotonic()
+        return progressed, snapshot
 
 
 def _decode_page(data: bytes) -> Any:
@@ -339,33 +392,3 @@ def _decode_page(data: bytes) -> Any:
     finally:
         if paused:
             gc.enable()
-
-
-def _lines(response: urllib3.BaseHTTPResponse) -> Iterator[bytes]:
-    """Newline-delimited lines of a streamed body, as soon as each one is complete."""
-    pending = b""
-    while True:
-        chunk = response.read1(_READ_SIZE)  # whatever has arrived, chunked or not
-        if not chunk:
-            break
-        if pending:
-            chunk = pending + chunk
-        lines = chunk.split(b"\n")
-        pending = lines.pop()
-        for line in lines:
-            if line.strip():
-                yield line
-    if pending.strip():
-        yield pending
-
-
-def _abort(response: urllib3.BaseHTTPResponse) -> None:
-    """Ends a response from any thread: shutting the socket wakes a read blocked in another."""
-    try:
-        response.shutdown()
-    except (ValueError, RuntimeError, OSError):
-        log.debug("response already released; closing it is enough")
-    try:
-        response.close()
-    except (OSError, urllib3.exceptions.HTTPError):
-        log.debug("closing an aborted response failed", exc_info=True)

@@ -92,8 +92,13 @@ LISTS = (
 
 
 def lists(cluster: Any) -> list[str]:
-    """The collection reads (not watches) of nodes, DaemonSets and NodeGroupTemplates received."""
-    return [r.path for r in cluster.requests.find(method="GET", watch=False) if r.path in LISTS]
+    """The initial-state reads of nodes, DaemonSets and NodeGroupTemplates received: lists, or
+    streamed lists (watches with sendInitialEvents), not the watches that follow them."""
+    return [
+        r.path
+        for r in cluster.requests.find(method="GET")
+        if r.path in LISTS and (not r.watch or r.query.get("sendInitialEvents") == "true")
+    ]
 
 
 @pytest.mark.slow

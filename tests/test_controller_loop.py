@@ -119,10 +119,14 @@ def test_followers_keep_warm_books_and_serve_the_endpoints(replicas: list[Any]) 
 
 
 @pytest.mark.slow
-def test_readyz_waits_until_every_cache_completed_its_first_list(cluster: Any) -> None:
+def test_readyz_waits_until_every_cache_completed_its_first_list(
+    cluster: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """/readyz is 503 from the moment the endpoints listen: while start-up still reads the VPC CNI
     ConfigMap (held 3 s by the fake API server) no cache exists yet, and that is not ready; while the
-    first pod list is held, only the pods are missing; it turns 200 once both lists completed."""
+    first pod list is held, only the pods are missing; it turns 200 once both lists completed.
+    (Paged lists, so that the held request is the pods' list.)"""
+    monkeypatch.setenv("KUBE_FEATURE_WatchListClient", "false")
     cluster.faults.delay(3.0, method="GET", path="/configmaps/amazon-vpc-cni")
     cluster.faults.delay(3.0, method="GET", path="/api/v1/pods", watch=False)
     options = LoopOptions(

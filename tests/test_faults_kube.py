@@ -32,6 +32,15 @@ NOW = 1_714_564_800.0
 # -- the webhook's view --------------------------------------------------------------------------
 
 
+@pytest.fixture(autouse=True)
+def paged_lists(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests count, or arm faults on, the list requests of the paged path (a page held, page
+    two failing, a 429 on a list, the relist after a 410), so their caches read with paged lists,
+    through client-go's switch;
+    the same guarantees of streamed lists are tests/test_kube_reflector_stream.py's."""
+    monkeypatch.setenv("KUBE_FEATURE_WatchListClient", "false")
+
+
 def policy(name: str, app: str, group: str) -> dict[str, Any]:
     return {
         "apiVersion": "vpcresources.k8s.aws/v1beta1",
@@ -256,6 +265,7 @@ def test_the_leader_never_acts_on_a_partial_pod_list(fake_kube: FakeKubeServer) 
     fake_kube.create(node(NODES[0], exhausted=True))
     for i in range(3):
         fake_kube.create(eni_pod(f"p{i}", NODES[0], phase="Succeeded" if i == 2 else "Running"))
+    fake_kube.watch_cache = False  # the RV "0" list is paged, as without a watch cache: a page two
     fake_kube.faults.delay(1.0, path=PODS_PATH, watch=False, count=1)
     live = books(fake_kube, clock, page_size=2)
     try:
@@ -296,6 +306,7 @@ def test_no_eni_is_lost_or_double_counted_across_faults(fake_kube: FakeKubeServe
         fake_kube.create(node(name, pod_eni=9))
     for i in range(6):
         fake_kube.create(eni_pod(f"a{i}", NODES[i % 2]))
+    fake_kube.watch_cache = False  # lists in pages of two, as without a watch cache
     faults = fake_kube.faults
     faults.close_watch_after(2, path=PODS_PATH, abrupt=True, count=1)
     faults.expire_next_watch(path=PODS_PATH, count=1)

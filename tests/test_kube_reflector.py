@@ -51,7 +51,15 @@ def make(fake_kube: FakeKubeServer) -> Iterator[Callable[..., tuple[Reflector, S
         store: Store[str] = Store("Pod", name_of)
         recorder = Recorder()
         store.add_listener(recorder)
-        options = {"backoff_base": 0.02, "backoff_cap": 0.2, "watch_timeout": 30.0, **options}
+        # paged lists unless a test asks otherwise: streamed lists have tests of their own
+        # (tests/test_kube_reflector_stream.py)
+        options = {
+            "backoff_base": 0.02,
+            "backoff_cap": 0.2,
+            "watch_timeout": 30.0,
+            "watch_list": False,
+            **options,
+        }
         reflector = Reflector(KubeClient(fake_kube.api_client()), PODS, store, **options)
         started.append(reflector)
         return reflector, store, recorder
@@ -68,12 +76,18 @@ def names(store: Store[str]) -> set[str]:
 def test_initial_list_is_paged_and_fills_the_store(fake_kube: FakeKubeServer, make) -> None:  # noqa: F811
     for i in range(7):
         fake_kube.create(pod(f"p{i}", "default" if i % 2 else "kube-system"))
+    fake_kube.watch_cache = False  # without a watch cache, the RV "0" list honours the limit
     reflector, store, _ = make(page_size=3)
     reflector.start()
     assert reflector.wait_synced(10)
     assert names(store) == {f"p{i}" for i in range(7)}
     lists = fake_kube.requests.find("GET", "/api/v1/pods", watch=False)
-    assert [r.query.get("limit") for r in lists] == ["3", "3", "3"]
+    # client-go's pager: the first page asks for RV "0", continued pages carry only the token
+    assert [{k: v for k, v in r.query.items() if k != "continue"} for r in lists] == [
+        {"resourceVersion": "0", "limit": "3"},
+        {"limit": "3"},
+        {"limit": "3"},
+    ]
     assert [bool(r.query.get("continue")) for r in lists] == [False, True, True]
     assert store.resource_version == reflector.resource_version != ""
 
@@ -211,8 +225,15 @@ def test_partial_list_never_reaches_the_store(fake_kube: FakeKubeServer) -> None
 
     store: Store[str] = Store("Pod", transform)
     store.replace([pod("stale")], "1")
+    fake_kube.watch_cache = False  # the RV "0" list is paged, as without a watch cache
     reflector = Reflector(
-        KubeClient(fake_kube.api_client()), PODS, store, page_size=2, backoff_base=1.0, backoff_cap=1.0
+        KubeClient(fake_kube.api_client()),
+        PODS,
+        store,
+        page_size=2,
+        backoff_base=1.0,
+        backoff_cap=1.0,
+        watch_list=False,
     )
     reflector.start()
     try:
@@ -292,6 +313,7 @@ def test_one_namespace_with_a_label_selector(fake_kube: FakeKubeServer) -> None:
         store,
         namespace="kube-system",
         label_selector="app=web",
+        watch_list=False,
     )
     reflector.start()
     try:

@@ -97,7 +97,11 @@ def main(argv: list[str] | None = None) -> int:
         for pods in (int(p) for p in args.scales.split(",") if p):
             say(f"  {pods} pods")
             runs[str(pods)] = controller.at_scale(pods, args.events)
-        figures: dict[str, Any] = {"scales": runs}
+        streamed = {}
+        for pods in (int(p) for p in args.scales.split(",") if p):
+            say(f"  {pods} pods, streamed lists")
+            streamed[str(pods)] = controller.at_scale(pods, args.events, streaming=True)
+        figures: dict[str, Any] = {"scales": runs, "streamed": streamed}
         if args.fakekube_pods:
             say(f"  {args.fakekube_pods} pods through tests/fakekube")
             figures["fakekube"] = controller.through_fakekube(args.fakekube_pods)

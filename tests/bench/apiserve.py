@@ -7,7 +7,10 @@ the clock starts, and served as bytes; what the controller does with them is wha
 
 Protocol kept (what kube/reflector.py relies on): `GET <collection>?limit=&continue=` pages with
 metadata.resourceVersion and continue; `GET <collection>?watch=true` as a chunked stream of
-newline-delimited events; the pod watch sends its events when `release` is called.
+newline-delimited events; the pod watch sends its events when `release` is called. A streamed list
+(`watch=1&sendInitialEvents=true`) sends an ADDED line per object of `items`, built a chunk at a
+time from the rendered objects, then the BOOKMARK annotated k8s.io/initial-events-end, then goes on
+like the plain watch; a collection without `items` answers it 422, as a server before 1.27 does.
 """
 
 from __future__ import annotations
@@ -19,6 +22,19 @@ from urllib.parse import parse_qs, urlsplit
 
 NOT_FOUND = b'{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}'
 CHUNK_EVENTS = 200  # events per HTTP chunk: the stream arrives as fast as the reader takes it
+OLD_SERVER = (
+    b'{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"ListOptions.meta.k8s.io'
+    b' \\"\\" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch",'
+    b'"reason":"Invalid","code":422}'
+)
+
+
+def initial_events_end(kind: str, resource_version: int) -> bytes:
+    """The BOOKMARK that closes a streamed list's initial events."""
+    return (
+        f'{{"type":"BOOKMARK","object":{{"kind":"{kind}","apiVersion":"v1","metadata":{{"resourceVersion":'
+        f'"{resource_version}","annotations":{{"k8s.io/initial-events-end":"true"}}}}}}}}'
+    ).encode()
 
 
 def render_list(kind: str, items: list[bytes], page_size: int, resource_version: int) -> list[bytes]:
@@ -43,10 +59,13 @@ class PrerenderedApi:
     def __init__(self) -> None:
         self.pages: dict[str, list[bytes]] = {}
         self.objects: dict[str, bytes] = {}  # single GETs, e.g. the VPC CNI ConfigMap
+        # streamed lists: (kind, objects, resourceVersion) by collection path
+        self.items: dict[str, tuple[str, list[bytes], int]] = {}
         self.watch_lines: dict[str, list[bytes]] = {}
         self.released: dict[str, threading.Event] = {}
         self.closing = threading.Event()
         self.bytes_served = 0
+        self.streams_served = 0  # streamed lists whose end bookmark was sent
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -66,7 +85,12 @@ class PrerenderedApi:
             def do_GET(self) -> None:
                 url = urlsplit(self.path)
                 query = parse_qs(url.query)
-                if query.get("watch") == ["true"]:
+                if query.get("sendInitialEvents") == ["true"]:
+                    if url.path in api.items:
+                        self._watch(url.path, initial=api.items[url.path])
+                    else:
+                        self._send(422, OLD_SERVER)
+                elif query.get("watch") in (["true"], ["1"]):
                     self._watch(url.path)
                 elif url.path in api.pages:
                     index = int((query.get("continue") or ["0"])[0] or 0)
@@ -84,7 +108,7 @@ class PrerenderedApi:
                 self.wfile.write(body)
                 api.bytes_served += len(body)
 
-            def _watch(self, path: str) -> None:
+            def _watch(self, path: str, initial: tuple[str, list[bytes], int] | None = None) -> None:
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Transfer-Encoding", "chunked")
@@ -92,6 +116,19 @@ class PrerenderedApi:
                 self.wfile.flush()
                 released = api.released.setdefault(path, threading.Event())
                 try:
+                    if initial is not None:
+                        kind, items, resource_version = initial
+                        for start in range(0, len(items), CHUNK_EVENTS):
+                            data = b"".join(
+                                b'{"type":"ADDED","object":' + item + b"}\n"
+                                for item in items[start : start + CHUNK_EVENTS]
+                            )
+                            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                            api.bytes_served += len(data)
+                        end = initial_events_end(kind, resource_version) + b"\n"
+                        self.wfile.write(b"%x\r\n%s\r\n" % (len(end), end))
+                        self.wfile.flush()
+                        api.streams_served += 1
                     while not api.closing.is_set() and not released.wait(0.2):
                         continue
                     lines = api.watch_lines.pop(path, [])  # each event is sent once

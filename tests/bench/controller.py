@@ -19,11 +19,16 @@ CONFIG_MAP = (
 CONFIG_MAP_PATH = "/api/v1/namespaces/kube-system/configmaps/amazon-vpc-cni"
 
 
-def _run_probe(url: str, events: int, release: Any) -> dict[str, Any]:
+def _run_probe(url: str, events: int, release: Any, watch_list: bool | None = None) -> dict[str, Any]:
     """The probe in a spawned process; `release()` is called once it has synced."""
     context = multiprocessing.get_context("spawn")
     parent, child = context.Pipe()
-    process = context.Process(target=probe, args=(url, events, child), name="bench-controller")
+    process = context.Process(
+        target=probe,
+        args=(url, events, child),
+        kwargs={"watch_list": watch_list},
+        name="bench-controller",
+    )
     process.start()
     try:
         if not parent.poll(900):
@@ -40,7 +45,8 @@ def _run_probe(url: str, events: int, release: Any) -> dict[str, Any]:
             process.kill()
 
 
-def at_scale(pods: int, events: int) -> dict[str, Any]:
+def at_scale(pods: int, events: int, *, streaming: bool = False) -> dict[str, Any]:
+    """One scale, the initial state read as paged lists, or `streaming` (WatchList watches)."""
     started = time.perf_counter()
     rendered = bigcluster.render(pods, events)
     api = apiserve.PrerenderedApi()
@@ -49,12 +55,15 @@ def at_scale(pods: int, events: int) -> dict[str, Any]:
     api.pages["/api/v1/nodes"] = apiserve.render_list("NodeList", rendered.nodes, 500, rv)
     api.objects[CONFIG_MAP_PATH] = CONFIG_MAP
     api.watch_lines["/api/v1/pods"] = rendered.events
+    if streaming:
+        api.items["/api/v1/pods"] = ("Pod", rendered.pods, rv)
+        api.items["/api/v1/nodes"] = ("Node", rendered.nodes, rv)
     render_seconds = time.perf_counter() - started
     pod_bytes, node_count = rendered.pod_bytes, len(rendered.nodes)
     del rendered
     url = api.start()
     try:
-        figures = _run_probe(url, events, lambda: api.release("/api/v1/pods"))
+        figures = _run_probe(url, events, lambda: api.release("/api/v1/pods"), watch_list=streaming)
     finally:
         api.stop()
     figures.update(
@@ -64,6 +73,8 @@ def at_scale(pods: int, events: int) -> dict[str, Any]:
         listBytes=pod_bytes,
         eventsSent=events,
         renderSeconds=render_seconds,
+        lists="streamed (WatchList)" if streaming else "paged",
+        streamsServed=api.streams_served,
         server="pre-rendered (tests/bench/apiserve.py)",
     )
     gc.collect()

@@ -9,6 +9,7 @@ Messages to the parent over a Pipe: ("synced", figures) once the lists are insta
 from __future__ import annotations
 
 import gc
+import os
 import threading
 import time
 from typing import Any
@@ -25,11 +26,19 @@ def rss_mb() -> tuple[float, float]:
     return fields["VmRSS"], fields["VmHWM"]
 
 
-def probe(url: str, events: int, conn: Any, event_timeout: float = 60.0) -> None:
+def probe(
+    url: str, events: int, conn: Any, event_timeout: float = 60.0, watch_list: bool | None = None
+) -> None:
+    """`watch_list`: streamed lists (True) or paged ones (False), through client-go's switch, the
+    KUBE_FEATURE_WatchListClient variable the reflectors read; None leaves the environment alone."""
     rss_start, _ = rss_mb()
     from kubernetes import client
 
     from controller.books import LiveBooks
+    from kube.watchlist import WATCH_LIST_ENV
+
+    if watch_list is not None:
+        os.environ[WATCH_LIST_ENV] = "true" if watch_list else "false"
 
     configuration = client.Configuration(host=url)
     configuration.proxy = None

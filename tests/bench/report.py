@@ -98,6 +98,16 @@ def _controller(data: dict[str, Any]) -> list[Row]:
             upper = (top[key] - mid[key]) / (pods[2] - pods[1])
             ratio = upper / lower if lower > 0 else None
             rows.append(Row("controller", f"{figure} per extra pod, upper/lower interval", ratio, "x", 1.5))
+    for count, run in sorted((data.get("streamed") or {}).items(), key=lambda item: int(item[0])):
+        label = f"{int(count) // 1000}k pods, streamed lists"
+        paged = scales.get(count) or {}
+        rows.append(Row("controller", f"{label}: initial sync", run["syncSeconds"], "s"))
+        rows.append(Row("controller", f"{label}: sync CPU", run["syncCpuSeconds"], "s"))
+        if paged.get("syncCpuSeconds"):
+            ratio = run["syncCpuSeconds"] / paged["syncCpuSeconds"]
+            rows.append(Row("controller", f"{label}: sync CPU / paged sync CPU", ratio, "x"))
+        rows.append(Row("controller", f"{label}: peak RSS", run["peakRssMb"], "MB"))
+        rows.append(Row("controller", f"{label}: CPU per watch event", run.get("eventCpuMs"), "ms"))
     fake = data.get("fakekube")
     if fake:
         rows.append(

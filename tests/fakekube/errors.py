@@ -98,3 +98,24 @@ def unsupported_media_type(content_type: str, accepted: list[str]) -> ApiError:
         + ", ".join(accepted)
     )
     return ApiError(415, "UnsupportedMediaType", message)
+
+
+def invalid_list_options(errs: list[tuple[str, str, str]]) -> ApiError:
+    """422 for bad list/watch parameters, as the handlers answer ValidateListOptions' errors
+    (apiserver pkg/endpoints/handlers/get.go ListResource: errors.NewInvalid of kind ListOptions).
+    Each error is (field, cause reason, detail), e.g. ("resourceVersionMatch", "FieldValueForbidden",
+    "Forbidden: resourceVersionMatch is forbidden for watch")."""
+    texts = [f"{field}: {detail}" for field, _, detail in errs]
+    joined = texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"
+    # the Status cause's key is "reason" on the wire (metav1.StatusCause.Type is tagged json:"reason")
+    causes = [{"reason": reason, "message": detail, "field": field} for field, reason, detail in errs]
+    details = {"group": "meta.k8s.io", "kind": "ListOptions", "causes": causes}
+    return ApiError(422, "Invalid", f'ListOptions.meta.k8s.io "" is invalid: {joined}', details)
+
+
+def too_large_resource_version(minimum: int, current: int) -> ApiError:
+    """504 Timeout with the ResourceVersionTooLarge cause: a list or watch asked for a resourceVersion
+    the store has not reached (apiserver pkg/storage/errors.go NewTooLargeResourceVersionError)."""
+    details = {"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}]}
+    message = f"Timeout: Too large resource version: {minimum}, current: {current}"
+    return ApiError(504, "Timeout", message, details)

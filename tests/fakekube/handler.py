@@ -16,6 +16,7 @@ from urllib.parse import parse_qs, urlsplit
 from . import crds, errors, verbs
 from .admission import AdmittingStore, RequestContext, request_options, warning_headers
 from .faults import Fault, RequestRecord
+from .listoptions import parse_bool, validate_watch
 from .routing import Route, resolve
 from .watch import WatchSession, expired_event
 
@@ -156,6 +157,7 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
             continue_token=query.get("continue") or None,
             resource_version=query.get("resourceVersion") or None,
             resource_version_match=query.get("resourceVersionMatch") or None,
+            send_initial_events=query.get("sendInitialEvents"),
         )
         collection = name is None
         store = fake.store
@@ -167,7 +169,7 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
         if method == "GET" and (request.watch or route.legacy_watch):
             self._serve_watch(route, query, options, answer)
         elif method == "GET" and collection:
-            listed = verbs.list_objects(fake.store, rt, namespace, options)
+            listed = verbs.list_objects(fake.store, rt, namespace, options, watch_cache=fake.watch_cache)
             self._send_json(200, table(listed, query) if table else listed)
         elif method == "GET":
             got = fake.store.get(rt, namespace, name or "")
@@ -257,6 +259,12 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
         matches = verbs.selector(route.rt, route.namespace, labels, fields)
         timeout = int(query["timeoutSeconds"]) if query.get("timeoutSeconds", "").isdigit() else None
         bookmarks = query.get("allowWatchBookmarks") in ("1", "true")
+        match, send_initial = options.resource_version_match, options.send_initial_events
+        if fake.watch_list == "ignored":  # a server or proxy that drops the WatchList parameters
+            match = send_initial = None
+        validate_watch(match, send_initial, fake.watch_list)
+        if fake.watch_list == "old":
+            send_initial = None  # an unknown parameter to a server before 1.27
         if options.resource_version not in (None, "0"):
             verbs.parse_rv(options.resource_version)  # a malformed RV is a 400, before the stream starts
         session = WatchSession(
@@ -265,7 +273,11 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
             matches,
             options.resource_version,
             bookmark_interval=fake.bookmark_interval if bookmarks else None,
+            send_initial_events=parse_bool(send_initial),
         )
+        too_large = session.too_large()
+        if too_large is not None:
+            raise errors.too_large_resource_version(too_large, fake.store.resource_version)
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Transfer-Encoding", "chunked")

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Self
 from .admission import AdmissionChain
 from .faults import Faults, RequestLog
 from .handler import KubeHTTPServer
+from .listoptions import WatchListSupport
 from .patch import merge_patch
 from .registry import ResourceType, by_kind
 from .store import Store
@@ -37,6 +38,8 @@ class FakeKubeServer:
         history_size: int = 1000,
         bookmark_interval: float = 1.0,
         require_namespaces: bool = False,
+        watch_list: WatchListSupport = "supported",
+        watch_cache: bool = True,
     ) -> None:
         self.store = Store(history_size)
         self.faults = Faults()
@@ -44,6 +47,13 @@ class FakeKubeServer:
         self.admission = AdmissionChain(self.store)  # webhooks; `admission.services` resolves Services
         self.bookmark_interval = bookmark_interval  # seconds between BOOKMARKs on watches that allow them
         self.require_namespaces = require_namespaces  # creating in a missing namespace is 404, as upstream
+        # how a WatchList request (sendInitialEvents=true) is answered: "supported" (1.27+ with the
+        # feature), "old" (before 1.27: 422 for resourceVersionMatch on a watch), "ignored" (both
+        # parameters dropped: a plain watch, never an initial-events-end bookmark)
+        self.watch_list: WatchListSupport = watch_list
+        # a list with resourceVersion "0" is answered from the watch cache, whole, ignoring limit;
+        # False: as with the watch cache disabled, every list honours limit
+        self.watch_cache = watch_cache
         self.internal_errors: list[str] = []  # tracebacks of bugs in the fake itself
         self._port = 0
         self._httpd: KubeHTTPServer | None = None

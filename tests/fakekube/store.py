@@ -94,6 +94,17 @@ class Store:
                         objects[key_of(event.prev)] = event.prev
             return [copy.deepcopy(objects[key]) for key in sorted(objects)], rv
 
+    def snapshot(self, rt: ResourceType) -> tuple[list[dict[str, Any]], int]:
+        """The current objects of a type in key order, uncopied, and the RV they are at.
+
+        Stored objects are never changed in place (every write stores a new dict), so these
+        references stay a consistent snapshot while a watch streams them one at a time: the
+        server holds a list of references, not a copy of every object (what list() makes).
+        Callers must not modify them."""
+        with self._changed:
+            objects = self._objects[rt]
+            return [objects[key] for key in sorted(objects)], self._rv
+
     # --- writes ------------------------------------------------------------------------------
 
     def create(self, rt: ResourceType, obj: dict[str, Any], *, dry_run: bool = False) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import errors
+from .listoptions import validate_list
 from .patch import JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, PatchError, apply_patch
 from .registry import ResourceType, by_kind
 from .selectors import Predicate, field_selector, label_selector
@@ -39,6 +40,7 @@ class ListOptions:
     continue_token: str | None = None
     resource_version: str | None = None
     resource_version_match: str | None = None
+    send_initial_events: str | None = None  # the raw parameter; only a watch may carry it
 
 
 def selector(rt: ResourceType, namespace: str | None, labels: str | None, fields: str | None) -> Predicate:
@@ -75,17 +77,52 @@ def _decode_continue(token: str) -> tuple[int, tuple[str, str]]:
         ) from None
 
 
+def _list_at(store: Store, options: ListOptions, *, watch_cache: bool) -> tuple[int | None, bool]:
+    """Which snapshot a list reads (None: the most recent) and whether it honours `limit`.
+
+    The resourceVersion semantics of a list (apiserver pkg/storage/interfaces.go ValidateListOptions,
+    pkg/storage/cacher/delegator/interface.go ShouldDelegateList, cacher.go computeListLimit):
+    unset is a consistent read of the most recent state; "0" is any state, which the watch cache
+    answers whole, ignoring `limit`; NotOlderThan (and a bare RV without `limit`) is the most
+    recent state once the store has reached that RV; Exact (and a bare RV with `limit`, the legacy
+    exact match) is that very snapshot, 410 once compacted. An RV the store has not reached is the
+    504 "Too large resource version" the watch cache answers after waiting for it.
+    """
+    rv, match = options.resource_version, options.resource_version_match
+    if options.continue_token:
+        if rv and rv != "0":
+            raise errors.bad_request("specifying resource version is not allowed when using continue")
+        return None, True  # the token carries its snapshot's RV
+    if not rv:
+        return None, True
+    if rv == "0":
+        return None, not watch_cache
+    wanted = parse_rv(rv)
+    current = store.resource_version
+    if wanted > current:
+        raise errors.too_large_resource_version(wanted, current)
+    exact = match == "Exact" or (not match and bool(options.limit))
+    return (wanted if exact else None), True
+
+
 def list_objects(
-    store: Store, rt: ResourceType, namespace: str | None, options: ListOptions
+    store: Store, rt: ResourceType, namespace: str | None, options: ListOptions, *, watch_cache: bool = False
 ) -> dict[str, Any]:
-    """A List object: consistent pages by snapshot RV; an expired continue token is 410 Expired."""
+    """A List object: consistent pages by snapshot RV; an expired continue token is 410 Expired.
+
+    `watch_cache`: whether a list with resourceVersion "0" is answered from the apiserver's watch
+    cache, which ignores `limit` (pkg/storage/cacher/cacher.go computeListLimit)."""
+    validate_list(
+        options.resource_version,
+        options.resource_version_match,
+        options.continue_token,
+        options.send_initial_events,
+    )
     matches = selector(rt, namespace, options.label_selector, options.field_selector)
     start_after: tuple[str, str] | None = None
-    at: int | None = None
+    at, paged = _list_at(store, options, watch_cache=watch_cache)
     if options.continue_token:
         at, start_after = _decode_continue(options.continue_token)
-    elif options.resource_version and options.resource_version_match == "Exact":
-        at = parse_rv(options.resource_version)
     try:
         items, rv = store.list(rt, at)
     except errors.ApiError as error:
@@ -105,7 +142,7 @@ def list_objects(
         )
     ]
     metadata: dict[str, Any] = {"resourceVersion": str(rv)}
-    if options.limit and len(selected) > options.limit:
+    if paged and options.limit and len(selected) > options.limit:
         page = selected[: options.limit]
         last = page[-1]["metadata"]
         metadata["continue"] = _encode_continue(rv, (last.get("namespace") or "", last["name"]))

@@ -1,0 +1,42 @@
+"""Reading and ending streamed HTTP responses (list bodies, watch streams) from any thread."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+
+import urllib3
+
+log = logging.getLogger(__name__)
+
+_READ_SIZE = 64 * 1024
+
+
+def lines(response: urllib3.BaseHTTPResponse) -> Iterator[bytes]:
+    """Newline-delimited lines of a streamed body, as soon as each one is complete."""
+    pending = b""
+    while True:
+        chunk = response.read1(_READ_SIZE)  # whatever has arrived, chunked or not
+        if not chunk:
+            break
+        if pending:
+            chunk = pending + chunk
+        lines = chunk.split(b"\n")
+        pending = lines.pop()
+        for line in lines:
+            if line.strip():
+                yield line
+    if pending.strip():
+        yield pending
+
+
+def abort(response: urllib3.BaseHTTPResponse) -> None:
+    """Ends a response from any thread: shutting the socket wakes a read blocked in another."""
+    try:
+        response.shutdown()
+    except (ValueError, RuntimeError, OSError):
+        log.debug("response already released; closing it is enough")
+    try:
+        response.close()
+    except (OSError, urllib3.exceptions.HTTPError):
+        log.debug("closing an aborted response failed", exc_info=True)
