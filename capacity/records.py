@@ -277,8 +277,19 @@ PLACEMENT_FIELDS = (
 )
 
 
+# Of a container, what decides where the pod fits (capacity.requests.pod_requests reads these and
+# nothing else): an unschedulable pod keeps no image, env or probes.
+CONTAINER_PLACEMENT_FIELDS = ("resources", "restartPolicy")
+
+
 def _placement(spec: Mapping[str, Any]) -> dict[str, Any]:
-    return {key: spec[key] for key in PLACEMENT_FIELDS if spec.get(key) is not None}
+    kept = {key: spec[key] for key in PLACEMENT_FIELDS if spec.get(key) is not None}
+    for key in ("containers", "initContainers"):
+        if key in kept:  # pod_requests has checked they are lists of maps
+            kept[key] = [
+                {field: c[field] for field in CONTAINER_PLACEMENT_FIELDS if field in c} for c in kept[key]
+            ]
+    return kept
 
 
 class NodeRecord:

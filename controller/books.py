@@ -41,6 +41,7 @@ from capacity.guard import (
 from capacity.names import EXHAUSTED_LABEL, VPC_CNI_CONFIG_NAME, VPC_CNI_CONFIG_NAMESPACE
 from capacity.records import NodeRecord, PodRecord, discovery_node, project_node, project_pod
 from controller.books_metrics import register_metrics
+from kube import podwire
 from kube.api import get_config_map
 from kube.client import NODES, PODS, ApiLike, KubeError, as_kube_client
 from kube.events import EventRecorder, ObjectRef, TokenBucket
@@ -187,7 +188,16 @@ class LiveBooks:
                 page_size=page_size,
                 name="books-nodes",
             ).start(),
-            Reflector(self.api, PODS, self.pods, page_size=page_size, name="books-pods").start(),
+            Reflector(
+                self.api,
+                PODS,
+                self.pods,
+                page_size=page_size,
+                name="books-pods",
+                # pods are parsed for the fields the records read only (kube/podwire.py)
+                decode_page=podwire.decode_page,
+                decode_line=podwire.decode_event,
+            ).start(),
         ]
         return self
 

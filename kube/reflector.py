@@ -17,7 +17,7 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -92,6 +92,8 @@ class Reflector:
         connect_timeout: float = 5.0,
         rng: random.Random | None = None,
         name: str = "",
+        decode_page: Callable[[bytes], Any] | None = None,
+        decode_line: Callable[[bytes], Any] = json.loads,
     ) -> None:
         self.api = as_kube_client(api)
         self.resource = resource
@@ -102,6 +104,10 @@ class Reflector:
         self.connect_timeout = connect_timeout
         self.name = name or f"reflector-{resource.plural}"
         self.stats = ReflectorStats()
+        # how a list page and a watch line become objects: json.loads by default; a store that
+        # reads a few fields of big objects passes a schema decoder (kube/podwire.py)
+        self._decode_page = decode_page or _decode_page
+        self._decode_line = decode_line
         selectors = (("labelSelector", label_selector), ("fieldSelector", field_selector))
         self._selectors = [(key, value) for key, value in selectors if value]
         self._rng = rng or random.Random()
@@ -262,7 +268,7 @@ class Reflector:
             self._done(response, clean)
         self.stats.last_contact = time.monotonic()
         try:
-            page = _decode_page(data)
+            page = self._decode_page(data)
         except ValueError as err:
             raise KubeError(response.status, "BadResponse", f"list page is not JSON: {err}") from None
         if not isinstance(page, dict):
@@ -290,9 +296,10 @@ class Reflector:
         clean = False
         store = self.store
         stats = self.stats
+        decode = self._decode_line
         try:
             for line in _lines(response):
-                event = json.loads(line)
+                event = decode(line)
                 kind = event.get("type")
                 obj = event.get("object") or {}
                 if kind == "ERROR":
