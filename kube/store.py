@@ -73,7 +73,6 @@ class Store(Generic[T]):
             old = self._by_namespace
             self._by_namespace = fresh
             self.resource_version = resource_version
-            self.synced = True
             self.version += 1
         if self._listeners:
             for ns, names in old.items():
@@ -83,6 +82,9 @@ class Store(Generic[T]):
             for ns, names in fresh.items():
                 for name, record in names.items():
                     self._notify("MODIFIED", old.get(ns, {}).get(name), record)
+        # synced once the listeners have seen the list too: what they keep (the controller's
+        # books) is complete when a caller waiting for `synced` goes on
+        self.synced = True
 
     def apply(self, event_type: str, obj: Mapping[str, Any], resource_version: str = "") -> None:
         """One watch event (ADDED, MODIFIED, DELETED)."""
