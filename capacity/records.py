@@ -48,6 +48,8 @@ def parse_time(value: object) -> float | None:
 
 def _map(raw: Mapping[str, Any], key: str) -> Mapping[str, Any]:
     value = raw.get(key)
+    if type(value) is dict:  # the common case, without the abstract class check
+        return value
     if value is None:
         return {}
     if not isinstance(value, Mapping):

@@ -18,7 +18,11 @@ log = logging.getLogger(__name__)
 
 
 def object_key(obj: Mapping[str, Any]) -> tuple[str, str]:
-    meta = obj.get("metadata") or {}
+    """(namespace, name); ("", "") parts for an object whose metadata is not a map (the store
+    then counts it as malformed and goes on, rather than failing the whole list)."""
+    meta = obj.get("metadata") if isinstance(obj, Mapping) else None
+    if not isinstance(meta, Mapping):
+        return "", ""
     return str(meta.get("namespace") or ""), str(meta.get("name") or "")
 
 

@@ -18,3 +18,14 @@ def test_listeners_see_the_first_list_before_the_store_counts_as_synced() -> Non
     store.replace(pods, "7")
     assert seen == [("MODIFIED", "p1", False), ("MODIFIED", "p2", False)]
     assert (store.synced, store.resource_version, len(store)) == (True, "7", 2)
+
+
+def test_an_object_whose_metadata_is_not_a_map_is_counted_and_skipped() -> None:
+    """A pod with `metadata: [{}]` or a bare number among the items: rejected and counted, and
+    the rest of the list is kept (the key lookup used to raise while logging the rejection)."""
+    from capacity.records import project_pod
+
+    store: Store[Any] = Store("pods", project_pod)
+    good = {"metadata": {"namespace": "a", "name": "p1"}}
+    store.replace([{"metadata": [{}]}, 7, good], "3")  # type: ignore[list-item]
+    assert (store.rejected, [record.name for record in store.items()]) == (2, ["p1"])
