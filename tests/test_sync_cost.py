@@ -48,3 +48,20 @@ def test_quantities_parse_the_same_the_first_and_the_second_time() -> None:
     for _ in range(2):
         with pytest.raises(QuantityError, match=r"^r\.cpu: invalid quantity '12x'"):
             parse_resources({"cpu": "12x"}, "r")
+
+
+def test_the_first_synced_books_leave_the_garbage_collectors_generations(fake_kube: Any) -> None:
+    """Once both caches have listed, the records are frozen out of the cyclic GC (gc.freeze), so
+    later watch events do not pay for walking them; not before."""
+    from controller.books import LiveBooks
+
+    gc.unfreeze()
+    live = LiveBooks(fake_kube.api_client(), dry_run=True)
+    try:
+        assert (live.wait_synced(0), gc.get_freeze_count()) == (False, 0)
+        live.nodes.replace([], "1")
+        live.pods.replace([{"metadata": {"namespace": "a", "name": "p1"}}], "1")
+        assert live.wait_synced(0)
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
