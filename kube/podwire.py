@@ -99,7 +99,7 @@ class _PageOfRaw(TypedDict, total=False):
 
 class _Event(TypedDict, total=False):
     type: Any
-    object: msgspec.Raw  # any JSON value, null included
+    object: _Pod | None
 
 
 _POD = msgspec.json.Decoder(_Pod)
@@ -143,18 +143,14 @@ def decode_page(data: bytes) -> Any:
 
 
 def decode_event(line: bytes) -> Any:
-    """A pod watch line: {"type", "object"}; the object slim for ADDED, MODIFIED and DELETED, whole
-    for anything else (BOOKMARK, ERROR: small, and read by other fields than a pod's)."""
+    """A pod watch line: {"type", "object"}, the object slim for ADDED, MODIFIED and DELETED; the
+    whole `json.loads` value for anything else (BOOKMARK, ERROR: small, and read for other fields
+    than a pod's) and for a line the schema refuses."""
     try:
         event = _EVENT.decode(line)
     except _REFUSED:
         return json.loads(line)
-    raw = event.get("object")
-    if raw is None:
-        return event
     kind = event.get("type")
     if isinstance(kind, str) and kind in _OBJECT_EVENTS:
-        event["object"] = decode_pod(raw)
-    else:
-        event["object"] = json.loads(bytes(raw))
-    return event
+        return event
+    return json.loads(line)

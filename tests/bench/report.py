@@ -99,6 +99,12 @@ def _controller(data: dict[str, Any]) -> list[Row]:
             upper = (top[key] - mid[key]) / (pods[2] - pods[1])
             ratio = upper / lower if lower > 0 else None
             rows.append(Row("controller", f"{figure} per extra pod, upper/lower interval", ratio, "x", 1.5))
+    command = data.get("command")
+    if command:
+        label = f"`fitguard controller` as deployed, {command['pods'] // 1000}k pods"
+        target = 160.0 if command["pods"] >= 150_000 else None
+        rows.append(Row("controller", f"{label}: peak RSS (VmHWM)", command["peakRssMb"], "MB", target))
+        rows.append(Row("controller", f"{label}: start to /readyz", command["secondsToReady"], "s"))
     fake = data.get("fakekube")
     if fake:
         rows.append(
