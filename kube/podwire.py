@@ -25,10 +25,11 @@ from typing import Any, TypedDict
 
 import msgspec
 
-from capacity.names import KEEP_LABEL
+from capacity.names import IGNORE_LABEL, KEEP_LABEL
 from capacity.records import POD_ENI_ANNOTATION
 
-# -- the schema: only what capacity/records.py project_pod and kube/store.py object_key read -----
+# -- the schema: only what capacity/records.py project_pod, kube/store.py object_key and the
+# planner's capacity/demand.py pending_shapes (the cycle's unschedulable pods) read ----------------
 # (total=False: an absent key stays absent, so `.get()` answers as it does on the full object)
 
 
@@ -61,7 +62,7 @@ class _Status(TypedDict, total=False):
     initContainerStatuses: list[_ContainerStatus] | None
 
 
-_Labels = TypedDict("_Labels", {KEEP_LABEL: Any}, total=False)
+_Labels = TypedDict("_Labels", {KEEP_LABEL: Any, IGNORE_LABEL: Any}, total=False)
 _Annotations = TypedDict("_Annotations", {POD_ENI_ANNOTATION: Any}, total=False)
 
 

@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from capacity.demand import pending_shapes
 from capacity.records import PodRecord, project_pod
 from kube import podwire
 from kube.store import object_key
@@ -251,3 +252,44 @@ def test_an_odd_pod_does_not_cost_the_others_of_its_page_the_fast_path() -> None
     ]
     assert [outcome(item) for item in items] == tolerant_page(page)
     assert outcome(items[1])[1] == ("TypeError", "labels: expected a map, got int")
+
+
+def planned(pods: list[Any]) -> tuple[list[tuple[str, list[Any]]], list[Any]]:
+    """What the planner makes of pending pods: each shape's key with its pods, and the malformed."""
+    shapes, malformed = pending_shapes(pods)
+    return [(shape.key, shape.pods) for shape in shapes], malformed
+
+
+def unschedulable_variants() -> list[bytes]:
+    """The benchmark's unschedulable pods, the guarded pod-eni one, and one opted out."""
+    pods = [p for p in rendered().pods if b'"Unschedulable"' in p]
+    ignored = json.loads(pods[0])
+    ignored["metadata"]["labels"]["fitguard.io/ignore"] = "true"
+    ignored["metadata"]["name"] = "ignored"
+    return [*pods, guarded_pending_pod(), json.dumps(ignored).encode()]
+
+
+def test_the_planner_makes_the_same_shapes_of_slim_pending_pods() -> None:
+    """The cycle's unschedulable pods are listed through the schema (kube/api.py
+    list_unschedulable_pods): the planner groups them into the same shapes, with the same pods,
+    as it does the whole objects; the opted-out pod is left out by both."""
+    page = page_of(unschedulable_variants())
+    want = planned(json.loads(page)["items"])
+    assert len(want[0]) >= 2 and "ignored" not in str(want)
+    assert planned(podwire.decode_page(page)["items"]) == want
+
+
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.lists(hostile_pod(), min_size=1, max_size=3))
+def test_hostile_pending_pods_give_the_planner_the_same_shapes(hostile: list[bytes]) -> None:
+    """Hostile pods among the unschedulable ones: same shapes, same pods, same malformed list."""
+    page = page_of([*unschedulable_variants()[:2], *hostile])
+    try:
+        want: Any = planned(json.loads(page)["items"])
+    except (TypeError, ValueError, AttributeError) as err:  # the planner's own limits, both paths
+        want = type(err)
+    try:
+        got: Any = planned(podwire.decode_page(page)["items"])
+    except (TypeError, ValueError, AttributeError) as err:
+        got = type(err)
+    assert got == want
