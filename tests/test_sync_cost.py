@@ -65,3 +65,14 @@ def test_the_first_synced_books_leave_the_garbage_collectors_generations(fake_ku
         assert gc.get_freeze_count() > 0
     finally:
         gc.unfreeze()
+
+
+def test_a_lists_notifications_run_with_the_gc_paused_and_it_is_back_on_after() -> None:
+    """The listeners of a full list are called with the GC paused; it is on again afterwards."""
+    from kube.store import Store
+
+    store: Store[dict[str, Any]] = Store("pods")
+    during: list[bool] = []
+    store.add_listener(lambda event, old, new: during.append(gc.isenabled()))
+    store.replace([{"metadata": {"namespace": "a", "name": n}} for n in ("p1", "p2")], "1")
+    assert (during, gc.isenabled()) == ([False, False], True)
