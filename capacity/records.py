@@ -257,7 +257,7 @@ def project_pod(obj: Mapping[str, Any]) -> PodRecord:
         created_at=parse_time(meta.get("creationTimestamp")),
         scheduled_at=scheduled_at,
         owner_kind=_intern(owner.get("kind")) if owner else "",
-        owner_name=str(owner.get("name") or "") if owner else "",
+        owner_name=_intern(owner.get("name")) if owner else "",  # replicas share their owner's
         keep=_map(meta, "labels").get(KEEP_LABEL) == "true",
         unschedulable=unschedulable,
         cpu=requests.get(CPU, 0),
