@@ -85,6 +85,16 @@ def test_every_benchmark_variant_gives_the_same_records_by_both_paths() -> None:
     assert schema_page(page) == want
 
 
+def test_the_schema_names_the_labels_and_annotation_the_records_read() -> None:
+    """The schema's label and annotation keys are written out (a TypedDict needs literals): they
+    are the names capacity/ reads, whole sets compared."""
+    from capacity.names import IGNORE_LABEL, KEEP_LABEL
+    from capacity.records import POD_ENI_ANNOTATION
+
+    assert set(podwire._Labels.__annotations__) == {KEEP_LABEL, IGNORE_LABEL}
+    assert set(podwire._Annotations.__annotations__) == {POD_ENI_ANNOTATION}
+
+
 def test_the_fast_path_keeps_only_what_the_records_read() -> None:
     """A pod decoded by the schema holds no managedFields, image, env or container status image:
     that is where the time and the transient memory go. A whole value, checked for one pod."""
