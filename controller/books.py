@@ -191,15 +191,8 @@ class LiveBooks:
                 name="books-nodes",
             ).start(),
             Reflector(
-                self.api,
-                PODS,
-                self.pods,
-                page_size=page_size,
-                name="books-pods",
-                # pods are parsed for the fields the records read only (kube/podwire.py)
-                decode_page=podwire.decode_page,
-                decode_line=podwire.decode_event,
-            ).start(),
+                self.api, PODS, self.pods, page_size=page_size, name="books-pods", **podwire.DECODERS
+            ).start(),  # pods parsed for the fields the records read only
         ]
         return self
 
@@ -209,18 +202,14 @@ class LiveBooks:
         return [store.kind for store in (self.nodes, self.pods) if not store.synced]
 
     def wait_synced(self, timeout: float | None = None) -> bool:
-        """Whether every cache the books need completed its first list, waiting up to `timeout`
-        seconds (None: for as long as it takes)."""
+        """Whether both caches completed their first list, waiting up to `timeout` s (None: no limit)."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while self.waiting_for():
             if deadline is not None and time.monotonic() >= deadline:
                 return False
             time.sleep(0.05)
         if not self._frozen:
-            # The first complete books are long-lived (150,000 records): out of every garbage
-            # collection from now on, so a watch event's collections do not walk them all
-            # (measured: the GC made up about half of a watch event's CPU at 10,000 pods). The
-            # webhook does the same with its caches (webhook/server.py).
+            # the first complete books leave the GC's generations (as webhook/server.py's caches)
             self._frozen = True
             gc.freeze()
         return True

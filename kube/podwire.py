@@ -154,3 +154,7 @@ def decode_event(line: bytes) -> Any:
     if isinstance(kind, str) and kind in _OBJECT_EVENTS:
         return event
     return json.loads(line)
+
+
+# Reflector(..., **DECODERS): a pod reflector's page and line decoders
+DECODERS = {"decode_page": decode_page, "decode_line": decode_event}
