@@ -25,6 +25,9 @@ from typing import Any, TypedDict
 
 import msgspec
 
+from capacity.names import IGNORE_LABEL, KEEP_LABEL
+from capacity.records import POD_ENI_ANNOTATION
+
 # -- the schema: only what capacity/records.py project_pod, kube/store.py object_key and the
 # planner's capacity/demand.py pending_shapes (the cycle's unschedulable pods) read ----------------
 # (total=False: an absent key stays absent, so `.get()` answers as it does on the full object)
@@ -59,10 +62,9 @@ class _Status(TypedDict, total=False):
     initContainerStatuses: list[_ContainerStatus] | None
 
 
-# capacity.names KEEP_LABEL and IGNORE_LABEL, capacity.records POD_ENI_ANNOTATION: written out, as a
-# TypedDict's keys must be literals; tests/test_podwire.py fails if they drift apart
-_Labels = TypedDict("_Labels", {"fitguard.io/keep": Any, "fitguard.io/ignore": Any}, total=False)
-_Annotations = TypedDict("_Annotations", {"vpc.amazonaws.com/pod-eni": Any}, total=False)
+# keys from capacity/ (mypy wants literals in a TypedDict; one definition of each name matters more)
+_Labels = TypedDict("_Labels", {KEEP_LABEL: Any, IGNORE_LABEL: Any}, total=False)  # type: ignore[misc]
+_Annotations = TypedDict("_Annotations", {POD_ENI_ANNOTATION: Any}, total=False)  # type: ignore[misc]
 
 
 class _Meta(TypedDict, total=False):
