@@ -1,10 +1,9 @@
 """Compact projections of pods and nodes: the only fields the controller's books and scaling read.
 
 Raw JSON (a dict as the API returns it) is read once into `__slots__` records; nothing keeps the
-dict or a client model (a V1Pod costs about 80 KB). Repeated strings (namespace, node, phase, owner
-kind) are interned so 150,000 pods share them. Measured with tracemalloc over 2,000 realistic
-Job pods (record, its own strings and floats): about 0.34 KB a PodRecord, so 150,000 pods take
-about 50 MB; tests/test_records.py keeps it under 1 KB.
+dict or a client model (a V1Pod costs about 80 KB). Repeated strings (namespace, node, phase, owner)
+are interned. About 0.34 KB a PodRecord (tracemalloc, 2,000 Job pods; tests/test_records.py keeps
+it under 1 KB).
 """
 
 from __future__ import annotations
@@ -48,8 +47,8 @@ def parse_time(value: object) -> float | None:
 
 def _map(raw: Mapping[str, Any], key: str) -> Mapping[str, Any]:
     value = raw.get(key)
-    if value is None:
-        return {}
+    if type(value) is dict or value is None:  # the common cases, without the abstract class check
+        return value or {}
     if not isinstance(value, Mapping):
         raise TypeError(f"{key}: expected a map, got {type(value).__name__}")
     return value
@@ -255,7 +254,7 @@ def project_pod(obj: Mapping[str, Any]) -> PodRecord:
         created_at=parse_time(meta.get("creationTimestamp")),
         scheduled_at=scheduled_at,
         owner_kind=_intern(owner.get("kind")) if owner else "",
-        owner_name=str(owner.get("name") or "") if owner else "",
+        owner_name=_intern(owner.get("name")) if owner else "",  # replicas share their owner's
         keep=_map(meta, "labels").get(KEEP_LABEL) == "true",
         unschedulable=unschedulable,
         cpu=requests.get(CPU, 0),
@@ -275,10 +274,14 @@ PLACEMENT_FIELDS = (
     "affinity",
     "tolerations",
 )
+CONTAINER_PLACEMENT_FIELDS = ("resources", "restartPolicy")  # all pod_requests reads of a container
 
 
 def _placement(spec: Mapping[str, Any]) -> dict[str, Any]:
-    return {key: spec[key] for key in PLACEMENT_FIELDS if spec.get(key) is not None}
+    kept = {key: spec[key] for key in PLACEMENT_FIELDS if spec.get(key) is not None}
+    for key in kept.keys() & {"containers", "initContainers"}:  # lists of maps: pod_requests checked
+        kept[key] = [{f: c[f] for f in CONTAINER_PLACEMENT_FIELDS if f in c} for c in kept[key]]
+    return kept
 
 
 class NodeRecord:

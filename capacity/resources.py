@@ -21,7 +21,21 @@ def parse_resources(raw: object, field: str) -> Resources:
         return {}
     if not isinstance(raw, Mapping):
         raise TypeError(f"{field}: expected a map of resource quantities, got {type(raw).__name__}")
-    return {str(name): parse_quantity(value, f"{field}.{name}") for name, value in raw.items()}
+    parsed: Resources = {}
+    for name, value in raw.items():
+        # a quantity string seen before is not parsed again, nor is its field named (the error
+        # path alone needs it): 150,000 pods repeat a few dozen quantities
+        milli = _SEEN.get(value) if type(value) is str else None
+        if milli is None:
+            milli = parse_quantity(value, f"{field}.{name}")
+            if type(value) is str and len(_SEEN) < _SEEN_MAX:
+                _SEEN[value] = milli
+        parsed[str(name)] = milli
+    return parsed
+
+
+_SEEN: dict[str, int] = {}  # quantity string -> milli-units, for strings parse_quantity accepted
+_SEEN_MAX = 4096
 
 
 def add(target: Resources, other: Mapping[str, int]) -> Resources:

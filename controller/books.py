@@ -7,6 +7,7 @@ follower that takes over acts from books that are already complete.
 
 from __future__ import annotations
 
+import gc
 import logging
 import threading
 import time
@@ -41,6 +42,7 @@ from capacity.guard import (
 from capacity.names import EXHAUSTED_LABEL, VPC_CNI_CONFIG_NAME, VPC_CNI_CONFIG_NAMESPACE
 from capacity.records import NodeRecord, PodRecord, discovery_node, project_node, project_pod
 from controller.books_metrics import register_metrics
+from kube import podwire
 from kube.api import get_config_map
 from kube.client import NODES, PODS, ApiLike, KubeError, as_kube_client
 from kube.events import EventRecorder, ObjectRef, TokenBucket
@@ -105,6 +107,7 @@ class LiveBooks:
         self._waiting_noted: dict[str, set[tuple[str, str]]] = {}  # node -> pods already reported
         self.last_event = 0.0  # wall time the books last changed (books age in metrics)
         self._reflectors: list[Reflector] = []
+        self._frozen = False  # the first synced books moved out of the GC's generations
         # the exhausted-node guard (capacity/guard.py): its memory between passes and its last word
         self.guard_grace = guard_grace
         self.scaled_groups = scaled_groups
@@ -187,7 +190,9 @@ class LiveBooks:
                 page_size=page_size,
                 name="books-nodes",
             ).start(),
-            Reflector(self.api, PODS, self.pods, page_size=page_size, name="books-pods").start(),
+            Reflector(
+                self.api, PODS, self.pods, page_size=page_size, name="books-pods", **podwire.DECODERS
+            ).start(),  # pods parsed for the fields the records read only
         ]
         return self
 
@@ -197,13 +202,16 @@ class LiveBooks:
         return [store.kind for store in (self.nodes, self.pods) if not store.synced]
 
     def wait_synced(self, timeout: float | None = None) -> bool:
-        """Whether every cache the books need completed its first list, waiting up to `timeout`
-        seconds (None: for as long as it takes)."""
+        """Whether both caches completed their first list, waiting up to `timeout` s (None: no limit)."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while self.waiting_for():
             if deadline is not None and time.monotonic() >= deadline:
                 return False
             time.sleep(0.05)
+        if not self._frozen:
+            # the first complete books leave the GC's generations (as webhook/server.py's caches)
+            self._frozen = True
+            gc.freeze()
         return True
 
     def stop(self) -> None:

@@ -90,8 +90,12 @@ def list_pods_on_node(api: ApiLike, node: str) -> list[dict[str, Any]]:
 
 def list_unschedulable_pods(api: ApiLike, page_size: int = 500) -> list[dict[str, Any]]:
     """Pending pods bound to no node, page by page (the API server applies the field selector)."""
+    from kube import podwire  # the controller's alone: the webhook never loads the schema
+
     query = {"fieldSelector": "spec.nodeName=,status.phase=Pending"}
-    return as_kube_client(api).list_all(PODS.path(), query, page_size)
+    # only what the planner reads of each pod (capacity/demand.py pending_shapes): a cluster with
+    # thousands of pending pods must not hold them whole (kube/podwire.py)
+    return as_kube_client(api).list_all(PODS.path(), query, page_size, decode=podwire.decode_page)
 
 
 def list_pods_by_label(api: ApiLike, namespace: str | None, selector: str) -> list[dict[str, Any]]:

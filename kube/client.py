@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -227,8 +227,10 @@ class KubeClient:
         body: Any = None,
         content_type: str = JSON,
         timeout: Timeout | None = None,
+        decode: Callable[[bytes], Any] = json.loads,
     ) -> Any:
-        """The parsed JSON answer (None when the body is empty); raises KubeError unless 2xx."""
+        """The parsed JSON answer (None when the body is empty); raises KubeError unless 2xx.
+        `decode` reads the body (a schema decoder keeps only some fields: kube/podwire.py)."""
         response = self.open(method, path, query, body=body, content_type=content_type, timeout=timeout)
         try:
             data = response.read()
@@ -239,7 +241,7 @@ class KubeClient:
         if not data:
             return None
         try:
-            return json.loads(data)
+            return decode(data)
         except ValueError as err:
             raise KubeError(response.status, "BadResponse", f"not JSON: {err}") from None
 
@@ -247,14 +249,21 @@ class KubeClient:
         return self.request("GET", path, query)
 
     def list_all(
-        self, path: str, query: Mapping[str, str | int] | None = None, page_size: int = 500
+        self,
+        path: str,
+        query: Mapping[str, str | int] | None = None,
+        page_size: int = 500,
+        decode: Callable[[bytes], Any] = json.loads,
     ) -> list[Any]:
         """Every item of a list, page by page (`limit`/`continue`), so no answer is unbounded."""
         items: list[Any] = []
         token = ""
         while True:
-            page = self.get(
-                path, {**(query or {}), "limit": page_size, **({"continue": token} if token else {})}
+            page = self.request(
+                "GET",
+                path,
+                {**(query or {}), "limit": page_size, **({"continue": token} if token else {})},
+                decode=decode,
             )
             items.extend((page or {}).get("items") or ())
             token = str(((page or {}).get("metadata") or {}).get("continue") or "")

@@ -13,13 +13,13 @@ when the server answers 410 Gone. A server that cannot stream lists is remembere
 
 from __future__ import annotations
 
-import gc
 import json
 import logging
 import os
 import random
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import urllib3
@@ -27,10 +27,12 @@ import urllib3
 from kube import relist
 from kube.backoff import Backoff
 from kube.client import KubeClient, KubeError, Resource, as_kube_client
+from kube.pages import decode_page as _decode_page
+from kube.pages import project_page as _project_page
 from kube.reflector_stats import ReflectorStats
 from kube.responses import abort as _abort
 from kube.responses import lines as _lines
-from kube.store import Store, object_key
+from kube.store import Store
 from kube.watchlist import InitialEvents, NoWatchList, watch_list_enabled
 
 log = logging.getLogger(__name__)
@@ -61,6 +63,8 @@ class Reflector:
         name: str = "",
         watch_list: bool | None = None,
         initial_events_quiet: float = 30.0,
+        decode_page: Callable[[bytes], Any] | None = None,
+        decode_line: Callable[[bytes], Any] = json.loads,
     ) -> None:
         """`watch_list`: stream the initial state (None: as KUBE_FEATURE_WatchListClient says, on by
         default), falling back to paged lists for good when the server does not stream;
@@ -74,6 +78,10 @@ class Reflector:
         self.connect_timeout = connect_timeout
         self.name = name or f"reflector-{resource.plural}"
         self.stats = ReflectorStats()
+        # how a list page and a watch line become objects: json.loads by default; a store that
+        # reads a few fields of big objects passes a schema decoder (kube/podwire.py)
+        self._decode_page = decode_page or _decode_page
+        self._decode_line = decode_line
         selectors = (("labelSelector", label_selector), ("fieldSelector", field_selector))
         self._selectors = [(key, value) for key, value in selectors if value]
         self._rng = rng or random.Random()
@@ -236,12 +244,7 @@ class Reflector:
                 restarted = True
                 fresh, token = {}, ""
                 continue
-            project = self.store.project
-            for obj in page.get("items") or ():
-                record = project(obj)
-                if record is not None:
-                    ns, name = object_key(obj)
-                    fresh.setdefault(ns, {})[name] = record
+            _project_page(self.store.project, page.get("items") or (), fresh)
             meta = page.get("metadata") or {}
             resource_version = str(meta.get("resourceVersion") or resource_version)
             token = str(meta.get("continue") or "")
@@ -276,7 +279,7 @@ class Reflector:
             self._done(response, clean)
         self.stats.last_contact = time.monotonic()
         try:
-            page = _decode_page(data)
+            page = self._decode_page(data)
         except ValueError as err:
             raise KubeError(response.status, "BadResponse", f"list page is not JSON: {err}") from None
         if not isinstance(page, dict):
@@ -343,8 +346,9 @@ class Reflector:
         progressed = False
         store = self.store
         stats = self.stats
+        decode = self._decode_line
         for line in _lines(response):
-            event = json.loads(line)
+            event = decode(line)
             kind = event.get("type")
             obj = event.get("object") or {}
             if kind == "ERROR":
@@ -379,16 +383,3 @@ class Reflector:
             progressed = True
             stats.last_contact = time.monotonic()
         return progressed, snapshot
-
-
-def _decode_page(data: bytes) -> Any:
-    """json.loads with the cyclic GC paused: a page of 500 pods makes ~200k containers with no
-    cycles, and collections triggered midway scan the whole heap (measured: a quarter of the sync
-    time of 150k pods). Whichever thread paused it first turns it back on."""
-    paused = gc.isenabled()
-    gc.disable()
-    try:
-        return json.loads(data)
-    finally:
-        if paused:
-            gc.enable()

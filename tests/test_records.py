@@ -111,16 +111,18 @@ def test_a_pending_unschedulable_pod_keeps_the_scheduler_message() -> None:
     assert (pod.node, pod.eni_count, pod.started, pod.finished_at) == ("", 0, False, None)
     assert pod.unschedulable == "0/3 nodes are available: 3 Insufficient vpc.amazonaws.com/pod-eni."
     assert pod.deleted_at == parse_time("2024-05-01T12:00:30Z")
-    # a pod-eni pod the scheduler refused keeps what decides where it fits, for the guard
-    assert pod.pending_spec == {
-        "initContainers": raw["spec"]["initContainers"],
-        "containers": raw["spec"]["containers"],
-    }
+    # a pod-eni pod the scheduler refused keeps what decides where it fits, for the guard: of its
+    # containers only their resources and restartPolicy (no name, image, env or probes)
+    init_kept = [{"resources": c["resources"]} for c in raw["spec"]["initContainers"]]
+    main_kept = [{"resources": c["resources"]} for c in raw["spec"]["containers"]]
+    assert pod.pending_spec == {"initContainers": init_kept, "containers": main_kept}
     raw["spec"]["affinity"] = {"nodeAffinity": {}}
     raw["spec"]["schedulerName"] = "default-scheduler"
+    raw["spec"]["initContainers"][0]["restartPolicy"] = "Always"
+    raw["spec"]["containers"][0]["env"] = [{"name": "A", "value": "1"}]
     assert project_pod(raw).pending_spec == {
-        "initContainers": raw["spec"]["initContainers"],
-        "containers": raw["spec"]["containers"],
+        "initContainers": [{**init_kept[0], "restartPolicy": "Always"}],
+        "containers": main_kept,
         "affinity": {"nodeAffinity": {}},
     }
     del raw["spec"]["containers"][0]["resources"]["limits"]  # no pod-eni: no guard, nothing kept

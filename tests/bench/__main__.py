@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from tests.bench import admission, capacity_cost, controller
+from tests.bench import admission, capacity_cost, command_rss, controller
 from tests.bench.report import rows_for, table
 
 SECTIONS = ("admission", "controller", "fit", "planner")
@@ -53,6 +53,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--loadgen", choices=("auto", "wrk", "python"), default="auto")
     parser.add_argument("--scales", default="10000,50000,150000", help="pod counts of the controller runs")
     parser.add_argument("--events", type=int, default=10_000, help="watch events sent after each sync")
+    parser.add_argument(
+        "--command-pods",
+        type=int,
+        default=150_000,
+        help="pods served to the whole `fitguard controller` command for its peak RSS (0: skip)",
+    )
     parser.add_argument("--fakekube-pods", type=int, default=5_000, help="pods synced through tests/fakekube")
     parser.add_argument("--out", type=Path, default=Path("bench/results.json"))
     return parser.parse_args(argv)
@@ -105,6 +111,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.fakekube_pods:
             say(f"  {args.fakekube_pods} pods through tests/fakekube")
             figures["fakekube"] = controller.through_fakekube(args.fakekube_pods)
+        if args.command_pods:
+            say(f"  the fitguard controller command as deployed, {args.command_pods} pods")
+            figures["command"] = command_rss.command_rss(args.command_pods)
         return figures
 
     section("controller", scales)

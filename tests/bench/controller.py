@@ -9,7 +9,7 @@ import multiprocessing
 import time
 from typing import Any
 
-from tests.bench import apiserve, bigcluster
+from tests.bench import apiserve, baselines, bigcluster
 from tests.bench.controller_probe import probe
 
 CONFIG_MAP = (
@@ -60,12 +60,16 @@ def at_scale(pods: int, events: int, *, streaming: bool = False) -> dict[str, An
         api.items["/api/v1/nodes"] = ("Node", rendered.nodes, rv)
     render_seconds = time.perf_counter() - started
     pod_bytes, node_count = rendered.pod_bytes, len(rendered.nodes)
+    lines = list(rendered.events)  # the server hands its copy out once
     del rendered
     url = api.start()
     try:
         figures = _run_probe(url, events, lambda: api.release("/api/v1/pods"), watch_list=streaming)
     finally:
         api.stop()
+    # the yardstick, on the same bytes, once the probe has ended (nothing else runs meanwhile)
+    figures.update(baselines.decode_costs(api.pages["/api/v1/pods"], api.pages["/api/v1/nodes"], lines))
+    figures.update(baselines.ratios(figures))
     figures.update(
         podsRendered=pods,
         nodesRendered=node_count,

@@ -88,6 +88,7 @@ def _controller(data: dict[str, Any]) -> list[Row]:
             )
         )
         rows.append(Row("controller", f"{label}: watch events/s", run.get("eventsPerSecond"), "/s"))
+        rows += _against_decoding(label, run, top)
     if len(counts) >= 3:
         # linear growth: the cost of each extra pod over the upper interval of scales is within
         # 1.5x of its cost over the lower one (marginal, so fixed costs do not flatter it)
@@ -108,12 +109,39 @@ def _controller(data: dict[str, Any]) -> list[Row]:
             rows.append(Row("controller", f"{label}: sync CPU / paged sync CPU", ratio, "x"))
         rows.append(Row("controller", f"{label}: peak RSS", run["peakRssMb"], "MB"))
         rows.append(Row("controller", f"{label}: CPU per watch event", run.get("eventCpuMs"), "ms"))
+    command = data.get("command")
+    if command:
+        label = f"`fitguard controller` as deployed, {command['pods'] // 1000}k pods"
+        target = 160.0 if command["pods"] >= 150_000 else None
+        rows.append(Row("controller", f"{label}: peak RSS (VmHWM)", command["peakRssMb"], "MB", target))
+        rows.append(Row("controller", f"{label}: start to /readyz", command["secondsToReady"], "s"))
     fake = data.get("fakekube")
     if fake:
         rows.append(
             Row("controller", f"sync of {fake['pods']} pods via tests/fakekube", fake["syncSeconds"], "s")
         )
     return rows
+
+
+def _against_decoding(label: str, run: dict[str, Any], top: bool) -> list[Row]:
+    """The sync and the watch events as ratios to json.loads of the same bytes (tests/bench/baselines.py)."""
+    if "jsonLoadsSeconds" not in run:
+        return []
+    return [
+        Row("controller", f"{label}: json.loads of the list pages (CPU)", run["jsonLoadsSeconds"], "s"),
+        Row("controller", f"{label}: same, GC paused", run["jsonLoadsGcPausedSeconds"], "s"),
+        Row("controller", f"{label}: pod pages, schema decode (CPU)", run["podPagesSchemaSeconds"], "s"),
+        Row("controller", f"{label}: sync / json.loads", run["syncOverJsonLoads"], "x", 0.5 if top else None),
+        Row("controller", f"{label}: sync CPU / json.loads", run["syncCpuOverJsonLoads"], "x"),
+        Row("controller", f"{label}: json.loads per watch line", run.get("eventJsonLoadsMs"), "ms"),
+        Row(
+            "controller",
+            f"{label}: CPU per watch event / json.loads",
+            run.get("eventCpuOverJsonLoads"),
+            "x",
+            0.5 if top else None,
+        ),
+    ]
 
 
 def rows_for(results: dict[str, Any]) -> list[Row]:
