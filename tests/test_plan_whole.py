@@ -602,3 +602,87 @@ def test_an_existing_node_takes_only_pods_that_accept_its_labels_and_taints() ->
     assert p.to_json() == empty_plan(
         onExistingNodes={"n-plain": ["default/plain-0"], "n-ssd": ["default/ssd-0"]}
     )
+
+
+# -- headroom at its boundaries (third round: each case is one the earlier tests let through) -------
+
+
+def test_headroom_in_memory_writes_every_figure_in_binary_units_and_reads_rules_after_a_capped_one() -> None:
+    """Memory rules: the wanted, free and short figures are written as memory (`Gi`/`Mi`, not bytes),
+    whether the group grows, is cooling down or is at its max size; a rule after one that hit a
+    limit is still read."""
+    templates = [
+        group("ng-capped", desired=1, nodes=1, max_size=1),
+        group("ng-cool", desired=1, nodes=1),
+        group("ng-grow", desired=1, nodes=1),
+    ]
+    nodes = [
+        node("n-capped", "ng-capped", memory="1Gi"),
+        node("n-cool", "ng-cool", memory="1Gi"),
+        node("n-grow", "ng-grow", memory="1Gi"),
+    ]
+    rules = "ng-capped:memory=8Gi;ng-cool:memory=8Gi;ng-grow:memory=8Gi"
+    p = headroom_of(rules, templates, nodes, last_scale_up={"ng-cool": NOW - 10})
+    grew = "headroom: keep 8Gi memory free in ng-grow, 1Gi is; 1 node(s) added"
+    assert p.headroom == (
+        HeadroomLine("ng-capped", "memory", "8Gi", free="1Gi", reason=f"short by 7Gi, {MAX_SIZE_REACHED}"),
+        HeadroomLine("ng-cool", "memory", "8Gi", free="1Gi", reason=f"short by 7Gi, {COOLDOWN}"),
+        HeadroomLine("ng-grow", "memory", "8Gi", added=1, free="1Gi", reason=grew),
+    )
+    assert _grown(p) == [
+        {"nodeGroup": "ng-grow", "from": 1, "to": 2, "maxSize": 10, "pods": [], "reasons": [grew]}
+    ]
+
+
+def test_headroom_short_by_one_milli_unit_grows() -> None:
+    """999m of cpu free against a rule of 1: one milli-unit short is short (one node added)."""
+    p = headroom_of("ng:cpu=1", [group("ng", desired=1, nodes=1)], [node("n1", "ng", cpu="999m")])
+    reason = "headroom: keep 1 cpu free in ng, 999m is; 1 node(s) added"
+    assert p.headroom == (HeadroomLine("ng", "cpu", "1", added=1, free="999m", reason=reason),)
+
+
+def test_headroom_grows_a_group_whose_new_node_offers_one_milli_unit() -> None:
+    """DaemonSets leave 1m of cpu on a new node: a rule of 2m adds two nodes (not "offers no cpu")."""
+    templates = [group("ng", overhead={"cpu": "1929m"})]
+    p = headroom_of("ng:cpu=2m", templates, [])
+    reason = "headroom: keep 2m cpu free in ng, 0 is; 2 node(s) added"
+    assert p.headroom == (HeadroomLine("ng", "cpu", "2m", added=2, free="0", reason=reason),)
+
+
+def test_headroom_counts_nothing_free_on_a_node_on_its_way_that_offers_none() -> None:
+    """A node on its way of a group whose nodes offer no pod-eni adds 0 free, not 1."""
+    templates = [group("ng", pod_eni="0", desired=2, nodes=1)]
+    p = headroom_of("ng:pod-eni=1", templates, [node("n1", "ng", pod_eni="0")])
+    assert p.headroom == (
+        HeadroomLine("ng", POD_ENI, "1", free="0", reason=f"a new node of ng offers no {POD_ENI}"),
+    )
+
+
+def test_headroom_counts_nothing_free_on_a_new_node_the_pods_filled() -> None:
+    """The pod takes all 1930m of the new node: 0 cpu is free on it, so a rule of 1 cpu adds one more."""
+    p = headroom_of("ng:cpu=1", [group("ng")], [], shapes=[shape("p", 1, "1930m")])
+    reason = "headroom: keep 1 cpu free in ng, 0 is; 1 node(s) added"
+    assert p.headroom == (HeadroomLine("ng", "cpu", "1", added=1, free="0", reason=reason),)
+    assert _grown(p) == [
+        {
+            "nodeGroup": "ng",
+            "from": 0,
+            "to": 2,
+            "maxSize": 10,
+            "pods": ["default/p-0"],
+            "reasons": ["pods", reason],
+        }
+    ]
+
+
+def test_a_second_rule_counts_every_node_the_first_rule_added() -> None:
+    """The pod-eni rule adds three nodes (9 each for 20); the cpu rule then finds their 3 x 1930m free."""
+    p = headroom_of("ng:pod-eni=20;ng:cpu=3", [group("ng")], [])
+    first = f"headroom: keep 20 {POD_ENI} free in ng, 0 is; 3 node(s) added"
+    assert p.headroom == (
+        HeadroomLine("ng", POD_ENI, "20", added=3, free="0", reason=first),
+        HeadroomLine("ng", "cpu", "3", free="5790m", reason="enough is free"),
+    )
+    assert _grown(p) == [
+        {"nodeGroup": "ng", "from": 0, "to": 3, "maxSize": 10, "pods": [], "reasons": [first]}
+    ]
