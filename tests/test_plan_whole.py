@@ -686,3 +686,146 @@ def test_a_second_rule_counts_every_node_the_first_rule_added() -> None:
     assert _grown(p) == [
         {"nodeGroup": "ng", "from": 0, "to": 3, "maxSize": 10, "pods": [], "reasons": [first]}
     ]
+
+
+# -- choosing among groups: what the estimate and the exact options weigh (third round) -------------
+
+
+def sized(
+    name: str, *, cpu: str | None = None, memory: str | None = None, max_size: int = 10
+) -> NodeGroupTemplate:
+    """A group whose new node offers only the cpu and memory given (and 29 pod slots)."""
+    allocatable = {"pods": "29"}
+    allocatable.update({k: v for k, v in (("cpu", cpu), ("memory", memory)) if v is not None})
+    spec: dict[str, Any] = {
+        "provider": "aws-asg",
+        "maxSize": max_size,
+        "desiredSize": 0,
+        "nodes": 0,
+        "actual": {"allocatable": allocatable, "labels": {}},
+        "autoscaler": {"allocatable": dict(allocatable)},
+        "daemonSetOverhead": {},
+    }
+    return NodeGroupTemplate.from_object({"metadata": {"name": name}, "spec": spec})
+
+
+def needing(name: str, count: int, **requests: str) -> PodShape:
+    spec = {"containers": [{"name": "c", "resources": {"requests": requests}}]}
+    return PodShape(name, PodNeeds.from_spec(spec), [PodRef("default", f"{name}-{i}") for i in range(count)])
+
+
+def test_a_group_that_cannot_take_the_pod_does_not_end_the_search() -> None:
+    """ng-a (1 cpu) is asked first and offers nothing for a 1.5-cpu pod; ng-b, asked after it, grows."""
+    p = plan([shape("p", 1, "1500m")], [group("ng-a", cpu="1"), group("ng-b")], now=NOW)
+    assert _grown(p) == one_scale_up("ng-b", 1, ["default/p-0"])
+
+
+@pytest.mark.parametrize(
+    ("templates", "requests", "first"),
+    [
+        (
+            [sized("ng-a", cpu="2200m", memory="8Gi"), sized("ng-b", cpu="1500m", memory="8Gi", max_size=1)],
+            {"cpu": "1"},
+            "ng-a",
+        ),
+        (
+            [sized("ng-a", cpu="4", memory="2200Mi"), sized("ng-b", cpu="4", memory="1500Mi", max_size=1)],
+            {"memory": "1000Mi"},
+            "ng-a",
+        ),
+    ],
+    ids=["cpu", "memory"],
+)
+def test_least_waste_weighs_every_pod_an_option_takes(
+    templates: list[NodeGroupTemplate], requests: dict[str, str], first: str
+) -> None:
+    """Two pods: ng-a's one node takes both (little of it left), ng-b (max size 1) takes one and
+    leaves a third of its node: ng-a wastes least only when both pods' requests are counted, so it
+    takes both and ng-b grows not at all."""
+    p = plan([needing("p", 2, **requests)], templates, now=NOW)
+    assert _grown(p) == one_scale_up(first, 1, ["default/p-0", "default/p-1"])
+
+
+@pytest.mark.parametrize(
+    ("templates", "requests"),
+    [
+        ([sized("ng-a", cpu="4", memory="8Gi"), sized("ng-b", cpu="2", memory="8Gi")], {"memory": "1Gi"}),
+        ([sized("ng-a", cpu="4", memory="8Gi"), sized("ng-b", cpu="4", memory="4Gi")], {"cpu": "1"}),
+    ],
+    ids=["no-cpu-requested", "no-memory-requested"],
+)
+def test_a_resource_the_pod_does_not_request_wastes_all_of_it_in_every_group(
+    templates: list[NodeGroupTemplate], requests: dict[str, str]
+) -> None:
+    """The pod requests none of one resource: every group wastes all of it (not all but one
+    milli-unit a pod, which would favour the smaller node), so the groups tie and the first by name
+    grows."""
+    p = plan([needing("p", 1, **requests)], templates, now=NOW)
+    assert _grown(p) == one_scale_up("ng-a", 1, ["default/p-0"])
+
+
+@pytest.mark.parametrize(
+    ("templates", "requests"),
+    [
+        ([sized("ng-a", memory="8Gi"), sized("ng-b", memory="4Gi")], {"memory": "1Gi"}),
+        ([sized("ng-a", cpu="4"), sized("ng-b", cpu="2")], {"cpu": "1"}),
+    ],
+    ids=["nodes-offer-no-cpu", "nodes-offer-no-memory"],
+)
+def test_among_groups_offering_none_of_a_resource_the_least_wasteful_grows(
+    templates: list[NodeGroupTemplate], requests: dict[str, str]
+) -> None:
+    """Two groups whose nodes offer no cpu (or no memory): that resource is all waste in both, and
+    the other resource chooses: ng-b, the smaller node, wastes least."""
+    p = plan([needing("p", 1, **requests)], templates, now=NOW)
+    assert _grown(p) == one_scale_up("ng-b", 1, ["default/p-0"])
+
+
+def test_the_estimate_counts_no_more_than_the_pods_a_limited_group_holds() -> None:
+    """Nine groups, three 1-cpu pods. The eight 1.5-cpu groups (max size 2) are estimated at two
+    nodes using all their cpu; ng-z (4 cpu, room for 10) at one node with a quarter left, so it is
+    the ninth and not packed, although packed exactly it would take all three pods on one node. The
+    estimate's share of the pods never exceeds one: ng-z's room for ten nodes does not make its one
+    node look fuller. ng-a1 grows to its max (two pods), then ng-a2 takes the third."""
+    templates = [group(f"ng-a{i}", cpu="1500m", max_size=2) for i in range(1, 9)] + [group("ng-z", cpu="4")]
+    p = plan([shape("p", 3, "1")], templates, now=NOW)
+    assert _grown(p) == [
+        {
+            "nodeGroup": "ng-a1",
+            "from": 0,
+            "to": 2,
+            "maxSize": 2,
+            "pods": ["default/p-0", "default/p-1"],
+            "reasons": ["pods"],
+        },
+        {
+            "nodeGroup": "ng-a2",
+            "from": 0,
+            "to": 1,
+            "maxSize": 2,
+            "pods": ["default/p-2"],
+            "reasons": ["pods"],
+        },
+    ]
+
+
+def test_priorities_order_the_shortlist_only_when_the_priority_expander_is_used() -> None:
+    """Least-waste alone, with a priorities map present: the eight prioritised 4-cpu groups are not
+    put before ng-best (1 cpu, no waste), which is shortlisted and grows."""
+    templates = [group(f"ng-p{i}", cpu="4") for i in range(1, 9)] + [group("ng-best", cpu="1")]
+    config = PlannerOptions(priorities=parse_priorities("5:\n  - ng-p.*\n"))
+    p = plan([shape("p", 1, "1")], templates, now=NOW, config=config)
+    assert _grown(p) == one_scale_up("ng-best", 1, ["default/p-0"])
+
+
+def test_a_group_of_priority_zero_is_shortlisted_after_those_of_priority_one() -> None:
+    """The priority expander alone: ng-a..ng-h have priority 1, ng-zero 0. ng-zero wastes least and
+    ng-a most, but the shortlist ranks priority first, so all eight of priority 1 are packed and the
+    expander's tie among them goes to the first by name, ng-a."""
+    templates = [group("ng-a", cpu="4")] + [group(f"ng-{c}", cpu="2") for c in "bcdefgh"]
+    templates.append(group("ng-zero", cpu="1"))
+    config = PlannerOptions(
+        expanders=(PRIORITY,), priorities=parse_priorities("1:\n  - ng-[a-h]\n0:\n  - ng-zero\n")
+    )
+    p = plan([shape("p", 1, "1")], templates, now=NOW, config=config)
+    assert _grown(p) == one_scale_up("ng-a", 1, ["default/p-0"])
