@@ -829,3 +829,39 @@ def test_a_group_of_priority_zero_is_shortlisted_after_those_of_priority_one() -
     )
     p = plan([shape("p", 1, "1")], templates, now=NOW, config=config)
     assert _grown(p) == one_scale_up("ng-a", 1, ["default/p-0"])
+
+
+@pytest.mark.parametrize(
+    ("overhead", "reason"),
+    [({"cpu": "1"}, "Insufficient cpu"), ({"pods": "29"}, "Too many pods")],
+    ids=["daemonset-cpu", "daemonset-pods"],
+)
+def test_a_pod_that_fits_a_node_only_without_its_daemonsets_is_refused_with_the_reason(
+    overhead: dict[str, str], reason: str
+) -> None:
+    """The group's node has 1930m and 29 slots; its DaemonSets take 1 cpu (so a 1.5-cpu pod no longer
+    fits) or every slot: the group refuses the pod with the scheduler's words, not "no scale-up
+    chosen"."""
+    p = plan([shape("p", 1, "1500m")], [group("ng", overhead=overhead)], now=NOW)
+    assert p.to_json() == _not_helped_only(reason)
+
+
+def test_pods_are_placed_largest_first_by_their_share_of_the_largest_node() -> None:
+    """Shares of the largest node (1930m, 7220Mi): cpu-heavy (1900m, 1Mi) is 0.98 of it, memory-heavy
+    (100m, 4Gi) 0.62, so cpu-heavy is placed first and takes n1; by raw milli-units memory would
+    weigh millions of times more and memory-heavy would go first."""
+    cpu_heavy = needing("cpu-heavy", 1, cpu="1900m", memory="1Mi")
+    memory_heavy = needing("memory-heavy", 1, cpu="100m", memory="4Gi")
+    nodes = [node("n1", "ng", cpu="2", memory="4Gi", pods="10")]
+    p = plan([memory_heavy, cpu_heavy], [group("ng", desired=1, nodes=1, max_size=1)], nodes, now=NOW)
+    assert p.to_json() == empty_plan(
+        onExistingNodes={"n1": ["default/cpu-heavy-0"]},
+        notTriggerScaleUp=[
+            {
+                "pods": ["default/memory-heavy-0"],
+                "message": f"pod didn't trigger scale-up: 1 {MAX_SIZE_REACHED}",
+                "reasons": {"ng": [MAX_SIZE_REACHED]},
+            }
+        ],
+        skippedGroups={"ng": MAX_SIZE_REACHED},
+    )
