@@ -865,3 +865,16 @@ def test_pods_are_placed_largest_first_by_their_share_of_the_largest_node() -> N
         ],
         skippedGroups={"ng": MAX_SIZE_REACHED},
     )
+
+
+def test_headroom_for_a_group_the_pods_grew_to_its_max_says_how_short_in_each_resource() -> None:
+    """The pod grows ng to its max size (1); both rules are then short and cannot add a node: the
+    memory rule's shortfall is written as memory (16Gi - 7220Mi = 8.9Gi), and the cpu rule after it
+    is still answered (1 - 430m = 570m)."""
+    templates = [group("ng", max_size=1)]
+    p = headroom_of("ng:memory=16Gi;ng:cpu=1", templates, [], shapes=[shape("p", 1, "1500m")])
+    assert p.headroom == (
+        HeadroomLine("ng", "memory", "16Gi", free="7.1Gi", reason=f"short by 8.9Gi, {MAX_SIZE_REACHED}"),
+        HeadroomLine("ng", "cpu", "1", free="430m", reason=f"short by 570m, {MAX_SIZE_REACHED}"),
+    )
+    assert _grown(p) == one_scale_up("ng", 1, ["default/p-0"], max_size=1)
