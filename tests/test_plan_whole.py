@@ -692,9 +692,15 @@ def test_a_second_rule_counts_every_node_the_first_rule_added() -> None:
 
 
 def sized(
-    name: str, *, cpu: str | None = None, memory: str | None = None, max_size: int = 10
+    name: str,
+    *,
+    cpu: str | None = None,
+    memory: str | None = None,
+    max_size: int = 10,
+    overhead: dict[str, str] | None = None,
 ) -> NodeGroupTemplate:
-    """A group whose new node offers only the cpu and memory given (and 29 pod slots)."""
+    """A group whose new node offers only the cpu and memory given (and 29 pod slots), less the
+    DaemonSets' `overhead`."""
     allocatable = {"pods": "29"}
     allocatable.update({k: v for k, v in (("cpu", cpu), ("memory", memory)) if v is not None})
     spec: dict[str, Any] = {
@@ -704,7 +710,7 @@ def sized(
         "nodes": 0,
         "actual": {"allocatable": allocatable, "labels": {}},
         "autoscaler": {"allocatable": dict(allocatable)},
-        "daemonSetOverhead": {},
+        "daemonSetOverhead": overhead or {},
     }
     return NodeGroupTemplate.from_object({"metadata": {"name": name}, "spec": spec})
 
@@ -878,3 +884,17 @@ def test_headroom_for_a_group_the_pods_grew_to_its_max_says_how_short_in_each_re
         HeadroomLine("ng", "cpu", "1", free="430m", reason=f"short by 570m, {MAX_SIZE_REACHED}"),
     )
     assert _grown(p) == one_scale_up("ng", 1, ["default/p-0"], max_size=1)
+
+
+def test_the_estimate_counts_a_resource_a_new_node_offers_one_milli_unit_of() -> None:
+    """Three pods of 1m cpu and 1Gi. ng-t's DaemonSets leave 1m cpu on a node, so its estimate is
+    three nodes (one pod each) and it ranks ninth, behind the seven 1.5Gi groups (estimated at two
+    nodes, full) and ng-w (one 3.2Gi node). Packed exactly, each 1.5Gi group needs three nodes and
+    ng-w one, so ng-w wastes least and takes all three pods. Were ng-t's 1m of cpu ignored, its
+    estimate would be one 3.1Gi node, it would push ng-w out of the shortlist and a 1.5Gi group
+    would grow by three."""
+    templates = [sized(f"ng-f{i}", cpu="1930m", memory="1536Mi") for i in range(1, 8)]
+    templates.append(sized("ng-w", cpu="1930m", memory="3276Mi"))
+    templates.append(sized("ng-t", cpu="1930m", memory="3174Mi", overhead={"cpu": "1929m"}))
+    p = plan([needing("p", 3, cpu="1m", memory="1Gi")], templates, now=NOW)
+    assert _grown(p) == one_scale_up("ng-w", 1, ["default/p-0", "default/p-1", "default/p-2"])
