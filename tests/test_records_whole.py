@@ -238,6 +238,34 @@ def test_a_node_is_whole_with_the_first_group_label_and_instance_id() -> None:
         project_node({"metadata": {}})
 
 
+def test_a_node_without_group_or_type_labels_is_whole_and_a_bad_pod_eni_is_named() -> None:
+    """No group label and no instance-type label: both are empty, not an error; 9 pod-eni is read
+    as 9; an unreadable pod-eni is refused with the field named in the whole message."""
+    raw = {
+        "metadata": {"name": "n2"},
+        "spec": {"unschedulable": True},
+        "status": {"allocatable": {POD_ENI: "9"}, "conditions": [{"type": "Ready", "status": "True"}]},
+    }
+    assert project_node(raw) == NodeRecord(
+        "n2",
+        "",
+        "",
+        pod_eni=9,
+        ready=True,
+        unschedulable=True,
+        exhausted=False,
+        instance_id="",
+        view=View({POD_ENI: 9000}, {}, (), "live-node"),
+    )
+    raw["status"]["allocatable"][POD_ENI] = "lots"
+    with pytest.raises(ValueError) as refused:
+        project_node(raw)
+    assert (
+        str(refused.value)
+        == f"status.allocatable.{POD_ENI}: invalid quantity 'lots' (not a Kubernetes quantity)"
+    )
+
+
 @pytest.mark.parametrize(
     ("provider_id", "instance_id"),
     [
