@@ -239,10 +239,11 @@ def test_a_node_is_whole_with_the_first_group_label_and_instance_id() -> None:
 
 
 def test_a_node_without_group_or_type_labels_is_whole_and_a_bad_pod_eni_is_named() -> None:
-    """No group label and no instance-type label: both are empty, not an error; 9 pod-eni is read
-    as 9; an unreadable pod-eni is refused with the field named in the whole message."""
-    raw = {
-        "metadata": {"name": "n2"},
+    """No group label and no instance-type label: both are empty, not an error; a label written as
+    a number (a hand-made state file) is kept as text in the view; 9 pod-eni is read as 9; an
+    unreadable pod-eni is refused with the field named in the whole message."""
+    raw: dict[str, Any] = {
+        "metadata": {"name": "n2", "labels": {"rack": 7}},
         "spec": {"unschedulable": True},
         "status": {"allocatable": {POD_ENI: "9"}, "conditions": [{"type": "Ready", "status": "True"}]},
     }
@@ -255,7 +256,7 @@ def test_a_node_without_group_or_type_labels_is_whole_and_a_bad_pod_eni_is_named
         unschedulable=True,
         exhausted=False,
         instance_id="",
-        view=View({POD_ENI: 9000}, {}, (), "live-node"),
+        view=View({POD_ENI: 9000}, {"rack": "7"}, (), "live-node"),
     )
     raw["status"]["allocatable"][POD_ENI] = "lots"
     with pytest.raises(ValueError) as refused:
