@@ -319,3 +319,50 @@ def test_records_print_and_compare() -> None:
     assert NodeRecord("n1") != "n1"
     assert PodRecord("u", "ns", "p", phase="Failed").terminal is True
     assert PodRecord("u", "ns", "p", phase="Running").terminal is False
+
+
+def test_records_hold_their_defaults_and_what_they_were_given_slot_by_slot() -> None:
+    """Records compare slot by slot, so a default changed in `__init__` would change both sides of a
+    whole comparison: here every slot is read against a written-out value."""
+    slots = NodeRecord.__slots__
+    assert {s: getattr(NodeRecord("n1"), s) for s in slots} == {
+        "exhausted": False,
+        "instance_id": "",
+        "instance_type": "",
+        "name": "n1",
+        "node_group": "",
+        "pod_eni": None,
+        "ready": True,
+        "unschedulable": False,
+        "view": None,
+    }
+    given = NodeRecord(
+        "n2", "ng", "m5.large", pod_eni=9, ready=False, unschedulable=True, exhausted=True, instance_id="i-1"
+    )
+    assert {s: getattr(given, s) for s in slots} == {
+        "exhausted": True,
+        "instance_id": "i-1",
+        "instance_type": "m5.large",
+        "name": "n2",
+        "node_group": "ng",
+        "pod_eni": 9,
+        "ready": False,
+        "unschedulable": True,
+        "view": None,
+    }
+    pod = PodRecord("ns/p", "ns", "p")
+    assert (pod.started, pod.owner_kind, pod.owner_name) == (False, "", "")
+
+
+def test_an_owner_without_a_name_is_named_empty() -> None:
+    """A controlling owner reference without a name: its kind is kept, its name is empty."""
+    raw = {
+        "metadata": {
+            "name": "p",
+            "namespace": "ns",
+            "ownerReferences": [{"kind": "Job", "controller": True}],
+        },
+    }
+    record = project_pod(raw)
+    assert (record.owner_kind, record.owner_name) == ("Job", "")
+    assert record == PodRecord("ns/p", "ns", "p", owner_kind="Job")
