@@ -351,7 +351,8 @@ def test_records_hold_their_defaults_and_what_they_were_given_slot_by_slot() -> 
         "view": None,
     }
     pod = PodRecord("ns/p", "ns", "p")
-    assert (pod.started, pod.owner_kind, pod.owner_name) == (False, "", "")
+    assert (pod.started, pod.owner_kind, pod.owner_name, pod.eni_ids) == (False, "", "", ())
+    assert PodRecord("ns/q", "ns", "q", eni_ids=("eni-1",)).eni_ids == ("eni-1",)
 
 
 def test_an_owner_without_a_name_is_named_empty() -> None:
