@@ -146,14 +146,16 @@ def test_flags_are_read_as_pflag_reads_them() -> None:
 
 def test_a_fraction_beyond_nanoseconds_is_cut_as_go_cuts_it() -> None:
     """time.ParseDuration keeps whole nanoseconds of a fraction (it truncates, never rounds):
-    `1.0000000019s` is 1,000,000,001 ns, not 1,000,000,001.9."""
+    `1.0000000019s` is 1,000,000,001 ns, not 1,000,000,001.9 (golang/go `src/time/format.go`,
+    `ParseDuration`: the fraction's nanoseconds converted to an unsigned integer)."""
     assert parse_go_duration("1.0000000019s") == 1_000_000_001 / 1e9
     assert parse_go_duration("0.9999999999s") == 999_999_999 / 1e9
 
 
 def test_the_longest_go_duration_is_accepted_and_one_nanosecond_more_is_not() -> None:
-    """int64 nanoseconds: 9223372036854775807ns is the last duration Go reads; the next is refused
-    with the whole message, naming the text."""
+    """int64 nanoseconds: 9223372036854775807ns is the last positive duration Go reads; the next is
+    refused with the whole message, naming the text (golang/go `src/time/format.go`,
+    `ParseDuration`: more than 1<<63 - 1 without a minus sign is refused)."""
     assert parse_go_duration("9223372036854775807ns") == (2**63 - 1) / 1e9
     with pytest.raises(ValueError) as refused:
         parse_go_duration("9223372036854775808ns")
