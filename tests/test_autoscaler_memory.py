@@ -144,6 +144,89 @@ def test_flags_are_read_as_pflag_reads_them() -> None:
     assert flag_value(["ca", "--scan-interval=5s", "-node-info-cache-expire-time=1h"], flag) is None
 
 
+def test_a_fraction_beyond_nanoseconds_is_cut_as_go_cuts_it() -> None:
+    """time.ParseDuration keeps whole nanoseconds of a fraction (it truncates, never rounds):
+    `1.0000000019s` is 1,000,000,001 ns, not 1,000,000,001.9 (golang/go `src/time/format.go`,
+    `ParseDuration`: the fraction's nanoseconds converted to an unsigned integer)."""
+    assert parse_go_duration("1.0000000019s") == 1_000_000_001 / 1e9
+    assert parse_go_duration("0.9999999999s") == 999_999_999 / 1e9
+
+
+def test_the_longest_go_duration_is_accepted_and_one_nanosecond_more_is_not() -> None:
+    """int64 nanoseconds: 9223372036854775807ns is the last positive duration Go reads; the next is
+    refused with the whole message, naming the text (golang/go `src/time/format.go`,
+    `ParseDuration`: more than 1<<63 - 1 without a minus sign is refused)."""
+    assert parse_go_duration("9223372036854775807ns") == (2**63 - 1) / 1e9
+    with pytest.raises(ValueError) as refused:
+        parse_go_duration("9223372036854775808ns")
+    assert str(refused.value) == "invalid duration '9223372036854775808ns': out of range"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "invalid duration ''"),
+        ("-", "invalid duration '-'"),
+        ("1h.m", "invalid duration '1h.m'"),
+        ("10x", "unknown unit 'x' in duration '10x'"),
+    ],
+)
+def test_a_refused_duration_says_why_in_whole(text: str, message: str) -> None:
+    """The whole message of each refusal: no digits, nothing after the sign, an unknown unit."""
+    with pytest.raises(ValueError) as refused:
+        parse_go_duration(text)
+    assert str(refused.value) == message
+
+
+def test_flag_values_keep_their_own_equals_signs_and_a_last_flag_without_value_is_not_given() -> None:
+    """`--f=a=b` is `a=b` (pflag splits at the first `=`); a bare `--f` as the last word has no
+    value to take, so the earlier value stands, or None when there is none; a single-dash word
+    or another flag's value is never read as the flag."""
+    flag = "expander"
+    assert flag_value(["ca", "--expander=priority=x"], flag) == "priority=x"
+    assert flag_value(["ca", "--expander=least-waste", "--expander"], flag) == "least-waste"
+    assert flag_value(["ca", "--expander"], flag) is None
+    assert flag_value(["ca", "--v", "--expander", "random"], flag) == "random"
+    assert flag_value(["--expander", "random", "--", "--expander=priority"], flag) == "random"
+
+
+def test_an_empty_selector_selects_every_pod() -> None:
+    """The API's empty selector (or only blanks) matches everything, labels or none."""
+    for text in ("", "  "):
+        assert pod_selector(text)({}) is True
+        assert pod_selector(text)({"app": "x"}) is True
+
+
+def test_each_selector_term_alone_on_present_and_absent_labels() -> None:
+    """Every operator answers both ways, on a pod that has the key and one that does not."""
+    with_tier = {"tier": "system"}
+    cases = [
+        ("tier=system", True, False),
+        ("tier==system", True, False),
+        ("tier!=system", False, True),
+        ("tier", True, False),
+        ("!tier", False, True),
+        ("tier in (system)", True, False),
+        ("tier in ( infra , system )", True, False),
+        ("tier notin (system)", False, True),
+        ("tier notin (infra)", True, True),
+        ("tier=", False, False),
+    ]
+    answers = [(text, pod_selector(text)(with_tier), pod_selector(text)({})) for text, _, _ in cases]
+    assert answers == cases
+
+
+def test_an_unreadable_selector_is_refused_with_the_whole_message() -> None:
+    """The message names the whole selector and the term that could not be read; past an unbalanced
+    `)` commas no longer split terms, so the rest is one unreadable term."""
+    with pytest.raises(ValueError) as refused:
+        pod_selector("app=x, a=b=c")
+    assert str(refused.value) == "label selector 'app=x, a=b=c': cannot read 'a=b=c'"
+    with pytest.raises(ValueError) as refused:
+        pod_selector("app in (a,b)),c")
+    assert str(refused.value) == "label selector 'app in (a,b)),c': cannot read 'app in (a,b)),c'"
+
+
 # --- the running cluster-autoscaler -------------------------------------------------------------
 
 

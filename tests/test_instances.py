@@ -38,25 +38,40 @@ def _facts(name: str) -> instances.InstanceFacts:
     return facts
 
 
+M5_LARGE = instances.InstanceFacts(
+    name="m5.large",
+    branch_interfaces=9,
+    trunking=True,
+    interfaces=3,
+    ipv4_per_interface=10,
+    default_card_interfaces=3,
+    limits_from="resourceController",
+    vcpu=2,
+    memory_mib=8192,
+    gpu=0,
+    architecture="amd64",
+    network_cards=1,
+    hypervisor="nitro",
+    bare_metal=False,
+    shape_from="autoscaler",
+)
+
+
 def test_m5_large_facts_whole() -> None:
     """m5.large, one card: every field, from the controller's table and CA's list."""
-    assert _facts("m5.large") == instances.InstanceFacts(
-        name="m5.large",
-        branch_interfaces=9,
-        trunking=True,
-        interfaces=3,
-        ipv4_per_interface=10,
-        default_card_interfaces=3,
-        limits_from="resourceController",
-        vcpu=2,
-        memory_mib=8192,
-        gpu=0,
-        architecture="amd64",
-        network_cards=1,
-        hypervisor="nitro",
-        bare_metal=False,
-        shape_from="autoscaler",
-    )
+    assert _facts("m5.large") == M5_LARGE
+
+
+def test_the_data_file_read_afresh_gives_m5_large_whole() -> None:
+    """The table is read once per process (`functools.cache`), so a lookup after the first one never
+    reads the file again: here the cache is emptied first, the file is read and every field of
+    m5.large is checked as the reading made it; the cache is emptied again so later tests read it
+    afresh too."""
+    instances._document.cache_clear()
+    try:
+        assert instances.lookup("m5.large") == M5_LARGE
+    finally:
+        instances._document.cache_clear()
 
 
 def test_p4d_24xlarge_max_pods_counts_the_default_card_only() -> None:

@@ -602,3 +602,299 @@ def test_an_existing_node_takes_only_pods_that_accept_its_labels_and_taints() ->
     assert p.to_json() == empty_plan(
         onExistingNodes={"n-plain": ["default/plain-0"], "n-ssd": ["default/ssd-0"]}
     )
+
+
+# -- headroom at its boundaries (third round: each case is one the earlier tests let through) -------
+
+
+def test_headroom_in_memory_writes_every_figure_in_binary_units_and_reads_rules_after_a_capped_one() -> None:
+    """Memory rules: the wanted, free and short figures are written as memory (`Gi`/`Mi`, not bytes),
+    whether the group grows, is cooling down or is at its max size; a rule after one that hit a
+    limit is still read."""
+    templates = [
+        group("ng-capped", desired=1, nodes=1, max_size=1),
+        group("ng-cool", desired=1, nodes=1),
+        group("ng-grow", desired=1, nodes=1),
+    ]
+    nodes = [
+        node("n-capped", "ng-capped", memory="1Gi"),
+        node("n-cool", "ng-cool", memory="1Gi"),
+        node("n-grow", "ng-grow", memory="1Gi"),
+    ]
+    rules = "ng-capped:memory=8Gi;ng-cool:memory=8Gi;ng-grow:memory=8Gi"
+    p = headroom_of(rules, templates, nodes, last_scale_up={"ng-cool": NOW - 10})
+    grew = "headroom: keep 8Gi memory free in ng-grow, 1Gi is; 1 node(s) added"
+    assert p.headroom == (
+        HeadroomLine("ng-capped", "memory", "8Gi", free="1Gi", reason=f"short by 7Gi, {MAX_SIZE_REACHED}"),
+        HeadroomLine("ng-cool", "memory", "8Gi", free="1Gi", reason=f"short by 7Gi, {COOLDOWN}"),
+        HeadroomLine("ng-grow", "memory", "8Gi", added=1, free="1Gi", reason=grew),
+    )
+    assert _grown(p) == [
+        {"nodeGroup": "ng-grow", "from": 1, "to": 2, "maxSize": 10, "pods": [], "reasons": [grew]}
+    ]
+
+
+def test_headroom_short_by_one_milli_unit_grows() -> None:
+    """999m of cpu free against a rule of 1: one milli-unit short is short (one node added)."""
+    p = headroom_of("ng:cpu=1", [group("ng", desired=1, nodes=1)], [node("n1", "ng", cpu="999m")])
+    reason = "headroom: keep 1 cpu free in ng, 999m is; 1 node(s) added"
+    assert p.headroom == (HeadroomLine("ng", "cpu", "1", added=1, free="999m", reason=reason),)
+
+
+def test_headroom_grows_a_group_whose_new_node_offers_one_milli_unit() -> None:
+    """DaemonSets leave 1m of cpu on a new node: a rule of 2m adds two nodes (not "offers no cpu")."""
+    templates = [group("ng", overhead={"cpu": "1929m"})]
+    p = headroom_of("ng:cpu=2m", templates, [])
+    reason = "headroom: keep 2m cpu free in ng, 0 is; 2 node(s) added"
+    assert p.headroom == (HeadroomLine("ng", "cpu", "2m", added=2, free="0", reason=reason),)
+
+
+def test_headroom_counts_nothing_free_on_a_node_on_its_way_that_offers_none() -> None:
+    """A node on its way of a group whose nodes offer no pod-eni adds 0 free, not 1."""
+    templates = [group("ng", pod_eni="0", desired=2, nodes=1)]
+    p = headroom_of("ng:pod-eni=1", templates, [node("n1", "ng", pod_eni="0")])
+    assert p.headroom == (
+        HeadroomLine("ng", POD_ENI, "1", free="0", reason=f"a new node of ng offers no {POD_ENI}"),
+    )
+
+
+def test_headroom_counts_nothing_free_on_a_new_node_the_pods_filled() -> None:
+    """The pod takes all 1930m of the new node: 0 cpu is free on it, so a rule of 1 cpu adds one more."""
+    p = headroom_of("ng:cpu=1", [group("ng")], [], shapes=[shape("p", 1, "1930m")])
+    reason = "headroom: keep 1 cpu free in ng, 0 is; 1 node(s) added"
+    assert p.headroom == (HeadroomLine("ng", "cpu", "1", added=1, free="0", reason=reason),)
+    assert _grown(p) == [
+        {
+            "nodeGroup": "ng",
+            "from": 0,
+            "to": 2,
+            "maxSize": 10,
+            "pods": ["default/p-0"],
+            "reasons": ["pods", reason],
+        }
+    ]
+
+
+def test_a_second_rule_counts_every_node_the_first_rule_added() -> None:
+    """The pod-eni rule adds three nodes (9 each for 20); the cpu rule then finds their 3 x 1930m free."""
+    p = headroom_of("ng:pod-eni=20;ng:cpu=3", [group("ng")], [])
+    first = f"headroom: keep 20 {POD_ENI} free in ng, 0 is; 3 node(s) added"
+    assert p.headroom == (
+        HeadroomLine("ng", POD_ENI, "20", added=3, free="0", reason=first),
+        HeadroomLine("ng", "cpu", "3", free="5790m", reason="enough is free"),
+    )
+    assert _grown(p) == [
+        {"nodeGroup": "ng", "from": 0, "to": 3, "maxSize": 10, "pods": [], "reasons": [first]}
+    ]
+
+
+# -- choosing among groups: what the estimate and the exact options weigh (third round) -------------
+
+
+def sized(
+    name: str,
+    *,
+    cpu: str | None = None,
+    memory: str | None = None,
+    max_size: int = 10,
+    overhead: dict[str, str] | None = None,
+) -> NodeGroupTemplate:
+    """A group whose new node offers only the cpu and memory given (and 29 pod slots), less the
+    DaemonSets' `overhead`."""
+    allocatable = {"pods": "29"}
+    allocatable.update({k: v for k, v in (("cpu", cpu), ("memory", memory)) if v is not None})
+    spec: dict[str, Any] = {
+        "provider": "aws-asg",
+        "maxSize": max_size,
+        "desiredSize": 0,
+        "nodes": 0,
+        "actual": {"allocatable": allocatable, "labels": {}},
+        "autoscaler": {"allocatable": dict(allocatable)},
+        "daemonSetOverhead": overhead or {},
+    }
+    return NodeGroupTemplate.from_object({"metadata": {"name": name}, "spec": spec})
+
+
+def needing(name: str, count: int, **requests: str) -> PodShape:
+    spec = {"containers": [{"name": "c", "resources": {"requests": requests}}]}
+    return PodShape(name, PodNeeds.from_spec(spec), [PodRef("default", f"{name}-{i}") for i in range(count)])
+
+
+def test_a_group_that_cannot_take_the_pod_does_not_end_the_search() -> None:
+    """ng-a (1 cpu) is asked first and offers nothing for a 1.5-cpu pod; ng-b, asked after it, grows."""
+    p = plan([shape("p", 1, "1500m")], [group("ng-a", cpu="1"), group("ng-b")], now=NOW)
+    assert _grown(p) == one_scale_up("ng-b", 1, ["default/p-0"])
+
+
+@pytest.mark.parametrize(
+    ("templates", "requests", "first"),
+    [
+        (
+            [sized("ng-a", cpu="2200m", memory="8Gi"), sized("ng-b", cpu="1500m", memory="8Gi", max_size=1)],
+            {"cpu": "1"},
+            "ng-a",
+        ),
+        (
+            [sized("ng-a", cpu="4", memory="2200Mi"), sized("ng-b", cpu="4", memory="1500Mi", max_size=1)],
+            {"memory": "1000Mi"},
+            "ng-a",
+        ),
+    ],
+    ids=["cpu", "memory"],
+)
+def test_least_waste_weighs_every_pod_an_option_takes(
+    templates: list[NodeGroupTemplate], requests: dict[str, str], first: str
+) -> None:
+    """Two pods: ng-a's one node takes both (little of it left), ng-b (max size 1) takes one and
+    leaves a third of its node: ng-a wastes least only when both pods' requests are counted, so it
+    takes both and ng-b grows not at all."""
+    p = plan([needing("p", 2, **requests)], templates, now=NOW)
+    assert _grown(p) == one_scale_up(first, 1, ["default/p-0", "default/p-1"])
+
+
+@pytest.mark.parametrize(
+    ("templates", "requests"),
+    [
+        ([sized("ng-a", cpu="4", memory="8Gi"), sized("ng-b", cpu="2", memory="8Gi")], {"memory": "1Gi"}),
+        ([sized("ng-a", cpu="4", memory="8Gi"), sized("ng-b", cpu="4", memory="4Gi")], {"cpu": "1"}),
+    ],
+    ids=["no-cpu-requested", "no-memory-requested"],
+)
+def test_a_resource_the_pod_does_not_request_wastes_all_of_it_in_every_group(
+    templates: list[NodeGroupTemplate], requests: dict[str, str]
+) -> None:
+    """The pod requests none of one resource: every group wastes all of it (not all but one
+    milli-unit a pod, which would favour the smaller node), so the groups tie and the first by name
+    grows."""
+    p = plan([needing("p", 1, **requests)], templates, now=NOW)
+    assert _grown(p) == one_scale_up("ng-a", 1, ["default/p-0"])
+
+
+@pytest.mark.parametrize(
+    ("templates", "requests"),
+    [
+        ([sized("ng-a", memory="8Gi"), sized("ng-b", memory="4Gi")], {"memory": "1Gi"}),
+        ([sized("ng-a", cpu="4"), sized("ng-b", cpu="2")], {"cpu": "1"}),
+    ],
+    ids=["nodes-offer-no-cpu", "nodes-offer-no-memory"],
+)
+def test_among_groups_offering_none_of_a_resource_the_least_wasteful_grows(
+    templates: list[NodeGroupTemplate], requests: dict[str, str]
+) -> None:
+    """Two groups whose nodes offer no cpu (or no memory): that resource is all waste in both, and
+    the other resource chooses: ng-b, the smaller node, wastes least."""
+    p = plan([needing("p", 1, **requests)], templates, now=NOW)
+    assert _grown(p) == one_scale_up("ng-b", 1, ["default/p-0"])
+
+
+def test_the_estimate_counts_no_more_than_the_pods_a_limited_group_holds() -> None:
+    """Nine groups, three 1-cpu pods. The eight 1.5-cpu groups (max size 2) are estimated at two
+    nodes using all their cpu; ng-z (4 cpu, room for 10) at one node with a quarter left, so it is
+    the ninth and not packed, although packed exactly it would take all three pods on one node. The
+    estimate's share of the pods never exceeds one: ng-z's room for ten nodes does not make its one
+    node look fuller. ng-a1 grows to its max (two pods), then ng-a2 takes the third."""
+    templates = [group(f"ng-a{i}", cpu="1500m", max_size=2) for i in range(1, 9)] + [group("ng-z", cpu="4")]
+    p = plan([shape("p", 3, "1")], templates, now=NOW)
+    assert _grown(p) == [
+        {
+            "nodeGroup": "ng-a1",
+            "from": 0,
+            "to": 2,
+            "maxSize": 2,
+            "pods": ["default/p-0", "default/p-1"],
+            "reasons": ["pods"],
+        },
+        {
+            "nodeGroup": "ng-a2",
+            "from": 0,
+            "to": 1,
+            "maxSize": 2,
+            "pods": ["default/p-2"],
+            "reasons": ["pods"],
+        },
+    ]
+
+
+def test_priorities_order_the_shortlist_only_when_the_priority_expander_is_used() -> None:
+    """Least-waste alone, with a priorities map present: the eight prioritised 4-cpu groups are not
+    put before ng-best (1 cpu, no waste), which is shortlisted and grows."""
+    templates = [group(f"ng-p{i}", cpu="4") for i in range(1, 9)] + [group("ng-best", cpu="1")]
+    config = PlannerOptions(priorities=parse_priorities("5:\n  - ng-p.*\n"))
+    p = plan([shape("p", 1, "1")], templates, now=NOW, config=config)
+    assert _grown(p) == one_scale_up("ng-best", 1, ["default/p-0"])
+
+
+def test_a_group_of_priority_zero_is_shortlisted_after_those_of_priority_one() -> None:
+    """The priority expander alone: ng-a..ng-h have priority 1, ng-zero 0. ng-zero wastes least and
+    ng-a most, but the shortlist ranks priority first, so all eight of priority 1 are packed and the
+    expander's tie among them goes to the first by name, ng-a."""
+    templates = [group("ng-a", cpu="4")] + [group(f"ng-{c}", cpu="2") for c in "bcdefgh"]
+    templates.append(group("ng-zero", cpu="1"))
+    config = PlannerOptions(
+        expanders=(PRIORITY,), priorities=parse_priorities("1:\n  - ng-[a-h]\n0:\n  - ng-zero\n")
+    )
+    p = plan([shape("p", 1, "1")], templates, now=NOW, config=config)
+    assert _grown(p) == one_scale_up("ng-a", 1, ["default/p-0"])
+
+
+@pytest.mark.parametrize(
+    ("overhead", "reason"),
+    [({"cpu": "1"}, "Insufficient cpu"), ({"pods": "29"}, "Too many pods")],
+    ids=["daemonset-cpu", "daemonset-pods"],
+)
+def test_a_pod_that_fits_a_node_only_without_its_daemonsets_is_refused_with_the_reason(
+    overhead: dict[str, str], reason: str
+) -> None:
+    """The group's node has 1930m and 29 slots; its DaemonSets take 1 cpu (so a 1.5-cpu pod no longer
+    fits) or every slot: the group refuses the pod with the scheduler's words, not "no scale-up
+    chosen"."""
+    p = plan([shape("p", 1, "1500m")], [group("ng", overhead=overhead)], now=NOW)
+    assert p.to_json() == _not_helped_only(reason)
+
+
+def test_pods_are_placed_largest_first_by_their_share_of_the_largest_node() -> None:
+    """Shares of the largest node (1930m, 7220Mi): cpu-heavy (1900m, 1Mi) is 0.98 of it, memory-heavy
+    (100m, 4Gi) 0.62, so cpu-heavy is placed first and takes n1; by raw milli-units memory would
+    weigh millions of times more and memory-heavy would go first."""
+    cpu_heavy = needing("cpu-heavy", 1, cpu="1900m", memory="1Mi")
+    memory_heavy = needing("memory-heavy", 1, cpu="100m", memory="4Gi")
+    nodes = [node("n1", "ng", cpu="2", memory="4Gi", pods="10")]
+    p = plan([memory_heavy, cpu_heavy], [group("ng", desired=1, nodes=1, max_size=1)], nodes, now=NOW)
+    assert p.to_json() == empty_plan(
+        onExistingNodes={"n1": ["default/cpu-heavy-0"]},
+        notTriggerScaleUp=[
+            {
+                "pods": ["default/memory-heavy-0"],
+                "message": f"pod didn't trigger scale-up: 1 {MAX_SIZE_REACHED}",
+                "reasons": {"ng": [MAX_SIZE_REACHED]},
+            }
+        ],
+        skippedGroups={"ng": MAX_SIZE_REACHED},
+    )
+
+
+def test_headroom_for_a_group_the_pods_grew_to_its_max_says_how_short_in_each_resource() -> None:
+    """The pod grows ng to its max size (1); both rules are then short and cannot add a node: the
+    memory rule's shortfall is written as memory (16Gi - 7220Mi = 8.9Gi), and the cpu rule after it
+    is still answered (1 - 430m = 570m)."""
+    templates = [group("ng", max_size=1)]
+    p = headroom_of("ng:memory=16Gi;ng:cpu=1", templates, [], shapes=[shape("p", 1, "1500m")])
+    assert p.headroom == (
+        HeadroomLine("ng", "memory", "16Gi", free="7.1Gi", reason=f"short by 8.9Gi, {MAX_SIZE_REACHED}"),
+        HeadroomLine("ng", "cpu", "1", free="430m", reason=f"short by 570m, {MAX_SIZE_REACHED}"),
+    )
+    assert _grown(p) == one_scale_up("ng", 1, ["default/p-0"], max_size=1)
+
+
+def test_the_estimate_counts_a_resource_a_new_node_offers_one_milli_unit_of() -> None:
+    """Three pods of 1m cpu and 1Gi. ng-t's DaemonSets leave 1m cpu on a node, so its estimate is
+    three nodes (one pod each) and it ranks ninth, behind the seven 1.5Gi groups (estimated at two
+    nodes, full) and ng-w (one 3.2Gi node). Packed exactly, each 1.5Gi group needs three nodes and
+    ng-w one, so ng-w wastes least and takes all three pods. Were ng-t's 1m of cpu ignored, its
+    estimate would be one 3.1Gi node, it would push ng-w out of the shortlist and a 1.5Gi group
+    would grow by three."""
+    templates = [sized(f"ng-f{i}", cpu="1930m", memory="1536Mi") for i in range(1, 8)]
+    templates.append(sized("ng-w", cpu="1930m", memory="3276Mi"))
+    templates.append(sized("ng-t", cpu="1930m", memory="3174Mi", overhead={"cpu": "1929m"}))
+    p = plan([needing("p", 3, cpu="1m", memory="1Gi")], templates, now=NOW)
+    assert _grown(p) == one_scale_up("ng-w", 1, ["default/p-0", "default/p-1", "default/p-2"])

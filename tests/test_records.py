@@ -141,9 +141,20 @@ def test_a_finished_pod_without_container_times_uses_its_ready_condition() -> No
 
 @pytest.mark.parametrize(
     ("annotation", "count"),
-    [(json.dumps(ENI * 2), 2), ("[]", 0), ("", 0), ("not json", 0), ('{"eniId": "x"}', 0), (None, 0)],
+    [
+        (json.dumps(ENI * 2), 2),
+        ("[]", 0),
+        ("", 0),
+        ("not json", 0),
+        ('{"eniId": "x"}', 0),
+        (None, 0),
+        (7, 0),
+        (ENI, 0),
+    ],
 )
 def test_only_a_non_empty_list_annotation_counts_as_assigned_enis(annotation: object, count: int) -> None:
+    """Only a string holding a JSON list counts; a value that is not a string (a number, or the list
+    itself in a hand-made state file) counts none and raises nothing."""
     assert branch_eni_count(annotation) == count
 
 

@@ -238,6 +238,35 @@ def test_a_node_is_whole_with_the_first_group_label_and_instance_id() -> None:
         project_node({"metadata": {}})
 
 
+def test_a_node_without_group_or_type_labels_is_whole_and_a_bad_pod_eni_is_named() -> None:
+    """No group label and no instance-type label: both are empty, not an error; a label written as
+    a number (a hand-made state file) is kept as text in the view; 9 pod-eni is read as 9; an
+    unreadable pod-eni is refused with the field named in the whole message."""
+    raw: dict[str, Any] = {
+        "metadata": {"name": "n2", "labels": {"rack": 7}},
+        "spec": {"unschedulable": True},
+        "status": {"allocatable": {POD_ENI: "9"}, "conditions": [{"type": "Ready", "status": "True"}]},
+    }
+    assert project_node(raw) == NodeRecord(
+        "n2",
+        "",
+        "",
+        pod_eni=9,
+        ready=True,
+        unschedulable=True,
+        exhausted=False,
+        instance_id="",
+        view=View({POD_ENI: 9000}, {"rack": "7"}, (), "live-node"),
+    )
+    raw["status"]["allocatable"][POD_ENI] = "lots"
+    with pytest.raises(ValueError) as refused:
+        project_node(raw)
+    assert (
+        str(refused.value)
+        == f"status.allocatable.{POD_ENI}: invalid quantity 'lots' (not a Kubernetes quantity)"
+    )
+
+
 @pytest.mark.parametrize(
     ("provider_id", "instance_id"),
     [
@@ -290,3 +319,51 @@ def test_records_print_and_compare() -> None:
     assert NodeRecord("n1") != "n1"
     assert PodRecord("u", "ns", "p", phase="Failed").terminal is True
     assert PodRecord("u", "ns", "p", phase="Running").terminal is False
+
+
+def test_records_hold_their_defaults_and_what_they_were_given_slot_by_slot() -> None:
+    """Records compare slot by slot, so a default changed in `__init__` would change both sides of a
+    whole comparison: here every slot is read against a written-out value."""
+    slots = NodeRecord.__slots__
+    assert {s: getattr(NodeRecord("n1"), s) for s in slots} == {
+        "exhausted": False,
+        "instance_id": "",
+        "instance_type": "",
+        "name": "n1",
+        "node_group": "",
+        "pod_eni": None,
+        "ready": True,
+        "unschedulable": False,
+        "view": None,
+    }
+    given = NodeRecord(
+        "n2", "ng", "m5.large", pod_eni=9, ready=False, unschedulable=True, exhausted=True, instance_id="i-1"
+    )
+    assert {s: getattr(given, s) for s in slots} == {
+        "exhausted": True,
+        "instance_id": "i-1",
+        "instance_type": "m5.large",
+        "name": "n2",
+        "node_group": "ng",
+        "pod_eni": 9,
+        "ready": False,
+        "unschedulable": True,
+        "view": None,
+    }
+    pod = PodRecord("ns/p", "ns", "p")
+    assert (pod.started, pod.owner_kind, pod.owner_name, pod.eni_ids) == (False, "", "", ())
+    assert PodRecord("ns/q", "ns", "q", eni_ids=("eni-1",)).eni_ids == ("eni-1",)
+
+
+def test_an_owner_without_a_name_is_named_empty() -> None:
+    """A controlling owner reference without a name: its kind is kept, its name is empty."""
+    raw = {
+        "metadata": {
+            "name": "p",
+            "namespace": "ns",
+            "ownerReferences": [{"kind": "Job", "controller": True}],
+        },
+    }
+    record = project_pod(raw)
+    assert (record.owner_kind, record.owner_name) == ("Job", "")
+    assert record == PodRecord("ns/p", "ns", "p", owner_kind="Job")

@@ -19,35 +19,42 @@ class RefusalMemo:
 
     def __init__(self, size: int = 4096) -> None:
         self.size = size
-        self._generation: object = None
-        self._memo: OrderedDict[tuple[Any, ...], list[GroupVerdict] | None] = OrderedDict()
+        # the generation the verdicts are for, with the verdicts (least recently used first); the
+        # pair is replaced whole, so no first generation has to be made up
+        self._memo: tuple[object, OrderedDict[tuple[Any, ...], list[GroupVerdict] | None]] = (
+            None,
+            OrderedDict(),
+        )
         self._lock = threading.Lock()
 
     def refusals(
         self, needs: PodNeeds, templates: Iterable[NodeGroupTemplate], generation: object
     ) -> list[GroupVerdict] | None:
-        return self._remembered(("refusals", needs.key), generation, lambda: refusals(needs, templates))
+        return self._remembered((refusals, needs.key), generation, lambda: refusals(needs, templates))
 
     def memory_reliance(
         self, needs: PodNeeds, templates: Iterable[NodeGroupTemplate], generation: object
     ) -> list[GroupVerdict] | None:
         """`capacity.serve.memory_reliance`, remembered the same way."""
-        return self._remembered(("memory", needs.key), generation, lambda: memory_reliance(needs, templates))
+        return self._remembered(
+            (memory_reliance, needs.key), generation, lambda: memory_reliance(needs, templates)
+        )
 
     def _remembered(
         self, key: tuple[Any, ...], generation: object, compute: Callable[[], list[GroupVerdict] | None]
     ) -> list[GroupVerdict] | None:
         with self._lock:
-            if generation != self._generation:
-                self._memo.clear()
-                self._generation = generation
-            if key in self._memo:
-                self._memo.move_to_end(key)
-                return self._memo[key]
+            current, memo = self._memo
+            if generation != current:
+                self._memo = (generation, OrderedDict())
+            elif key in memo:
+                memo.move_to_end(key)
+                return memo[key]
         result = compute()
         with self._lock:
-            if generation == self._generation:
-                self._memo[key] = result
-                if len(self._memo) > self.size:
-                    self._memo.popitem(last=False)
+            current, memo = self._memo
+            if generation == current:
+                memo[key] = result
+                if len(memo) > self.size:
+                    del memo[next(iter(memo))]  # the least recently used
         return result
