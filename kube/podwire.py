@@ -10,9 +10,7 @@ Correctness rests on one rule: the schema decode is trusted only where it gives 
 tolerant path would. Whenever it refuses a pod (a field of an odd type, null where a map is
 expected, a string msgspec does not accept), that pod alone is decoded with `json.loads`, and the
 projection then gives the same record or the same rejection as before; the other pods of the page
-keep the fast path. A pod the scheduler refused that may keep its placement fields
-(`PodRecord.pending_spec`, whole containers) is decoded whole too, since the schema drops most of
-a container. tests/test_podwire.py compares both paths record for record.
+keep the fast path. tests/test_podwire.py compares both paths record for record.
 
 The schema is an edge concern (kube/), not a domain one: capacity/ stays free of the library.
 """
@@ -130,18 +128,22 @@ def decode_page(data: bytes) -> Any:
         try:
             return _PAGE.decode(data)  # one pass, nothing kept but the schema's fields
         except _REFUSED:
-            pass
-        try:  # some pod is odd: each pod on its own, so only that one takes the tolerant path
-            page = _PAGE_OF_RAW.decode(data)
-        except _REFUSED:
-            return json.loads(data)  # the frame itself is odd (or not JSON: ValueError)
-        items = page.get("items")
-        if items is not None:
-            page["items"] = [decode_pod(item) for item in items]
-        return page
+            return _decode_pod_by_pod(data)
     finally:
         if paused:
             gc.enable()
+
+
+def _decode_pod_by_pod(data: bytes) -> Any:
+    """Some pod of the page is odd: each pod on its own, so only that one takes the tolerant path."""
+    try:
+        page = _PAGE_OF_RAW.decode(data)
+    except _REFUSED:
+        return json.loads(data)  # the frame itself is odd (or not JSON: ValueError)
+    items = page.get("items")
+    if items is not None:
+        page["items"] = [decode_pod(item) for item in items]
+    return page
 
 
 def decode_event(line: bytes) -> Any:
