@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
 
 from capacity.fit import PodNeeds
-from capacity.serve import GroupVerdict, memory_reliance, refusals
+from capacity.serve import GroupVerdict, denial_message, memory_reliance, refusals
 from capacity.template import NodeGroupTemplate
+
+T = TypeVar("T")
 
 
 class RefusalMemo:
@@ -20,7 +22,7 @@ class RefusalMemo:
     def __init__(self, size: int = 4096) -> None:
         self.size = size
         self._generation: object = None
-        self._memo: OrderedDict[tuple[Any, ...], list[GroupVerdict] | None] = OrderedDict()
+        self._memo: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
         self._lock = threading.Lock()
 
     def refusals(
@@ -34,9 +36,21 @@ class RefusalMemo:
         """`capacity.serve.memory_reliance`, remembered the same way."""
         return self._remembered(("memory", needs.key), generation, lambda: memory_reliance(needs, templates))
 
-    def _remembered(
-        self, key: tuple[Any, ...], generation: object, compute: Callable[[], list[GroupVerdict] | None]
-    ) -> list[GroupVerdict] | None:
+    def denial_message(
+        self,
+        verdicts: list[GroupVerdict],
+        needs: PodNeeds,
+        subject: str,
+        extra: Sequence[str],
+        generation: object,
+    ) -> str:
+        """`capacity.serve.denial_message` of the verdicts this memo gave for `needs` in this
+        generation, remembered per shape, subject and extra lines (the replicas of a workload that
+        nothing serves are denied with the same text)."""
+        key = ("denial", needs.key, subject, tuple(extra))
+        return self._remembered(key, generation, lambda: denial_message(verdicts, needs, subject, extra))
+
+    def _remembered(self, key: tuple[Any, ...], generation: object, compute: Callable[[], T]) -> T:
         with self._lock:
             if generation != self._generation:
                 self._memo.clear()

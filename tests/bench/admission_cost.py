@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 Environ = dict[str, Any]
+ENDPOINTS = ("mutate", "validate")
 
 
 def environ(path: str, body: bytes) -> Environ:
@@ -102,10 +103,10 @@ def main(argv: list[str] | None = None) -> int:
         "validate": synth.review_bodies(64, seed=2, deployments=0.3),
     }
     apps = ("fitguard", "empty") if args.app == "both" else (args.app,)
-    endpoints = ("mutate", "validate") if args.endpoint == "both" else (args.endpoint,)
+    endpoints = ENDPOINTS if args.endpoint == "both" else (args.endpoint,)
     built = {name: build(name, workdir) for name in apps}
-    for app in built.values():  # warm: memo, lazy imports, first-request setup
-        for endpoint in endpoints:
+    for app in built.values():  # warm: memo, lazy imports, first-request setup (both endpoints,
+        for endpoint in ENDPOINTS:  # so that one `--reviews 0` run is the baseline of either)
             drive(app, f"/{endpoint}", bodies[endpoint], len(bodies[endpoint]))
     if args.reviews == 0:
         return 0
