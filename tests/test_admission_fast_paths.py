@@ -72,18 +72,28 @@ def test_the_shared_patch_applier_shares_what_no_operation_touches() -> None:
 
 def test_a_reason_shared_by_many_groups_names_its_field_once_in_order() -> None:
     """Hundreds of refusing groups with a few distinct reasons: one field per distinct reason, in
-    the order of first appearance (not in the order of a set); a taint reason and a resource
-    reason stay apart."""
+    the order of first appearance (not in the order of a set); a taint and a selector mismatch,
+    neither with a resource, stay apart."""
     names = ("memory", "cpu", "ephemeral-storage", "vpc.amazonaws.com/pod-eni", "hugepages-2Mi", "pods")
     spec = {"containers": [{"name": "c", "resources": {"requests": dict.fromkeys(names, "1")}}]}
     reasons = [Reason(f"Insufficient {name}", name) for name in names]
     taint = Reason("untolerated taint", taint=Taint("k", "v", "NoSchedule"))
     verdicts = [GroupVerdict(f"ng-{i}", serves=False, reasons=(reasons[0],)) for i in range(200)]
-    verdicts += [GroupVerdict("ng-t", serves=False, reasons=(taint, *reasons[1:3]))]
+    selector = Reason("node(s) didn't match Pod's node affinity/selector")
+    verdicts += [GroupVerdict("ng-t", serves=False, reasons=(taint, selector, *reasons[1:3]))]
     verdicts += [GroupVerdict(f"ng-m{i}", serves=False, reasons=tuple(reversed(reasons))) for i in range(200)]
+    # a group that serves names no field, whatever it carries
+    verdicts.insert(
+        0, GroupVerdict("ng-s", serves=True, reasons=(Reason("Insufficient x", "example.com/x"),))
+    )
     field = "s.containers[0].resources.requests"
     later = (*names[1:3], *reversed(names[3:]))  # the last group names the other three first, reversed
-    expected = [f"{field}.{names[0]}", "s.tolerations", *(f"{field}.{name}" for name in later)]
+    expected = [
+        f"{field}.{names[0]}",
+        "s.tolerations",
+        "s.affinity.nodeAffinity",
+        *(f"{field}.{name}" for name in later),
+    ]
     assert field_lines(verdicts, spec, "s") == [f"fields to edit: {', '.join(expected)}"]
 
 

@@ -173,9 +173,14 @@ def whole_warning(text: str) -> str:
 def field_lines(verdicts: list[GroupVerdict], spec: Mapping[str, Any], base: str) -> list[str]:
     """For a workload's denial: the line naming the pod template fields its reasons point at (in a
     Deployment they are not where a person looks first), or none."""
-    # hundreds of groups refuse for a handful of distinct reasons: find each reason's field once
-    reasons = dict.fromkeys(reason for v in verdicts if not v.serves for reason in v.reasons)
-    paths = dict.fromkeys(reason_path(spec, base, reason) for reason in reasons)
+    # Hundreds of groups refuse for a handful of kinds of reason: find each kind's field once. A
+    # reason's field depends on whether it is a taint and on its resource (see reason_path) only.
+    kinds: dict[tuple[bool, str], Reason] = {}
+    for verdict in verdicts:
+        if not verdict.serves:
+            for reason in verdict.reasons:
+                kinds.setdefault((reason.taint is not None, reason.resource), reason)
+    paths = dict.fromkeys(reason_path(spec, base, reason) for reason in kinds.values())
     return [f"fields to edit: {', '.join(paths)}"] if paths else []
 
 
