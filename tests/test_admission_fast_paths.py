@@ -5,11 +5,15 @@ templates listed only when the memo misses, each reason's field found once."""
 from __future__ import annotations
 
 import copy
+import json
+import math
 from pathlib import Path
 from typing import Any
 
 import jsonpatch
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 from prometheus_client import REGISTRY
 
 from capacity.fit import PodNeeds, Reason
@@ -19,7 +23,7 @@ from capacity.template import NodeGroupTemplate
 from kube.statefile import load_state
 from kube.store import Store
 from tests.bench.admission import split_cpus, spread
-from webhook.app import create_app
+from webhook.app import create_app, load_json
 from webhook.cluster import from_objects
 from webhook.memo import RefusalMemo
 from webhook.mutate import apply_patch_shared
@@ -219,3 +223,73 @@ def test_the_server_gets_one_cpu_and_the_load_the_others() -> None:
 def test_rounds_are_summarised_by_their_median_and_spread() -> None:
     """An odd number of rounds: the middle one; min and max are the extremes."""
     assert spread([0.8, 0.95, 0.9, 0.7, 0.92]) == {"median": 0.9, "min": 0.7, "max": 0.95}
+
+
+def typed(value: Any) -> Any:
+    """A value with the type of every part spelled out (1 and 1.0 differ; NaN equals NaN)."""
+    if isinstance(value, dict):
+        return ("dict", [(k, typed(v)) for k, v in value.items()])
+    if isinstance(value, list):
+        return ("list", [typed(v) for v in value])
+    if isinstance(value, float) and math.isnan(value):
+        return ("float", "nan")
+    return (type(value).__name__, value)
+
+
+def json_loads_outcome(body: bytes) -> Any:
+    try:
+        return typed(json.loads(body))
+    except (ValueError, RecursionError) as err:
+        return ("refused", type(err).__name__)
+
+
+def load_json_outcome(body: bytes) -> Any:
+    try:
+        return typed(load_json(body))
+    except (ValueError, RecursionError) as err:
+        return ("refused", type(err).__name__)
+
+
+values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**80), max_value=2**80)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(values)
+@example(-(2**63) - 1)  # 19 digits, below int64: orjson would read a float
+@example(2**64)  # 20 digits, beyond uint64
+@example(2**63)  # 19 digits, within uint64: orjson reads it whole, but it goes to json.loads anyway
+@example(1234567890123456789.5)
+@example(float("nan"))
+@example({"a": "\ud800"})  # a lone surrogate: orjson refuses, json.loads takes it
+def test_the_fast_json_reader_decodes_every_document_as_json_loads_does(value: Any) -> None:
+    """Whatever the document, `load_json` gives json.loads' value, types included (an integer
+    beyond 64 bits stays an integer, NaN and a lone surrogate are read as json.loads reads them)."""
+    body = json.dumps(value).encode("utf-8", "surrogatepass")
+    assert load_json_outcome(body) == json_loads_outcome(body)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"",
+        b"not json",
+        b"\xef\xbb\xbf{}",  # a UTF-8 byte order mark
+        b'{"a": 1,}',
+        b"\xff\xfe{\x00}\x00",  # UTF-16 with its mark: json.loads reads it
+        b"[" * 5000 + b"]" * 5000,  # deeper than either reader goes
+        b'"\x00"',
+        b'{"a": 1} x',
+        '{"é": "\u2026"}'.encode(),
+    ],
+)
+def test_the_fast_json_reader_refuses_and_accepts_what_json_loads_does(body: bytes) -> None:
+    """Bodies at the edges of JSON: accepted with the same value, or refused with the same error."""
+    assert load_json_outcome(body) == json_loads_outcome(body)
