@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import orjson
 from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException, MethodNotAllowed
 
@@ -42,10 +43,30 @@ def _json(body: Any, status: int = 200) -> Response:
     return Response(json.dumps(body, separators=(",", ":")), status, mimetype=JSON_TYPE)
 
 
+# Every digit as "0": a run of 19 zeros in the translated body marks a number of 19 digits or more.
+_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
+_LONG_NUMBER = b"0" * 19
+
+
+def load_json(body: bytes) -> Any:
+    """`json.loads(body)`, decoded by orjson (in half the time) whenever that gives the same value.
+    orjson reads an integer beyond 64 bits as a float, where json.loads keeps it whole: such an
+    integer has 19 digits or more, so a body with a run of 19 digits anywhere (rare: a 64-bit
+    integer or a long digit string) goes to json.loads, as does one orjson refuses (NaN, lone
+    surrogates, UTF-16 or UTF-32, nesting past 1,024 levels): json.loads then accepts, refuses
+    and decodes it exactly as before."""
+    if body.translate(_DIGITS_AS_ZERO).find(_LONG_NUMBER) < 0:
+        try:
+            return orjson.loads(body)
+        except orjson.JSONDecodeError:
+            pass  # json.loads decides: it takes some of what orjson refuses, and says why not
+    return json.loads(body)
+
+
 def parse_review(body: bytes) -> tuple[str, dict[str, Any]]:
     """(apiVersion, request) of an AdmissionReview, or BadReview(400)."""
     try:
-        review = json.loads(body)
+        review = load_json(body)
     except (ValueError, RecursionError):
         raise BadReview(400, "request body is not JSON") from None
     if not isinstance(review, dict) or review.get("kind") != "AdmissionReview":
@@ -110,23 +131,33 @@ class Admission:
         self.cluster = cluster
         self.config = config
         self.audit = audit
+        # labelled series, looked up once: `labels()` takes a lock and builds its key on every call
+        self._series: dict[tuple[Any, ...], Any] = {}
+
+    def _series_of(self, metric: Any, *labels: str) -> Any:
+        key = (metric, *labels)
+        series = self._series.get(key)
+        if series is None:
+            series = self._series[key] = metric.labels(*labels)
+        return series
 
     def admit(self, name: str, handler: Handler, mutating: bool) -> Response:
         refused = self._refuse_unread(name)
         if refused is not None:
             return refused
         started = time.perf_counter()
-        in_flight = metrics.IN_FLIGHT.labels(name)
+        in_flight = self._series_of(metrics.IN_FLIGHT, name)
         in_flight.inc()
         try:
             return self._answer(name, handler, mutating)
         finally:
             in_flight.dec()
-            metrics.DURATION.labels(name).observe(time.perf_counter() - started)
+            self._series_of(metrics.DURATION, name).observe(time.perf_counter() - started)
 
     def _refuse_unread(self, name: str) -> Response | None:
         """415 for a wrong content type, 413 for a declared length over the limit; None to go on."""
-        if request.mimetype != JSON_TYPE:
+        # the header as the apiserver sends it needs no parsing; anything else is parsed as before
+        if request.environ.get("CONTENT_TYPE") != JSON_TYPE and request.mimetype != JSON_TYPE:
             metrics.INVALID.labels(name, "415").inc()
             return _json({"message": f"content type must be {JSON_TYPE}"}, 415)
         length = request.content_length
@@ -147,11 +178,13 @@ class Admission:
             metrics.INVALID.labels(name, str(err.code)).inc()
             return _json({"message": err.message}, err.code)
         verdict, outcome = self._verdict(name, handler, req, mutating)
-        metrics.REVIEWS.labels(name, _kind(req), str(req.get("operation") or ""), outcome).inc()
+        operation = str(req.get("operation") or "")
+        self._series_of(metrics.REVIEWS, name, _kind(req), operation, outcome).inc()
         answer = review_response(api_version, req["uid"], verdict, mutating)
-        metrics.REQUESTS.labels(
+        self._series_of(
+            metrics.REQUESTS,
             name,
-            str(req.get("operation") or ""),
+            operation,
             "true" if verdict.allowed else "false",
             "true" if req.get("dryRun") is True else "false",
         ).inc()

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
 
 from capacity.fit import PodNeeds
-from capacity.serve import GroupVerdict, memory_reliance, refusals
+from capacity.serve import GroupVerdict, denial_message, memory_reliance, refusals
 from capacity.template import NodeGroupTemplate
+
+T = TypeVar("T")
 
 
 class RefusalMemo:
@@ -21,7 +23,7 @@ class RefusalMemo:
         self.size = size
         # the generation the verdicts are for, with the verdicts (least recently used first); the
         # pair is replaced whole, so no first generation has to be made up
-        self._memo: tuple[object, OrderedDict[tuple[Any, ...], list[GroupVerdict] | None]] = (
+        self._memo: tuple[object, OrderedDict[tuple[Any, ...], Any]] = (
             None,
             OrderedDict(),
         )
@@ -40,9 +42,21 @@ class RefusalMemo:
             (memory_reliance, needs.key), generation, lambda: memory_reliance(needs, templates)
         )
 
-    def _remembered(
-        self, key: tuple[Any, ...], generation: object, compute: Callable[[], list[GroupVerdict] | None]
-    ) -> list[GroupVerdict] | None:
+    def denial_message(
+        self,
+        verdicts: list[GroupVerdict],
+        needs: PodNeeds,
+        subject: str,
+        extra: Sequence[str],
+        generation: object,
+    ) -> str:
+        """`capacity.serve.denial_message` of the verdicts this memo gave for `needs` in this
+        generation, remembered per shape, subject and extra lines (the replicas of a workload that
+        nothing serves are denied with the same text)."""
+        key = (denial_message, needs.key, subject, tuple(extra))
+        return self._remembered(key, generation, lambda: denial_message(verdicts, needs, subject, extra))
+
+    def _remembered(self, key: tuple[Any, ...], generation: object, compute: Callable[[], T]) -> T:
         with self._lock:
             current, memo = self._memo
             if generation != current:

@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from capacity.fit import PodNeeds, Reason
-from capacity.serve import MAX_GROUP_LINES, GroupVerdict, denial_message, memory_warnings
+from capacity.serve import MAX_GROUP_LINES, GroupVerdict, memory_warnings
 from capacity.string_maps import string_map
+from capacity.template import NodeGroupTemplate
+from kube.store import Store
 from webhook import metrics
 from webhook.cluster import ClusterView
-from webhook.mutate import FARGATE_LABEL, PodError, apply_patch, mutate_pod
+from webhook.mutate import FARGATE_LABEL, PodError, apply_patch_shared, mutate_pod
 from webhook.review import Verdict, WebhookOptions, effective_mode, request_namespace
 
 log = logging.getLogger(__name__)
@@ -55,6 +57,22 @@ class PodTemplate:
     @property
     def is_pod(self) -> bool:
         return self.path == "spec"
+
+
+class Listed:
+    """A store's items, listed on the first iteration and kept for the next: a review the memo
+    answers never copies the 500 templates out of the store."""
+
+    __slots__ = ("_items", "_store")
+
+    def __init__(self, store: Store[NodeGroupTemplate]) -> None:
+        self._store = store
+        self._items: list[NodeGroupTemplate] | None = None
+
+    def __iter__(self) -> Iterator[NodeGroupTemplate]:
+        if self._items is None:
+            self._items = self._store.items()
+        return iter(self._items)
 
 
 def pod_template(kind: str, obj: object) -> PodTemplate | None:
@@ -98,7 +116,7 @@ def _with_injected_eni(
     except (PodError, LookupError):
         # malformed: the fit check names the field; no ServiceAccount: /mutate denies its pods
         return template.spec
-    return apply_patch(pod, patch)["spec"] if patch else template.spec
+    return apply_patch_shared(pod, patch)["spec"] if patch else template.spec
 
 
 def reason_path(spec: Mapping[str, Any], base: str, reason: Reason) -> str:
@@ -155,9 +173,14 @@ def whole_warning(text: str) -> str:
 def field_lines(verdicts: list[GroupVerdict], spec: Mapping[str, Any], base: str) -> list[str]:
     """For a workload's denial: the line naming the pod template fields its reasons point at (in a
     Deployment they are not where a person looks first), or none."""
-    paths = dict.fromkeys(
-        reason_path(spec, base, reason) for v in verdicts if not v.serves for reason in v.reasons
-    )
+    # Hundreds of groups refuse for a handful of kinds of reason: find each kind's field once. A
+    # reason's field depends on whether it is a taint and on its resource (see reason_path) only.
+    kinds: dict[tuple[bool, str], Reason] = {}
+    for verdict in verdicts:
+        if not verdict.serves:
+            for reason in verdict.reasons:
+                kinds.setdefault((reason.taint is not None, reason.resource), reason)
+    paths = dict.fromkeys(reason_path(spec, base, reason) for reason in kinds.values())
     return [f"fields to edit: {', '.join(paths)}"] if paths else []
 
 
@@ -173,8 +196,7 @@ def review(request: Mapping[str, Any], cluster: ClusterView, config: WebhookOpti
     if template.labels.get(FARGATE_LABEL):
         return Verdict()  # Fargate pods run on no node group
     generation = cluster.templates.version
-    templates = cluster.templates.items()
-    if not templates:
+    if not len(cluster.templates):
         metrics.UNCHECKED.labels("no templates").inc()
         return Verdict(warnings=[COLD_START])
     namespace = request_namespace(request)
@@ -185,6 +207,7 @@ def review(request: Mapping[str, Any], cluster: ClusterView, config: WebhookOpti
         # The API server's own validation rejects such an object; never deny out of confusion.
         metrics.UNCHECKED.labels("malformed").inc()
         return Verdict(warnings=[whole_warning(f"fitguard could not check this {template.subject}: {err}")])
+    templates = Listed(cluster.templates)
     verdicts = cluster.verdicts.refusals(needs, templates, generation)
     if verdicts is None:
         relied = cluster.verdicts.memory_reliance(needs, templates, generation)
@@ -194,7 +217,7 @@ def review(request: Mapping[str, Any], cluster: ClusterView, config: WebhookOpti
             return Verdict(warnings=[whole_warning(line) for line in warnings])
         return Verdict()
     fields = [] if template.is_pod else field_lines(verdicts, spec, template.path)
-    message = denial_message(verdicts, needs, template.subject, fields)
+    message = cluster.verdicts.denial_message(verdicts, needs, template.subject, fields, generation)
     mode = effective_mode(namespace, cluster, config)
     if mode == "enforce":
         return Verdict.deny(message)

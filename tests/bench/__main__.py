@@ -4,6 +4,7 @@ the figures are (a benchmark that crashes is reported as such and the others sti
 
     python -m tests.bench [--only admission,controller,fit,planner] [--duration S] [--rate-duration S]
                           [--scales 10000,50000,150000] [--events N] [--loadgen auto|wrk|python]
+                          [--admission-mode pinned|unpinned] [--rounds N] [--round-duration S]
 """
 
 from __future__ import annotations
@@ -46,10 +47,23 @@ def machine() -> dict[str, Any]:
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m tests.bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", default=",".join(SECTIONS), help="comma-separated sections (default: all)")
-    parser.add_argument("--duration", type=float, default=10.0, help="seconds of each saturation run")
+    parser.add_argument(
+        "--admission-mode",
+        choices=admission.MODES,
+        default=admission.default_mode(),
+        help="pinned: one server CPU, the load on the others, alternating rounds (default with 2+ CPUs); "
+        "unpinned: nothing pinned, one saturation run per app",
+    )
+    parser.add_argument("--rounds", type=int, default=5, help="pinned: alternating saturation rounds")
+    parser.add_argument(
+        "--round-duration", type=float, default=4.0, help="pinned: seconds of each saturation run of a round"
+    )
+    parser.add_argument(
+        "--duration", type=float, default=10.0, help="unpinned: seconds of each saturation run"
+    )
     parser.add_argument("--rate-duration", type=float, default=10.0, help="seconds of each fixed-rate run")
     parser.add_argument("--rates", default="100,500,1000", help="fixed rates, reviews per second")
-    parser.add_argument("--workers", type=int, default=2, help="gunicorn workers (default: 2)")
+    parser.add_argument("--workers", type=int, default=2, help="unpinned: gunicorn workers (default: 2)")
     parser.add_argument("--loadgen", choices=("auto", "wrk", "python"), default="auto")
     parser.add_argument("--scales", default="10000,50000,150000", help="pod counts of the controller runs")
     parser.add_argument("--events", type=int, default=10_000, help="watch events sent after each sync")
@@ -95,6 +109,9 @@ def main(argv: list[str] | None = None) -> int:
             rates=tuple(int(r) for r in args.rates.split(",") if r),
             workers=args.workers,
             loadgen=args.loadgen,
+            mode=args.admission_mode,
+            rounds=args.rounds,
+            round_duration=args.round_duration,
         )
         section("admission", lambda: admission.run(options, Path(workdir), say))
 

@@ -54,8 +54,8 @@ def main() -> int:
     )
     prepare_metrics_dir(None)  # as webhook.server.serve does, so both runs pay the same setup
 
-    def factory(*_: Any) -> Flask:  # (options, tls_ready): neither matters to an empty handler
-        return create_empty_app()
+    def factory(*_: Any) -> tuple[Flask, None]:  # (app, cluster view): an empty handler has no view
+        return create_empty_app(), None
 
     WebhookServer(options, factory=factory).run()
     return 0

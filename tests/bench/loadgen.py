@@ -12,6 +12,7 @@ from __future__ import annotations
 import http.client
 import math
 import multiprocessing
+import os
 import ssl
 import time
 from dataclasses import dataclass
@@ -63,10 +64,13 @@ class Job:
     start: float  # time.monotonic() (system-wide on Linux) when the clock starts
     duration: float
     rate: float  # this process's requests per second; 0 is closed loop
+    cpus: tuple[int, ...] = ()  # the CPUs this process runs on; () leaves the affinity alone
 
 
 def _worker(job: Job) -> tuple[int, int, int, list[float]]:
     """One process: rate 0 is closed loop; otherwise `rate` requests a second on a schedule."""
+    if job.cpus:
+        os.sched_setaffinity(0, job.cpus)
     target, bodies, offset, start, duration, rate = (
         job.target,
         job.bodies,
@@ -112,9 +116,16 @@ def _worker(job: Job) -> tuple[int, int, int, list[float]]:
 
 
 def run(
-    target: Target, bodies: list[bytes], processes: int, duration: float, rate: float = 0.0
+    target: Target,
+    bodies: list[bytes],
+    processes: int,
+    duration: float,
+    rate: float = 0.0,
+    *,
+    cpus: tuple[int, ...] = (),
 ) -> LoadResult:
-    """Load from `processes` spawned processes; rate 0 is saturation, else the total rate."""
+    """Load from `processes` spawned processes (on `cpus` when given); rate 0 is saturation, else
+    the total rate."""
     context = multiprocessing.get_context("spawn")
     start = time.monotonic() + START_DELAY + 0.15 * processes
     per_process = rate / processes if rate else 0.0
@@ -126,6 +137,7 @@ def run(
             start + (p / rate if rate else 0.0),
             duration,
             per_process,
+            cpus,
         )
         for p in range(processes)
     ]

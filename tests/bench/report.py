@@ -40,7 +40,60 @@ class Row:
         }
 
 
+# issue 19's targets, measured with the server pinned to one CPU
+PINNED_RATIO_TARGET = 0.9
+PINNED_P99_TARGET_MS = 3.0
+
+
+def _latency_rows(label: str, fixed: dict[str, Any], target: float | None) -> list[Row]:
+    rate = fixed["rate"]
+    return [
+        Row("admission", f"{label} p99 at {rate}/s", fixed["p99Ms"], "ms", target),
+        Row("admission", f"{label} p50 at {rate}/s", fixed["p50Ms"], "ms"),
+        Row("admission", f"{label} p99.9 at {rate}/s", fixed["p999Ms"], "ms"),
+    ]
+
+
+def _admission_pinned(data: dict[str, Any]) -> list[Row]:
+    server, load = (",".join(str(c) for c in data[k]) for k in ("serverCpus", "loadCpus"))
+    where = f"1 worker on CPU {server}, load on CPU {load}"
+    rows = []
+    for endpoint in ("mutate", "validate"):
+        ours, empty = data["fitguard"][endpoint], data["empty"][endpoint]
+        ratio = ours["ratioToEmpty"]
+        rows.append(
+            Row(
+                "admission",
+                f"/{endpoint} / empty handler, median of {data['rounds']} rounds "
+                f"(min..max {ratio['min']:.3f}..{ratio['max']:.3f}; {where})",
+                ratio["median"],
+                "x",
+                PINNED_RATIO_TARGET,
+                at_most=False,
+            )
+        )
+        for name, figures in (("fitguard", ours), ("empty handler", empty)):
+            per_second = figures["perSecond"]
+            rows.append(
+                Row(
+                    "admission",
+                    f"{name} /{endpoint} reviews/s, median (min..max "
+                    f"{per_second['min']:,.0f}..{per_second['max']:,.0f})",
+                    per_second["median"],
+                    "/s",
+                )
+            )
+        for fixed in ours["fixed"]:
+            target = PINNED_P99_TARGET_MS if fixed["rate"] == 500 else None
+            rows += _latency_rows(f"/{endpoint}", fixed, target)
+        for fixed in empty["fixed"]:
+            rows += _latency_rows(f"empty handler /{endpoint}", fixed, None)
+    return rows
+
+
 def _admission(data: dict[str, Any]) -> list[Row]:
+    if data.get("mode") == "pinned":
+        return _admission_pinned(data)
     rows = []
     for endpoint in ("mutate", "validate"):
         ours, empty = data["fitguard"][endpoint], data["empty"][endpoint]
