@@ -1,0 +1,249 @@
+"""controller/scaling.py's decisions that need no AWS, in process: which groups are exhausted
+(every ready, schedulable node labelled), what is truly free on each node, which groups get
+`scaleFromZero: fitguard`, and a cycle planned and told (`--scaling=plan`, `off`) without an ASG
+client. Whole sets, whole NodeFree lists, whole JSON answers. The writes to AWS are proved against
+moto by tests/test_scaling_aws.py."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from capacity.expander import PRIORITY
+from capacity.names import EXHAUSTED_LABEL
+from capacity.plan_types import NodeFree, PlannerOptions
+from capacity.records import project_pod
+from capacity.resources import POD_ENI
+from capacity.taints import Taint
+from capacity.template import NodeGroupTemplate
+from controller.scaling import (
+    OFF,
+    ON,
+    PLAN,
+    ScalingDriver,
+    ScalingOptions,
+    exhausted_groups,
+    groups_to_mark,
+    node_free,
+    scale_ups_json,
+)
+
+NOW = 1_700_000_000.0
+EKS = "eks.amazonaws.com/nodegroup"
+EKSCTL = "alpha.eksctl.io/nodegroup-name"
+GIB = 1024**3
+
+
+def node(
+    name: str,
+    labels: dict[str, str],
+    *,
+    ready: str = "True",
+    cordoned: bool = False,
+    allocatable: Any = None,
+    taints: list[dict[str, str]] | None = None,
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {"unschedulable": True} if cordoned else {}
+    if taints:
+        spec["taints"] = taints
+    return {
+        "metadata": {"name": name, "labels": labels},
+        "spec": spec,
+        "status": {
+            "conditions": [{"type": "MemoryPressure", "status": "False"}, {"type": "Ready", "status": ready}],
+            "allocatable": {"cpu": "2", "memory": "8Gi", "pods": "29", POD_ENI: "9"}
+            if allocatable is None
+            else allocatable,
+        },
+    }
+
+
+def exhausted(group: str, key: str = EKS) -> dict[str, str]:
+    return {key: group, EXHAUSTED_LABEL: "true"}
+
+
+def test_a_group_is_exhausted_when_every_ready_schedulable_node_carries_the_label() -> None:
+    """Cordoned and not-ready nodes do not count either way; one unlabelled (or `false`) ready node
+    clears its group; a group with no ready node is not exhausted; the group is read from the first
+    node group label that has a value; a node of no group is ignored."""
+    nodes = [
+        node("a1", exhausted("a")),
+        node("a2", exhausted("a")),
+        node("b1", exhausted("b")),
+        node("b2", {EKS: "b"}),
+        node("c1", exhausted("c")),
+        node("c2", {EKS: "c"}, ready="False"),
+        node("c3", {EKS: "c"}, ready="Unknown"),
+        node("d1", exhausted("d")),
+        node("d2", {EKS: "d"}, cordoned=True),
+        node("e1", exhausted("e"), ready="False"),
+        node("f1", {EKS: "f", EXHAUSTED_LABEL: "false"}),
+        node("g1", {EKS: "", EKSCTL: "g", EXHAUSTED_LABEL: "true"}),
+        node("h1", exhausted("h", EKSCTL)),
+        node("h2", {EKSCTL: "h"}),
+        node("none", {EXHAUSTED_LABEL: "true"}),
+        {"metadata": {"name": "bare", "labels": exhausted("i")}},
+    ]
+    assert exhausted_groups(nodes) == {"a", "c", "d", "g"}
+
+
+def pod(name: str, node_name: str, phase: str, requests: dict[str, str]) -> Any:
+    return project_pod(
+        {
+            "metadata": {"namespace": "default", "name": name},
+            "spec": {
+                "nodeName": node_name,
+                "containers": [
+                    {"name": "c", "image": "x", "resources": {"requests": requests, "limits": {}}}
+                ],
+            },
+            "status": {"phase": phase},
+        }
+    )
+
+
+def test_free_capacity_is_allocatable_less_the_requests_of_running_pods() -> None:
+    """Each ready, schedulable node's allocatable less its non-terminated pods' requests (cpu,
+    memory, ephemeral storage, pod-eni, one pod slot each); the books' free pod-eni replaces the
+    computed one when known (negative counts as zero, None keeps the computed one); unready,
+    cordoned and unreadable nodes are left out; labels and taints are carried."""
+    nodes = [
+        node("n1", {EKS: "a", "zone": "x"}, taints=[{"key": "k", "value": "v", "effect": "NoSchedule"}]),
+        node("n2", {EKSCTL: "b"}),
+        node("n3", {EKS: "a"}),
+        node("n4", {EKS: "a"}),
+        node("down", {EKS: "a"}, ready="False"),
+        node("cordoned", {EKS: "a"}, cordoned=True),
+        node("bad", {EKS: "a"}, allocatable={"cpu": "lots"}),
+    ]
+    pods = [
+        pod(
+            "p1", "n1", "Running", {"cpu": "500m", "memory": "1Gi", "ephemeral-storage": "2Gi", POD_ENI: "1"}
+        ),
+        pod("p2", "n1", "Pending", {"cpu": "250m"}),
+        pod("done", "n1", "Succeeded", {"cpu": "1"}),
+        pod("failed", "n1", "Failed", {"cpu": "1"}),
+        pod("p3", "n2", "Running", {"memory": "2Gi", POD_ENI: "2"}),
+        pod("unbound", "", "Pending", {"cpu": "1"}),
+        pod("p4", "down", "Running", {"cpu": "1"}),
+    ]
+    books = {"n2": 4, "n3": -2, "n4": None}
+    full = {"cpu": 2000, "memory": 8 * GIB * 1000, "pods": 29000, POD_ENI: 9000}
+    assert node_free(nodes, pods, books) == [
+        NodeFree(
+            "n1",
+            "a",
+            {
+                "cpu": 1250,
+                "memory": 7 * GIB * 1000,
+                "ephemeral-storage": -2 * GIB * 1000,
+                "pods": 27000,
+                POD_ENI: 8000,
+            },
+            {EKS: "a", "zone": "x"},
+            (Taint("k", "v", "NoSchedule"),),
+        ),
+        NodeFree(
+            "n2",
+            "b",
+            {"cpu": 2000, "memory": 6 * GIB * 1000, "ephemeral-storage": 0, "pods": 28000, POD_ENI: 4000},
+            {EKSCTL: "b"},
+        ),
+        NodeFree("n3", "a", {**full, POD_ENI: 0}, {EKS: "a"}),
+        NodeFree("n4", "a", full, {EKS: "a"}),
+    ]
+    assert node_free(nodes[2:3], []) == [NodeFree("n3", "a", full, {EKS: "a"})]
+
+
+def template(
+    name: str, provider: str = "aws-asg", *, max_size: int = 10, actual: bool = True, desired: int = 0
+) -> NodeGroupTemplate:
+    spec: dict[str, Any] = {"provider": provider, "maxSize": max_size, "desiredSize": desired}
+    if actual:
+        spec["actual"] = {"allocatable": {"cpu": "2", "memory": "8Gi", "pods": "29"}}
+    spec["autoscaler"] = {"allocatable": {"cpu": "2", "memory": "8Gi", "pods": "110"}}
+    return NodeGroupTemplate.from_object({"metadata": {"name": name}, "spec": spec})
+
+
+def test_only_groups_fitguard_will_grow_itself_are_marked() -> None:
+    """With scaling on: ASG and managed groups with an actual view and a max size above zero that
+    the expander may choose; manual groups, groups without an actual view, with max size 0, or that
+    the priority expander would never choose are not marked. Scaling `plan` or `off` marks none."""
+    templates = [
+        template("ng-asg"),
+        template("ng-managed", "eks-managed"),
+        template("ng-manual", "manual"),
+        template("ng-blind", actual=False),
+        template("ng-zero", max_size=0),
+        template("other"),
+    ]
+    priorities = {10: [re.compile("^ng-")]}
+    on = ScalingOptions(mode=ON, planner=PlannerOptions(expanders=(PRIORITY,), priorities=priorities))
+    assert groups_to_mark(templates, on) == {"ng-asg", "ng-managed"}
+    assert groups_to_mark(templates, ScalingOptions(mode=ON)) == {"ng-asg", "ng-managed", "other"}
+    assert groups_to_mark(templates, ScalingOptions(mode=PLAN)) == set()
+    assert groups_to_mark(templates, ScalingOptions(mode=OFF)) == set()
+
+
+def pending(name: str, cpu: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"namespace": "default", "name": name},
+        "spec": {"containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}]},
+        "status": {
+            "phase": "Pending",
+            "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}],
+        },
+    }
+
+
+def plan_json(scale_ups: list[dict[str, Any]], outcomes: dict[str, str], **rest: Any) -> dict[str, Any]:
+    return {
+        "scaleUps": scale_ups,
+        "onExistingNodes": {},
+        "onNodesOnTheirWay": {},
+        "notTriggerScaleUp": [],
+        "skippedGroups": {},
+        "headroom": [],
+        "unschedulablePods": 2,
+        "demandPods": 2,
+        "notDemand": [],
+        "outcomes": outcomes,
+        "errors": {},
+        **rest,
+    }
+
+
+def test_a_planned_cycle_without_aws_is_told_not_made() -> None:
+    """With no ASG client the plan starts from the templates: two unschedulable 1.5-CPU pods need
+    two 2-CPU nodes of the only ASG (the manual group cannot grow, a bound pod is not demand).
+    `plan` reports the scale-up as planned and `off` as off, in the whole `-o json` answer, with
+    the planned-nodes and unschedulable-pods gauges; a non-leader with scaling on only plans. In the
+    blind scope the same pods are cluster-autoscaler's to serve: no demand, each said why."""
+    templates = [template("ng-a"), template("ng-manual", "manual")]
+    pods = [pending("p1", "1500m"), pending("p2", "1500m"), {"metadata": {"name": "bound"}, "spec": {}}]
+    up = {"nodeGroup": "ng-a", "from": 0, "to": 2, "maxSize": 10, "pods": ["default/p1", "default/p2"]}
+    up["reasons"] = ["pods"]
+    for mode, outcome in ((PLAN, "planned"), (OFF, "off")):
+        driver = ScalingDriver(ScalingOptions(mode=mode, scope="all"))
+        cycle = driver.plan_cycle(templates, pods, [], now=NOW)
+        assert cycle.asg_names == {"ng-a": "ng-a"}
+        assert driver.act(cycle, now=NOW) == [{**up, "outcome": outcome}]
+        assert scale_ups_json(cycle) == plan_json([up], {"ng-a": outcome})
+        assert (
+            driver.registry.get_sample_value("fitguard_planned_scale_up_nodes", {"node_group": "ng-a"}) == 2.0
+        )
+        assert driver.registry.get_sample_value("fitguard_unschedulable_pods", {"scope": "all"}) == 2.0
+        assert driver.registry.get_sample_value("fitguard_unschedulable_pods", {"scope": "blind"}) == 0.0
+    not_leader = ScalingDriver(ScalingOptions(mode=ON, scope="all"))
+    cycle = not_leader.plan_cycle(templates, pods, [], now=NOW)
+    assert not_leader.act(cycle, now=NOW, leader=False) == [{**up, "outcome": "off"}]
+    blind = ScalingDriver(ScalingOptions(mode=PLAN))
+    cycle = blind.plan_cycle(templates, pods, [], now=NOW, asg_names={"ng-a": "asg-a"})
+    assert cycle.asg_names == {"ng-a": "asg-a"}
+    assert blind.act(cycle, now=NOW) == []
+    why = "cluster-autoscaler can serve it with a node of ng-a"
+    assert scale_ups_json(cycle) == plan_json(
+        [], {}, demandPods=0, notDemand=[{"pods": ["default/p1", "default/p2"], "why": why}]
+    )
