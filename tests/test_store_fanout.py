@@ -72,3 +72,29 @@ def test_a_fanout_keeps_each_store_equal_to_the_same_objects_in_its_own_projecti
     ]
     fanout.advance("14")
     assert (names.resource_version, slim.resource_version) == ("14", "14")
+
+
+def test_a_fanout_passes_resource_versions_rejections_and_its_kind_through() -> None:
+    """The fan-out is named after its first store and is synced only once a list went through it;
+    each event's resourceVersion reaches every store, an event without one leaves theirs as it was,
+    a list without one clears it; an object one store rejects is kept by the other (None in its
+    place) and one every store rejects projects to None; a whole relist (`replace`) reaches both."""
+    names: Store[str] = Store("nodes", lambda o: o["metadata"]["name"].upper())
+    zones: Store[str] = Store("zones", lambda o: o["metadata"]["labels"]["topology.kubernetes.io/zone"])
+    fanout = Fanout([names, zones])
+    assert (fanout.kind, fanout.synced) == ("nodes", False)
+    unzoned = {"metadata": {"name": "bare", "labels": {}}}
+    assert fanout.project(unzoned) == ("BARE", None)
+    assert fanout.project({"metadata": {}}) is None
+    fanout.replace_records({"": {"bare": ("BARE", None)}})  # type: ignore[arg-type]
+    assert (fanout.synced, names.resource_version, zones.resource_version) == (True, "", "")
+    assert (names.items(), zones.items()) == (["BARE"], [])
+    fanout.apply("ADDED", node("n1"), "21")
+    assert (names.resource_version, zones.resource_version) == ("21", "21")
+    fanout.apply("MODIFIED", node("n1", zone="c"))
+    assert (names.resource_version, zones.resource_version) == ("21", "21")
+    assert (sorted(names.items()), zones.items()) == (["BARE", "N1"], ["c"])
+    relisted = Fanout([names, zones])
+    relisted.replace([node("n2", zone="d")], "30")
+    assert (relisted.synced, names.items(), zones.items()) == (True, ["N2"], ["d"])
+    assert (names.resource_version, zones.resource_version) == ("30", "30")
