@@ -223,6 +223,7 @@ def test_apply_retries_a_lost_race_three_times_then_says_so(fake_kube: FakeKubeS
         ("GET", f"{path}/sgp"),
         ("POST", path),
     ]
+    assert [r.body for r in fake_kube.requests.find("POST", path)] == [{"apiVersion": SGP, **desired}] * 2
     fake_kube.requests.clear()
     changed = {**desired, "spec": {"podSelector": {}, "securityGroups": {"groupIds": ["sg-2"]}}}
     fake_kube.faults.fail(409, method="PUT", count=None)
