@@ -150,7 +150,9 @@ def test_rescue_chooses_exactly_the_pods_that_wait_in_vain_for_a_replacing_owner
     ]
 
 
-def reclaimed(name: str, ago: int, held: int, node: str, awaited: int, kind: str | None = "Job") -> Deletion:
+def reclaimed(
+    name: str, ago: int, held: int, node: str, awaited: int, *, kind: str | None = "Job"
+) -> Deletion:
     why = (
         f"finished {ago} s ago and still holds {held} branch ENI(s) on {node}, where {awaited} are "
         "awaited: deleted to release them"
