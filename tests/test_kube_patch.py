@@ -240,3 +240,33 @@ def test_apply_retries_a_lost_race_three_times_then_says_so(fake_kube: FakeKubeS
     with pytest.raises(ValueError) as nameless:
         apply_object(api(fake_kube), SECURITY_GROUP_POLICIES, {"kind": "SecurityGroupPolicy", "metadata": {}})
     assert str(nameless.value) == "apply_object: desired object has no metadata.name"
+
+
+def test_a_replace_keeps_the_stored_status_and_metadata_and_zero_attempts_say_so(
+    fake_kube: FakeKubeServer,  # noqa: F811
+) -> None:
+    """The PUT of a changed object is the whole desired body with the stored metadata (its
+    resourceVersion makes the replace conditional) and the stored status (not ours to reset);
+    with no attempts allowed, apply says it is still conflicting, naming the path."""
+    desired = {"kind": "NodeGroupTemplate", "metadata": {"name": "ng"}, "spec": {"provider": "aws-asg"}}
+    apply_object(api(fake_kube), NODE_GROUP_TEMPLATES, desired)
+    status = {"observedGeneration": 1, "conditions": []}
+    fake_kube.patch("NodeGroupTemplate", "ng", {"status": status}, api_version=NGT)
+    stored = fake_kube.get("NodeGroupTemplate", "ng", api_version=NGT)
+    assert stored["status"] == status
+    fake_kube.requests.clear()
+    changed = {**desired, "spec": {"provider": "aws-asg", "maxSize": 3}}
+    assert apply_object(api(fake_kube), NODE_GROUP_TEMPLATES, changed)[0] == "updated"
+    [put] = fake_kube.requests.find("PUT")
+    assert put.body == {
+        "apiVersion": NGT,
+        "kind": "NodeGroupTemplate",
+        "metadata": stored["metadata"],
+        "spec": {"provider": "aws-asg", "maxSize": 3},
+        "status": status,
+    }
+    with pytest.raises(KubeError) as refused:
+        apply_object(api(fake_kube), NODE_GROUP_TEMPLATES, desired, attempts=0)
+    assert str(refused.value) == (
+        "409 Conflict: /apis/fitguard.io/v1alpha1/nodegrouptemplates/ng: still conflicting after 0 attempts"
+    )
