@@ -1,6 +1,7 @@
-"""kube/store.py Fanout: one reflector feeds several stores of one kind, each with its own
-projection (the books' node records and discovery's slim nodes from one node watch); and
-capacity/records.py discovery_node, the slim copy, keeps everything discovery reads."""
+"""kube/store.py: a Store's events, versions and listeners; Fanout: one reflector feeds several
+stores of one kind, each with its own projection (the books' node records and discovery's slim
+nodes from one node watch); and capacity/records.py discovery_node, the slim copy, keeps
+everything discovery reads."""
 
 from __future__ import annotations
 
@@ -98,3 +99,61 @@ def test_a_fanout_passes_resource_versions_rejections_and_its_kind_through() -> 
     relisted.replace([node("n2", zone="d")], "30")
     assert (relisted.synced, names.items(), zones.items()) == (True, ["N2"], ["d"])
     assert (names.resource_version, zones.resource_version) == ("30", "30")
+
+
+def pod(name: str, namespace: str = "ns", *, ok: bool = True) -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": namespace}, "ok": ok}
+
+
+def checked(obj: Any) -> str:
+    if not obj["ok"]:
+        raise ValueError("malformed")
+    return f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"
+
+
+def test_a_store_tells_its_listeners_every_change_and_counts_versions() -> None:
+    """Every change bumps the version by one and is told to each listener as (type, old, new),
+    after a listener that raises too; a relist reports vanished records deleted and every record
+    modified with its old record; an object that becomes malformed leaves as a deletion and is
+    counted rejected; deleting an absent object changes nothing but the version; an event without
+    a resourceVersion keeps the last one; reads see namespaces apart and whole."""
+    store: Store[str] = Store("pods", checked)
+    seen: list[tuple[str, Any, Any]] = []
+
+    def broken(*_: Any) -> None:
+        raise RuntimeError("a listener's bug")
+
+    store.add_listener(broken)
+    store.add_listener(lambda kind, old, new: seen.append((kind, old, new)))
+    assert (store.synced, store.version, store.resource_version, len(store)) == (False, 0, "", 0)
+    store.replace([pod("a"), pod("b"), pod("c", "other"), pod("bad", ok=False)], "5")
+    assert (store.synced, store.version, store.resource_version, store.rejected) == (True, 1, "5", 1)
+    store.apply("ADDED", pod("d"), "6")
+    store.apply("MODIFIED", pod("a"))
+    store.apply("DELETED", pod("b"), "8")
+    store.apply("DELETED", pod("absent"), "9")
+    store.apply("MODIFIED", pod("c", "other", ok=False), "10")
+    assert (store.version, store.resource_version, store.rejected) == (6, "10", 2)
+    store.advance("11")
+    assert (store.version, store.resource_version) == (6, "11")
+    assert (sorted(store.items()), store.items("ns"), store.items("none"), len(store)) == (
+        ["ns/a", "ns/d"],
+        ["ns/a", "ns/d"],
+        [],
+        2,
+    )
+    assert (store.get("ns", "a"), store.get("ns", "b"), store.get("other", "c")) == ("ns/a", None, None)
+    store.replace([pod("d"), pod("e")], "12")
+    assert seen == [
+        ("MODIFIED", None, "ns/a"),
+        ("MODIFIED", None, "ns/b"),
+        ("MODIFIED", None, "other/c"),
+        ("ADDED", None, "ns/d"),
+        ("MODIFIED", "ns/a", "ns/a"),
+        ("DELETED", "ns/b", None),
+        ("DELETED", "other/c", None),
+        ("DELETED", "ns/a", None),
+        ("MODIFIED", "ns/d", "ns/d"),
+        ("MODIFIED", None, "ns/e"),
+    ]
+    assert (store.version, store.resource_version, sorted(store.items())) == (7, "12", ["ns/d", "ns/e"])
