@@ -7,10 +7,14 @@ moto by tests/test_scaling_aws.py."""
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 from typing import Any
 
+import boto3
+from botocore.stub import Stubber
+
 from capacity.expander import PRIORITY
-from capacity.names import EXHAUSTED_LABEL
+from capacity.names import EXHAUSTED_LABEL, LAST_SCALE_UP_TAG
 from capacity.plan_types import NodeFree, PlannerOptions
 from capacity.records import project_pod
 from capacity.resources import POD_ENI
@@ -247,3 +251,148 @@ def test_a_planned_cycle_without_aws_is_told_not_made() -> None:
     assert scale_ups_json(cycle) == plan_json(
         [], {}, demandPods=0, notDemand=[{"pods": ["default/p1", "default/p2"], "why": why}]
     )
+
+
+def asg_page(name: str, desired: int, max_size: int, last: str | None = None) -> dict[str, Any]:
+    tags = [{"Key": LAST_SCALE_UP_TAG, "Value": last, "ResourceId": name}] if last else []
+    return {
+        "AutoScalingGroups": [
+            {
+                "AutoScalingGroupName": name,
+                "MinSize": 0,
+                "MaxSize": max_size,
+                "DesiredCapacity": desired,
+                "DefaultCooldown": 300,
+                "AvailabilityZones": ["us-east-1a"],
+                "HealthCheckType": "EC2",
+                "CreatedTime": datetime(2026, 1, 1, tzinfo=UTC),
+                "Tags": tags,
+            }
+        ]
+    }
+
+
+def autoscaling() -> Any:
+    """A real boto3 Auto Scaling client whose calls botocore's Stubber answers in process (each
+    expected call's whole parameters are checked against what we send)."""
+    return boto3.client(
+        "autoscaling", region_name="us-east-1", aws_access_key_id="test", aws_secret_access_key="test"
+    )
+
+
+def describe(stub: Stubber, name: str, *args: Any, **kw: Any) -> None:
+    stub.add_response(
+        "describe_auto_scaling_groups", asg_page(name, *args, **kw), {"AutoScalingGroupNames": [name]}
+    )
+
+
+def set_desired(stub: Stubber, name: str, target: int) -> None:
+    stub.add_response(
+        "set_desired_capacity",
+        {},
+        {"AutoScalingGroupName": name, "DesiredCapacity": target, "HonorCooldown": False},
+    )
+
+
+def tag(stub: Stubber, name: str, value: str) -> None:
+    wanted = {
+        "Tags": [
+            {
+                "ResourceId": name,
+                "ResourceType": "auto-scaling-group",
+                "Key": LAST_SCALE_UP_TAG,
+                "Value": value,
+                "PropagateAtLaunch": False,
+            }
+        ]
+    }
+    stub.add_response("create_or_update_tags", {}, wanted)
+
+
+def test_scaling_on_raises_the_desired_capacity_only_from_where_the_plan_started() -> None:
+    """With scaling on, the leader re-reads the ASG (by its own name) and sets the desired capacity
+    to the plan's size, capped by the max size AWS reports now, then tags the scale-up and counts
+    it; it skips a group someone moved since, one already at its max, and says so for one AWS no
+    longer has or a refused write (nothing counted). A failed tag leaves the scale-up standing."""
+    templates = [template("ng-a")]
+    pods = [pending("p1", "1500m"), pending("p2", "1500m")]
+    cycle_of = ScalingDriver(ScalingOptions(mode=ON, scope="all"))
+    client = autoscaling()
+    driver = ScalingDriver(ScalingOptions(mode=ON, scope="all"), client)
+    cases = [
+        (
+            lambda s: (
+                describe(s, "asg-a", 0, 10),
+                set_desired(s, "asg-a", 2),
+                tag(s, "asg-a", "2@1700000000"),
+            )
+        ),
+        (lambda s: (describe(s, "asg-a", 0, 1), set_desired(s, "asg-a", 1), tag(s, "asg-a", "1@1700000000"))),
+        (lambda s: s.add_response("describe_auto_scaling_groups", {"AutoScalingGroups": []})),
+        (lambda s: describe(s, "asg-a", 1, 10)),
+        (lambda s: describe(s, "asg-a", 0, 0)),
+        (
+            lambda s: (
+                describe(s, "asg-a", 0, 10),
+                s.add_client_error("set_desired_capacity", "ValidationError", "refused"),
+            )
+        ),
+        (
+            lambda s: (
+                describe(s, "asg-a", 0, 10),
+                set_desired(s, "asg-a", 2),
+                s.add_client_error("create_or_update_tags", "ValidationError", "no tags"),
+            )
+        ),
+    ]
+    outcomes = []
+    for arrange in cases:
+        cycle = cycle_of.plan_cycle(templates, pods, [], now=NOW, asg_names={"ng-a": "asg-a"})
+        with Stubber(client) as stub:
+            arrange(stub)
+            outcomes.append(driver.act(cycle, now=NOW)[0]["outcome"])
+            stub.assert_no_pending_responses()
+    assert outcomes == [
+        "scaled 0->2",
+        "scaled 0->1",
+        "failed: ASG asg-a not found",
+        "skipped: desired is 1, the plan started from 0",
+        "skipped: already at max size 0",
+        "failed: SetDesiredCapacity: ValidationError: refused",
+        "scaled 0->2",
+    ]
+    assert driver.registry.get_sample_value("fitguard_scale_ups_total", {"node_group": "ng-a"}) == 3.0
+
+
+def test_the_plan_starts_from_the_asgs_sizes_and_last_scale_up_as_aws_reports_them() -> None:
+    """plan_cycle reads each scalable group's ASG once: its desired and max size replace the
+    published ones (a max of 1 caps the plan), a recent fitguard scale-up tag starts the cooldown
+    (nothing planned), and a failed read is reported under "" while the plan falls back to the
+    published templates."""
+    templates = [template("ng-a"), template("ng-manual", "manual")]
+    pods = [pending("p1", "1500m"), pending("p2", "1500m")]
+    client = autoscaling()
+    driver = ScalingDriver(ScalingOptions(mode=PLAN, scope="all"), client)
+    with Stubber(client) as stub:
+        describe(stub, "asg-a", 0, 1)
+        cycle = driver.plan_cycle(templates, pods, [], now=NOW, asg_names={"ng-a": "asg-a"})
+        stub.assert_no_pending_responses()
+    assert (cycle.templates["ng-a"].desired_size, cycle.templates["ng-a"].max_size) == (0, 1)
+    assert [(s.node_group, s.from_size, s.to_size) for s in cycle.plan.scale_ups] == [("ng-a", 0, 1)]
+    with Stubber(client) as stub:
+        describe(stub, "asg-a", 0, 10, last=f"1@{int(NOW) - 10}")
+        cycle = driver.plan_cycle(templates, pods, [], now=NOW, asg_names={"ng-a": "asg-a"})
+    assert (cycle.plan.scale_ups, cycle.plan.to_json()["skippedGroups"]) == (
+        (),
+        {"ng-a": "in cooldown after a recent scale-up"},
+    )
+    with Stubber(client) as stub:
+        stub.add_client_error("describe_auto_scaling_groups", "ValidationError", "broken")
+        cycle = driver.plan_cycle(templates, pods, [], now=NOW, asg_names={"ng-a": "asg-a"})
+    assert cycle.errors == {"": "DescribeAutoScalingGroups: ValidationError: broken"}
+    assert [(s.node_group, s.from_size, s.to_size) for s in cycle.plan.scale_ups] == [("ng-a", 0, 2)]
+    off = ScalingDriver(ScalingOptions(mode=OFF, scope="all"), client)
+    with Stubber(client) as stub:  # no call expected: scaling off reads no ASG
+        cycle = off.plan_cycle(templates, pods, [], now=NOW)
+        stub.assert_no_pending_responses()
+    assert [(s.node_group, s.from_size, s.to_size) for s in cycle.plan.scale_ups] == [("ng-a", 0, 2)]
