@@ -1,8 +1,9 @@
-"""controller/scaling.py's decisions that need no AWS, in process: which groups are exhausted
-(every ready, schedulable node labelled), what is truly free on each node, which groups get
-`scaleFromZero: fitguard`, and a cycle planned and told (`--scaling=plan`, `off`) without an ASG
-client. Whole sets, whole NodeFree lists, whole JSON answers. The writes to AWS are proved against
-moto by tests/test_scaling_aws.py."""
+"""controller/scaling.py's decisions in process: which groups are exhausted (every ready,
+schedulable node labelled), what is truly free on each node, which groups get `scaleFromZero:
+fitguard`, a cycle planned and told (`--scaling=plan`, `off`) without an ASG client, and the writes
+of `--scaling=on` against a real boto3 client answered by botocore's Stubber (each call's whole
+parameters checked). Whole sets, whole NodeFree lists, whole JSON answers. The same writes against
+moto in server mode, with events on the pods, are tests/test_scaling_aws.py's."""
 
 from __future__ import annotations
 
