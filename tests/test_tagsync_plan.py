@@ -1,15 +1,20 @@
 """controller/tagsync.py's plan, in process (no AWS): which `resources/*`, `label/*` and `taint/*`
 tags `--sync-autoscaler-tags` writes for each node group, on which target, with which value and
-what it replaces, and the sentence each change is explained with. Whole lists of whole changes."""
+what it replaces, the sentence each change is explained with, and the writes (a real boto3 client
+answered by botocore's Stubber). Whole lists of whole changes."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import boto3
+from botocore.stub import Stubber
+
 from capacity.taints import Taint
 from capacity.template import NodeGroupTemplate, View
+from controller.aws.clients import AwsClients
 from controller.aws.records import AwsNodeGroup
-from controller.tagsync import CACHE_NOTE, TagChange, plan_tag_sync
+from controller.tagsync import CACHE_NOTE, TagChange, apply_tag_sync, plan_tag_sync
 
 GIB = 1024**3 * 1000  # one GiB in milli-units
 RES = "k8s.io/cluster-autoscaler/node-template/resources/"
@@ -170,3 +175,47 @@ def test_each_change_is_explained_in_one_whole_sentence() -> None:
         f"that select or tolerate it; {CACHE_NOTE}"
     )
     assert label.to_json() == {"nodeGroup": "g", "key": LABEL + "team", "value": "new"}
+
+
+def client(service: str) -> Any:
+    return boto3.client(
+        service, region_name="us-east-1", aws_access_key_id="test", aws_secret_access_key="test"
+    )
+
+
+def test_apply_writes_each_change_on_its_target_and_reports_the_refused_ones() -> None:
+    """An ASG change is CreateOrUpdateTags (not propagated at launch), a managed group's is EKS
+    TagResource on the node group's ARN, each with its whole parameters (botocore's Stubber answers
+    a real boto3 client); each change made is noted with its explanation; a refused write is
+    returned with its reason (the operation, code and message) and noted nowhere, and the next change
+    is still written."""
+    clients = AwsClients(autoscaling=client("autoscaling"), ec2=None, eks=client("eks"))
+    on_asg = TagChange("a", "asg", "asg-a", RES + "ephemeral-storage", "20Gi", None)
+    refused = TagChange("b", "asg", "asg-b", RES + "ephemeral-storage", "20Gi", "5Gi")
+    on_ng = TagChange("m", "eks-nodegroup", ARN, RES + "vpc.amazonaws.com/pod-eni", "9", None)
+    denied = TagChange("n", "eks-nodegroup", ARN, LABEL + "team", "x", None)
+    noted: list[tuple[TagChange, str]] = []
+    with Stubber(clients.autoscaling) as asg, Stubber(clients.eks) as eks:
+        tags = {"ResourceType": "auto-scaling-group", "Key": RES + "ephemeral-storage", "Value": "20Gi"}
+        asg.add_response(
+            "create_or_update_tags",
+            {},
+            {"Tags": [{"ResourceId": "asg-a", **tags, "PropagateAtLaunch": False}]},
+        )
+        asg.add_client_error("create_or_update_tags", "ValidationError", "no such group")
+        eks.add_response(
+            "tag_resource", {}, {"resourceArn": ARN, "tags": {RES + "vpc.amazonaws.com/pod-eni": "9"}}
+        )
+        eks.add_client_error("tag_resource", "AccessDeniedException", "not allowed")
+        failed = apply_tag_sync(clients, [on_asg, refused, on_ng, denied], lambda c, m: noted.append((c, m)))
+        asg.assert_no_pending_responses()
+        eks.assert_no_pending_responses()
+    assert failed == [
+        (refused, "CreateOrUpdateTags: ValidationError: no such group"),
+        (
+            denied,
+            "TagResource: AccessDeniedException (the controller's IAM role lacks this permission): "
+            "not allowed",
+        ),
+    ]
+    assert noted == [(on_asg, "wrote " + on_asg.explain()), (on_ng, "wrote " + on_ng.explain())]
