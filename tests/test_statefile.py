@@ -135,3 +135,17 @@ def test_unreadable_text_and_files_are_state_file_errors_naming_the_source(tmp_p
     with pytest.raises(StateFileError) as refused:
         load_state(bad)
     assert str(refused.value) == f"{bad}[0]: every object needs kind and metadata"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '\n  {"kind":\t"List", "items": [\t{"apiVersion": "v1", "kind": "Pod", "metadata": '
+        '{"name": "a", "namespace": "default"}}]}',
+        '\n  [\t{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a", "namespace": "default"}}]',
+    ],
+)
+def test_json_that_yaml_cannot_read_is_read_as_json(text: str) -> None:
+    """Text that starts (after leading blanks) with `{` or `[` is read as JSON first: JSON with tabs
+    between its tokens, which YAML refuses, still reads whole."""
+    assert parse_state(text) == [A]
