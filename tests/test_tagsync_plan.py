@@ -5,16 +5,18 @@ answered by botocore's Stubber). Whole lists of whole changes."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import boto3
+import pytest
 from botocore.stub import Stubber
 
 from capacity.taints import Taint
 from capacity.template import NodeGroupTemplate, View
 from controller.aws.clients import AwsClients
 from controller.aws.records import AwsNodeGroup
-from controller.tagsync import CACHE_NOTE, TagChange, apply_tag_sync, plan_tag_sync
+from controller.tagsync import CACHE_NOTE, TagChange, apply_tag_sync, log_plan, plan_tag_sync
 
 GIB = 1024**3 * 1000  # one GiB in milli-units
 RES = "k8s.io/cluster-autoscaler/node-template/resources/"
@@ -219,3 +221,27 @@ def test_apply_writes_each_change_on_its_target_and_reports_the_refused_ones() -
         ),
     ]
     assert noted == [(on_asg, "wrote " + on_asg.explain()), (on_ng, "wrote " + on_ng.explain())]
+
+
+def test_plan_mode_logs_each_change_with_how_to_write_it(caplog: pytest.LogCaptureFixture) -> None:
+    """`--sync-autoscaler-tags=plan` logs one whole line per change, at INFO, saying how to apply."""
+    changes = [
+        TagChange("a", "asg", "asg-a", RES + "ephemeral-storage", "20Gi", None),
+        TagChange("b", "asg", "asg-b", LABEL + "team", "x", "y"),
+    ]
+    with caplog.at_level(logging.INFO, logger="controller.tagsync"):
+        log_plan(changes)
+    head = "plan (use --sync-autoscaler-tags=apply to write): node group"
+    tail = "cluster-autoscaler's template must say so to scale up from zero for pods that"
+    assert [(r.levelno, r.getMessage()) for r in caplog.records] == [
+        (
+            logging.INFO,
+            f"{head} a: tag {RES}ephemeral-storage=20Gi on asg asg-a (now missing): the actual view "
+            f"offers 20Gi and {tail} request it; {CACHE_NOTE}",
+        ),
+        (
+            logging.INFO,
+            f"{head} b: tag {LABEL}team=x on asg asg-b (now 'y'): the group's live nodes carry it and "
+            f"{tail} select or tolerate it; {CACHE_NOTE}",
+        ),
+    ]
