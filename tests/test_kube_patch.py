@@ -54,6 +54,24 @@ def test_patch_with_a_stale_resource_version_is_refused(fake_kube: FakeKubeServe
         merge_patch(api(fake_kube), NODES, "n1", {"spec": {"unschedulable": True}}, resource_version=seen_rv)
     assert refused.value.conflict
     assert "unschedulable" not in fake_kube.get("Node", "n1").get("spec", {})
+    pod = fake_kube.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "p", "namespace": "team"},
+            "spec": {"containers": [{"name": "c", "image": "x"}]},
+        }
+    )
+    uid, rv = pod["metadata"]["uid"], pod["metadata"]["resourceVersion"]
+    patched = merge_patch(
+        api(fake_kube), PODS, "p", {"metadata": {"labels": {"a": "b"}}}, "team", uid=uid, resource_version=rv
+    )
+    assert (patched["metadata"]["name"], patched["metadata"]["labels"]) == ("p", {"a": "b"})
+    [sent] = fake_kube.requests.find("PATCH", "/pods/")
+    assert (sent.path, sent.body) == (
+        "/api/v1/namespaces/team/pods/p",
+        {"metadata": {"labels": {"a": "b"}, "uid": uid, "resourceVersion": rv}},
+    )
 
 
 def test_delete_pod_with_stale_preconditions_is_refused(fake_kube: FakeKubeServer) -> None:  # noqa: F811
@@ -206,17 +224,30 @@ def test_apply_replaces_when_only_an_owned_label_or_annotation_differs(fake_kube
 
 
 def test_apply_retries_a_lost_race_three_times_then_says_so(fake_kube: FakeKubeServer) -> None:  # noqa: F811
-    """A create answered 409 (made meanwhile) is looked at again and retried; a replace answered
-    409 is retried up to three attempts in all, then the conflict is raised naming the path; a
-    namespaced object is applied in its namespace; a desired object without a name is refused."""
+    """A create refused otherwise than by a 409 is raised at once; a create answered 409 (made
+    meanwhile) is looked at again and retried, and a replace answered 409 is retried, up to three
+    attempts in all, after which the third answer is raised; a namespaced object is applied in its
+    namespace; a desired object without a name is refused."""
     desired = {
         "kind": "SecurityGroupPolicy",
         "metadata": {"name": "sgp", "namespace": "team"},
         "spec": {"podSelector": {}, "securityGroups": {"groupIds": ["sg-1"]}},
     }
+    path = "/apis/vpcresources.k8s.aws/v1beta1/namespaces/team/securitygrouppolicies"
+    injected = "Internal error injected by the test"  # the fake API server's Status message
+    fake_kube.faults.fail(500, method="POST", count=1)
+    with pytest.raises(KubeError) as failed:
+        apply_object(api(fake_kube), SECURITY_GROUP_POLICIES, desired)
+    assert str(failed.value) == f"500 InternalError: {injected}"  # not a lost race: not retried
+    fake_kube.faults.fail(409, method="POST", count=None)
+    with pytest.raises(KubeError) as lost:
+        apply_object(api(fake_kube), SECURITY_GROUP_POLICIES, desired)
+    assert str(lost.value) == f"409 InternalError: {injected}"  # the third answer itself
+    assert [r.method for r in fake_kube.requests.find(path=path)] == ["GET", "POST"] * 4
+    fake_kube.faults.clear()
+    fake_kube.requests.clear()
     fake_kube.faults.fail(409, method="POST", count=1)
     assert apply_object(api(fake_kube), SECURITY_GROUP_POLICIES, desired)[0] == "created"
-    path = "/apis/vpcresources.k8s.aws/v1beta1/namespaces/team/securitygrouppolicies"
     assert [(r.method, r.path) for r in fake_kube.requests.find(path=path)] == [
         ("GET", f"{path}/sgp"),
         ("POST", path),
@@ -229,7 +260,7 @@ def test_apply_retries_a_lost_race_three_times_then_says_so(fake_kube: FakeKubeS
     fake_kube.faults.fail(409, method="PUT", count=None)
     with pytest.raises(KubeError) as refused:
         apply_object(api(fake_kube), SECURITY_GROUP_POLICIES, changed)
-    assert refused.value.conflict
+    assert str(refused.value) == f"409 InternalError: {injected}"  # the third answer itself
     assert [r.method for r in fake_kube.requests.find(path=path)] == ["GET", "PUT"] * 3
     fake_kube.faults.clear()
     fake_kube.requests.clear()

@@ -99,6 +99,8 @@ def test_a_fanout_passes_resource_versions_rejections_and_its_kind_through() -> 
     relisted.replace([node("n2", zone="d")], "30")
     assert (relisted.synced, names.items(), zones.items()) == (True, ["N2"], ["d"])
     assert (names.resource_version, zones.resource_version) == ("30", "30")
+    relisted.replace([node("n4")])
+    assert (names.items(), names.resource_version, zones.resource_version) == (["N4"], "", "")
 
 
 def pod(name: str, namespace: str = "ns", *, ok: bool = True) -> dict[str, Any]:
@@ -130,6 +132,7 @@ def test_a_store_tells_its_listeners_every_change_and_counts_versions() -> None:
     assert (store.synced, store.version, store.resource_version, store.rejected) == (True, 1, "5", 1)
     store.apply("ADDED", pod("d"), "6")
     store.apply("MODIFIED", pod("a"))
+    assert (store.version, store.resource_version) == (3, "6")
     store.apply("DELETED", pod("b"), "8")
     store.apply("DELETED", pod("absent"), "9")
     store.apply("MODIFIED", pod("c", "other", ok=False), "10")
