@@ -140,12 +140,15 @@ def test_unreadable_text_and_files_are_state_file_errors_naming_the_source(tmp_p
 @pytest.mark.parametrize(
     "text",
     [
-        '\n  {"kind":\t"List", "items": [\t{"apiVersion": "v1", "kind": "Pod", "metadata": '
-        '{"name": "a", "namespace": "default"}}]}',
-        '\n  [\t{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a", "namespace": "default"}}]',
+        '\n  {"kind": "List", "items": [{"apiVersion": "v1", "kind": "Pod", "metadata": '
+        '{"name": "\\ud83d\\ude00", "namespace": "default"}}]}',
+        '\n  [{"apiVersion": "v1", "kind": "Pod", "metadata": '
+        '{"name": "\\ud83d\\ude00", "namespace": "default"}}]',
     ],
+    ids=["object", "array"],
 )
 def test_json_that_yaml_cannot_read_is_read_as_json(text: str) -> None:
-    """Text that starts (after leading blanks) with `{` or `[` is read as JSON first: JSON with tabs
-    between its tokens, which YAML refuses, still reads whole."""
-    assert parse_state(text) == [A]
+    """Text that starts (after leading blanks) with `{` or `[` is read as JSON first: JSON with a
+    character outside the BMP escaped as a surrogate pair (as `json.dumps` writes it), which YAML
+    refuses, still reads whole."""
+    assert parse_state(text) == [{**A, "metadata": {"name": "\U0001f600", "namespace": "default"}}]
