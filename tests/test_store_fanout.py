@@ -5,7 +5,10 @@ everything discovery reads."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
+
+import pytest
 
 from capacity.records import discovery_node
 from kube.store import Fanout, Store
@@ -113,12 +116,15 @@ def checked(obj: Any) -> str:
     return f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"
 
 
-def test_a_store_tells_its_listeners_every_change_and_counts_versions() -> None:
+def test_a_store_tells_its_listeners_every_change_and_counts_versions(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     """Every change bumps the version by one and is told to each listener as (type, old, new),
-    after a listener that raises too; a relist reports vanished records deleted and every record
-    modified with its old record; an object that becomes malformed leaves as a deletion and is
-    counted rejected; deleting an absent object changes nothing but the version; an event without
-    a resourceVersion keeps the last one; reads see namespaces apart and whole."""
+    after a listener that raises too (its failure logged, naming the store); a relist reports
+    vanished records deleted and every record modified with its old record; an object that
+    becomes malformed leaves as a deletion and is counted rejected (a warning naming the store,
+    the object and why); deleting an absent object changes nothing but the version; an event
+    without a resourceVersion keeps the last one; reads see namespaces apart and whole."""
     store: Store[str] = Store("pods", checked)
     seen: list[tuple[str, Any, Any]] = []
 
@@ -160,3 +166,11 @@ def test_a_store_tells_its_listeners_every_change_and_counts_versions() -> None:
         ("MODIFIED", None, "ns/e"),
     ]
     assert (store.version, store.resource_version, sorted(store.items())) == (7, "12", ["ns/d", "ns/e"])
+    rejected = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert rejected == [
+        "skipping malformed pods ns/bad: malformed",
+        "skipping malformed pods other/c: malformed",
+    ]
+    assert {r.getMessage() for r in caplog.records if r.levelno == logging.ERROR} == {
+        "listener of pods failed"
+    }
