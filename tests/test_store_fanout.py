@@ -123,8 +123,10 @@ def test_a_store_tells_its_listeners_every_change_and_counts_versions(
     after a listener that raises too (its failure logged, naming the store); a relist reports
     vanished records deleted and every record modified with its old record; an object that
     becomes malformed leaves as a deletion and is counted rejected (a warning naming the store,
-    the object and why); deleting an absent object changes nothing but the version; an event
-    without a resourceVersion keeps the last one; reads see namespaces apart and whole."""
+    the object and why); a relist without a namespace that had objects reports them deleted, and
+    one without a resourceVersion clears it; deleting an absent object changes nothing but the
+    version; an event without a resourceVersion keeps the last one; reads see namespaces apart
+    and whole."""
     store: Store[str] = Store("pods", checked)
     seen: list[tuple[str, Any, Any]] = []
 
@@ -152,6 +154,7 @@ def test_a_store_tells_its_listeners_every_change_and_counts_versions(
         2,
     )
     assert (store.get("ns", "a"), store.get("ns", "b"), store.get("other", "c")) == ("ns/a", None, None)
+    store.apply("ADDED", pod("z", "other"))
     store.replace([pod("d"), pod("e")], "12")
     assert seen == [
         ("MODIFIED", None, "ns/a"),
@@ -161,11 +164,15 @@ def test_a_store_tells_its_listeners_every_change_and_counts_versions(
         ("MODIFIED", "ns/a", "ns/a"),
         ("DELETED", "ns/b", None),
         ("DELETED", "other/c", None),
+        ("ADDED", None, "other/z"),
         ("DELETED", "ns/a", None),
+        ("DELETED", "other/z", None),
         ("MODIFIED", "ns/d", "ns/d"),
         ("MODIFIED", None, "ns/e"),
     ]
-    assert (store.version, store.resource_version, sorted(store.items())) == (7, "12", ["ns/d", "ns/e"])
+    assert (store.version, store.resource_version, sorted(store.items())) == (8, "12", ["ns/d", "ns/e"])
+    store.replace_records({})
+    assert (store.version, store.resource_version, store.items()) == (9, "", [])
     rejected = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert rejected == [
         "skipping malformed pods ns/bad: malformed",
