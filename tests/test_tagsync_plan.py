@@ -52,17 +52,20 @@ def test_missing_and_different_resource_tags_are_planned_equal_ones_are_not() ->
         asg("a", tags=(("owner", "team"),)),
         asg("c", tags=((RES + "ephemeral-storage", "21474836480"),)),
         asg("d"),
+        asg("e"),
     ]
     templates = {
         "a": template("a", {"ephemeral-storage": 20 * GIB, "vpc.amazonaws.com/pod-eni": 9000, "cpu": 2000}),
         "b": template("b", {"ephemeral-storage": 20 * GIB, "vpc.amazonaws.com/pod-eni": 38000}),
         "c": template("c", {"ephemeral-storage": 20 * GIB, "vpc.amazonaws.com/pod-eni": 0}),
         "d": template("d", {"cpu": 2000}),
+        "e": template("e", {"vpc.amazonaws.com/pod-eni": 3000}),
     }
     assert plan_tag_sync(groups, templates) == [
         TagChange("a", "asg", "asg-a", RES + "ephemeral-storage", "20Gi", None),
         TagChange("a", "asg", "asg-a", RES + "vpc.amazonaws.com/pod-eni", "9", None),
         TagChange("b", "asg", "asg-b", RES + "vpc.amazonaws.com/pod-eni", "38", "9"),
+        TagChange("e", "asg", "asg-e", RES + "vpc.amazonaws.com/pod-eni", "3", None),
     ]
 
 
@@ -72,14 +75,14 @@ def test_incomplete_groups_and_groups_without_an_actual_view_plan_nothing() -> N
     storage = {"ephemeral-storage": 20 * GIB}
     groups = [
         asg("broken", error="AccessDenied"),
-        asg("undescribed", nodegroup_error="ResourceNotFound"),
+        asg("a-undescribed", nodegroup_error="ResourceNotFound"),
         asg("untemplated"),
         asg("blind"),
         asg("ok"),
     ]
     templates = {
         "broken": template("broken", storage),
-        "undescribed": template("undescribed", storage),
+        "a-undescribed": template("a-undescribed", storage),
         "blind": NodeGroupTemplate(name="blind"),
         "ok": template("ok", storage),
     }
@@ -105,9 +108,11 @@ def test_a_managed_groups_tag_goes_on_the_node_group_whose_tags_win_over_the_asg
             nodegroup={"nodegroupArn": ARN, "tags": {RES + "ephemeral-storage": "5Gi"}},
         ),
     ]
-    templates = {n: template(n, {"ephemeral-storage": 20 * GIB}) for n in ("m1", "m2")}
+    groups.append(asg("m3", nodegroup={"tags": {}}))
+    templates = {n: template(n, {"ephemeral-storage": 20 * GIB}) for n in ("m1", "m2", "m3")}
     assert plan_tag_sync(groups, templates) == [
-        TagChange("m2", "eks-nodegroup", ARN, RES + "ephemeral-storage", "20Gi", "5Gi")
+        TagChange("m2", "eks-nodegroup", ARN, RES + "ephemeral-storage", "20Gi", "5Gi"),
+        TagChange("m3", "eks-nodegroup", "", RES + "ephemeral-storage", "20Gi", None),
     ]
 
 
@@ -148,7 +153,12 @@ def test_labels_and_taints_the_autoscaler_view_lacks_are_planned_only_when_asked
     def make(source: str) -> NodeGroupTemplate:
         return template("g", {}, source=source, labels=live_labels, taints=taints, autoscaler=autoscaler)
 
-    assert plan_tag_sync([asg("g", tags=tags)], {"g": make("live-node")}, labels_and_taints=True) == [
+    first = template("a", {"ephemeral-storage": 20 * GIB}, source="launch-template")
+    both = plan_tag_sync(
+        [asg("g", tags=tags), asg("a")], {"g": make("live-node"), "a": first}, labels_and_taints=True
+    )
+    assert both == [
+        TagChange("a", "asg", "asg-a", RES + "ephemeral-storage", "20Gi", None),
         TagChange("g", "asg", "asg-g", LABEL + "team", "new", None),
         TagChange("g", "asg", "asg-g", LABEL + "zone", "a", "b"),
         TagChange("g", "asg", "asg-g", TAINT + "gpu", ":NoExecute", None),
@@ -185,12 +195,14 @@ def client(service: str) -> Any:
     )
 
 
-def test_apply_writes_each_change_on_its_target_and_reports_the_refused_ones() -> None:
+def test_apply_writes_each_change_on_its_target_and_reports_the_refused_ones(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     """An ASG change is CreateOrUpdateTags (not propagated at launch), a managed group's is EKS
     TagResource on the node group's ARN, each with its whole parameters (botocore's Stubber answers
     a real boto3 client); each change made is noted with its explanation; a refused write is
-    returned with its reason (the operation, code and message) and noted nowhere, and the next change
-    is still written."""
+    returned with its reason (the operation, code and message), logged as a warning and noted
+    nowhere, and the next change is still written."""
     clients = AwsClients(autoscaling=client("autoscaling"), ec2=None, eks=client("eks"))
     on_asg = TagChange("a", "asg", "asg-a", RES + "ephemeral-storage", "20Gi", None)
     refused = TagChange("b", "asg", "asg-b", RES + "ephemeral-storage", "20Gi", "5Gi")
@@ -209,7 +221,10 @@ def test_apply_writes_each_change_on_its_target_and_reports_the_refused_ones() -
             "tag_resource", {}, {"resourceArn": ARN, "tags": {RES + "vpc.amazonaws.com/pod-eni": "9"}}
         )
         eks.add_client_error("tag_resource", "AccessDeniedException", "not allowed")
-        failed = apply_tag_sync(clients, [on_asg, refused, on_ng, denied], lambda c, m: noted.append((c, m)))
+        with caplog.at_level(logging.INFO, logger="controller.tagsync"):
+            failed = apply_tag_sync(
+                clients, [on_asg, refused, on_ng, denied], lambda c, m: noted.append((c, m))
+            )
         asg.assert_no_pending_responses()
         eks.assert_no_pending_responses()
     assert failed == [
@@ -221,6 +236,12 @@ def test_apply_writes_each_change_on_its_target_and_reports_the_refused_ones() -
         ),
     ]
     assert noted == [(on_asg, "wrote " + on_asg.explain()), (on_ng, "wrote " + on_ng.explain())]
+    assert [(r.levelno, r.getMessage()) for r in caplog.records] == [
+        (logging.INFO, "wrote " + on_asg.explain()),
+        (logging.WARNING, "node group b: tag " + RES + "ephemeral-storage not written: " + failed[0][1]),
+        (logging.INFO, "wrote " + on_ng.explain()),
+        (logging.WARNING, "node group n: tag " + LABEL + "team not written: " + failed[1][1]),
+    ]
 
 
 def test_plan_mode_logs_each_change_with_how_to_write_it(caplog: pytest.LogCaptureFixture) -> None:
