@@ -7,11 +7,13 @@ moto in server mode, with events on the pods, are tests/test_scaling_aws.py's.""
 
 from __future__ import annotations
 
+import logging
 import re
 from datetime import UTC, datetime
 from typing import Any
 
 import boto3
+import pytest
 from botocore.stub import Stubber
 
 from capacity.expander import PRIORITY
@@ -32,6 +34,7 @@ from controller.scaling import (
     node_free,
     scale_ups_json,
 )
+from kube.events import EventRecorder
 
 NOW = 1_700_000_000.0
 EKS = "eks.amazonaws.com/nodegroup"
@@ -397,3 +400,42 @@ def test_the_plan_starts_from_the_asgs_sizes_and_last_scale_up_as_aws_reports_th
         cycle = off.plan_cycle(templates, pods, [], now=NOW)
         stub.assert_no_pending_responses()
     assert [(s.node_group, s.from_size, s.to_size) for s in cycle.plan.scale_ups] == [("ng-a", 0, 2)]
+
+
+def test_the_leader_tells_each_pod_what_became_of_it_and_logs_each_scale_up(
+    fake_kube: Any,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Through the fake API server: `plan` puts fitguard's own ScaleUpPlanned on each pod of a
+    planned scale-up (never cluster-autoscaler's TriggeredScaleUp, which only a scale-up really made
+    gets: tests/test_scaling_aws.py), and a pod no group can take gets NotTriggerScaleUp with the
+    reason; a follower and scaling `off` record nothing. Each scale-up is logged as one whole line."""
+    templates = [template("ng-a")]
+    pods = [fake_kube.create(pending(n, "1500m")) for n in ("p1", "p2")] + [
+        fake_kube.create(pending("huge", "64"))
+    ]
+    recorder = EventRecorder(fake_kube.api_client(), "test")
+
+    def events() -> list[tuple[str, str, str]]:
+        recorder.flush()
+        found = fake_kube.objects("Event", "default", api_version="events.k8s.io/v1")
+        return sorted((e["regarding"]["name"], e["reason"], e["note"]) for e in found)
+
+    info = "[{ng-a 0->2 (max: 10)}]"
+    not_helped = "pod didn't trigger scale-up: 1 Insufficient cpu"
+    with caplog.at_level(logging.INFO, logger="controller.scaling"):
+        for mode, leader in ((OFF, True), (PLAN, False)):
+            driver = ScalingDriver(ScalingOptions(mode=mode, scope="all"), None, recorder)
+            driver.act(driver.plan_cycle(templates, pods, [], now=NOW), now=NOW, leader=leader)
+        assert events() == []
+        planner = ScalingDriver(ScalingOptions(mode=PLAN, scope="all"), None, recorder)
+        planner.act(planner.plan_cycle(templates, pods, [], now=NOW), now=NOW)
+    planned = f"scale-up planned, not made (--scaling=plan): {info}"
+    assert events() == [
+        ("huge", "NotTriggerScaleUp", not_helped),
+        ("p1", "ScaleUpPlanned", planned),
+        ("p2", "ScaleUpPlanned", planned),
+    ]
+    assert [r.getMessage() for r in caplog.records if r.getMessage().startswith("scale-up")] == [
+        f"scale-up {mode}: {{ng-a 0->2 (max: 10)}} for 2 pods (pods)" for mode in (OFF, PLAN, PLAN)
+    ]
