@@ -120,6 +120,7 @@ def test_free_capacity_is_allocatable_less_the_requests_of_running_pods() -> Non
         node("n2", {EKSCTL: "b"}),
         node("n3", {EKS: "a"}),
         node("n4", {EKS: "a"}),
+        node("loose", {}),
         node("down", {EKS: "a"}, ready="False"),
         node("cordoned", {EKS: "a"}, cordoned=True),
         node("bad", {EKS: "a"}, allocatable={"cpu": "lots"}),
@@ -159,6 +160,7 @@ def test_free_capacity_is_allocatable_less_the_requests_of_running_pods() -> Non
         ),
         NodeFree("n3", "a", {**full, POD_ENI: 0}, {EKS: "a"}),
         NodeFree("n4", "a", full, {EKS: "a"}),
+        NodeFree("loose", "", full, {}),
     ]
     assert node_free(nodes[2:3], []) == [NodeFree("n3", "a", full, {EKS: "a"})]
 
@@ -183,12 +185,13 @@ def test_only_groups_fitguard_will_grow_itself_are_marked() -> None:
         template("ng-manual", "manual"),
         template("ng-blind", actual=False),
         template("ng-zero", max_size=0),
+        template("ng-one", max_size=1),
         template("other"),
     ]
     priorities = {10: [re.compile("^ng-")]}
     on = ScalingOptions(mode=ON, planner=PlannerOptions(expanders=(PRIORITY,), priorities=priorities))
-    assert groups_to_mark(templates, on) == {"ng-asg", "ng-managed"}
-    assert groups_to_mark(templates, ScalingOptions(mode=ON)) == {"ng-asg", "ng-managed", "other"}
+    assert groups_to_mark(templates, on) == {"ng-asg", "ng-managed", "ng-one"}
+    assert groups_to_mark(templates, ScalingOptions(mode=ON)) == {"ng-asg", "ng-managed", "ng-one", "other"}
     assert groups_to_mark(templates, ScalingOptions(mode=PLAN)) == set()
     assert groups_to_mark(templates, ScalingOptions(mode=OFF)) == set()
 
@@ -313,11 +316,14 @@ def tag(stub: Stubber, name: str, value: str) -> None:
     stub.add_response("create_or_update_tags", {}, wanted)
 
 
-def test_scaling_on_raises_the_desired_capacity_only_from_where_the_plan_started() -> None:
+def test_scaling_on_raises_the_desired_capacity_only_from_where_the_plan_started(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     """With scaling on, the leader re-reads the ASG (by its own name) and sets the desired capacity
     to the plan's size, capped by the max size AWS reports now, then tags the scale-up and counts
     it; it skips a group someone moved since, one already at its max, and says so for one AWS no
-    longer has or a refused write (nothing counted). A failed tag leaves the scale-up standing."""
+    longer has or a refused write (nothing counted, an error logged). A failed tag leaves the
+    scale-up standing (a warning logged)."""
     templates = [template("ng-a")]
     pods = [pending("p1", "1500m"), pending("p2", "1500m")]
     cycle_of = ScalingDriver(ScalingOptions(mode=ON, scope="all"))
@@ -350,6 +356,7 @@ def test_scaling_on_raises_the_desired_capacity_only_from_where_the_plan_started
         ),
     ]
     outcomes = []
+    caplog.set_level(logging.WARNING, logger="controller.scaling")
     for arrange in cases:
         cycle = cycle_of.plan_cycle(templates, pods, [], now=NOW, asg_names={"ng-a": "asg-a"})
         with Stubber(client) as stub:
@@ -366,6 +373,13 @@ def test_scaling_on_raises_the_desired_capacity_only_from_where_the_plan_started
         "scaled 0->2",
     ]
     assert driver.registry.get_sample_value("fitguard_scale_ups_total", {"node_group": "ng-a"}) == 3.0
+    assert [(r.levelno, r.getMessage()) for r in caplog.records if r.name == "controller.scaling"] == [
+        (logging.ERROR, "scale-up of ng-a failed: SetDesiredCapacity: ValidationError: refused"),
+        (
+            logging.WARNING,
+            "tagging asg-a with its scale-up failed: CreateOrUpdateTags: ValidationError: no tags",
+        ),
+    ]
 
 
 def test_the_plan_starts_from_the_asgs_sizes_and_last_scale_up_as_aws_reports_them() -> None:
