@@ -114,7 +114,8 @@ def test_free_capacity_is_allocatable_less_the_requests_of_running_pods() -> Non
     """Each ready, schedulable node's allocatable less its non-terminated pods' requests (cpu,
     memory, ephemeral storage, pod-eni, one pod slot each); the books' free pod-eni replaces the
     computed one when known (negative counts as zero, None keeps the computed one); unready,
-    cordoned and unreadable nodes are left out; labels and taints are carried."""
+    cordoned and unreadable nodes are left out; labels and taints are carried; a node of no group
+    is in group ""."""
     nodes = [
         node("n1", {EKS: "a", "zone": "x"}, taints=[{"key": "k", "value": "v", "effect": "NoSchedule"}]),
         node("n2", {EKSCTL: "b"}),
