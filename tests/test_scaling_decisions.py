@@ -454,3 +454,48 @@ def test_the_leader_tells_each_pod_what_became_of_it_and_logs_each_scale_up(
     assert [r.getMessage() for r in caplog.records if r.getMessage().startswith("scale-up")] == [
         f"scale-up {mode}: {{ng-a 0->2 (max: 10)}} for 2 pods (pods)" for mode in (OFF, PLAN, PLAN)
     ]
+
+
+def test_a_cycle_places_pods_on_existing_free_nodes_and_follows_the_planners_options() -> None:
+    """A ready node of the group with 2 CPUs free takes one 1.5-CPU pod before anything grows, so
+    the other needs one new node; the planner's options reach the plan (at most one node per
+    scale-up: three pods, one existing node, one new node, the third pod not helped)."""
+    templates = [template("ng-a")]
+    n1 = node("n1", {EKS: "ng-a"}, allocatable={"cpu": "2", "memory": "8Gi", "pods": "29"})
+    pods = [pending("p1", "1500m"), pending("p2", "1500m")]
+    driver = ScalingDriver(ScalingOptions(mode=PLAN, scope="all"))
+    cycle = driver.plan_cycle(templates, pods, [n1], now=NOW)
+    assert scale_ups_json(cycle) == plan_json(
+        [
+            {
+                "nodeGroup": "ng-a",
+                "from": 0,
+                "to": 1,
+                "maxSize": 10,
+                "pods": ["default/p2"],
+                "reasons": ["pods"],
+            }
+        ],
+        {},
+        onExistingNodes={"n1": ["default/p1"]},
+    )
+    one = ScalingDriver(
+        ScalingOptions(mode=PLAN, scope="all", planner=PlannerOptions(max_nodes_per_scale_up=1))
+    )
+    cycle = one.plan_cycle(templates, [*pods, pending("p3", "1500m")], [n1], now=NOW)
+    whole = scale_ups_json(cycle)
+    assert (whole["scaleUps"], whole["onExistingNodes"], whole["unschedulablePods"]) == (
+        [
+            {
+                "nodeGroup": "ng-a",
+                "from": 0,
+                "to": 1,
+                "maxSize": 10,
+                "pods": ["default/p2"],
+                "reasons": ["pods"],
+            }
+        ],
+        {"n1": ["default/p1"]},
+        3,
+    )
+    assert [n["pods"] for n in whole["notTriggerScaleUp"]] == [["default/p3"]]
