@@ -454,6 +454,9 @@ def test_the_leader_tells_each_pod_what_became_of_it_and_logs_each_scale_up(
     assert [r.getMessage() for r in caplog.records if r.getMessage().startswith("scale-up")] == [
         f"scale-up {mode}: {{ng-a 0->2 (max: 10)}} for 2 pods (pods)" for mode in (OFF, PLAN, PLAN)
     ]
+    assert [r.getMessage() for r in caplog.records if "not helped" in r.getMessage()] == [
+        f"1 pods not helped: {not_helped}"
+    ] * 3
 
 
 def test_a_cycle_places_pods_on_existing_free_nodes_and_follows_the_planners_options() -> None:
