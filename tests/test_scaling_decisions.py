@@ -89,6 +89,8 @@ def test_a_group_is_exhausted_when_every_ready_schedulable_node_carries_the_labe
         node("g1", {EKS: "", EKSCTL: "g", EXHAUSTED_LABEL: "true"}),
         node("h1", exhausted("h", EKSCTL)),
         node("h2", {EKSCTL: "h"}),
+        node("j1", {EKS: "j"}),
+        node("j2", exhausted("j")),
         node("none", {EXHAUSTED_LABEL: "true"}),
         {"metadata": {"name": "bare", "labels": exhausted("i")}},
     ]
@@ -117,6 +119,7 @@ def test_free_capacity_is_allocatable_less_the_requests_of_running_pods() -> Non
     cordoned and unreadable nodes are left out; labels and taints are carried; a node of no group
     is in group ""."""
     nodes = [
+        node("down-first", {EKS: "a"}, ready="False"),
         node("n1", {EKS: "a", "zone": "x"}, taints=[{"key": "k", "value": "v", "effect": "NoSchedule"}]),
         node("n2", {EKSCTL: "b"}),
         node("n3", {EKS: "a"}),
@@ -163,7 +166,7 @@ def test_free_capacity_is_allocatable_less_the_requests_of_running_pods() -> Non
         NodeFree("n4", "a", full, {EKS: "a"}),
         NodeFree("loose", "", full, {}),
     ]
-    assert node_free(nodes[2:3], []) == [NodeFree("n3", "a", full, {EKS: "a"})]
+    assert node_free(nodes[3:4], []) == [NodeFree("n3", "a", full, {EKS: "a"})]
 
 
 def template(
