@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from kube.client import NODE_GROUP_TEMPLATES, NODES, PODS, KubeClient, KubeError, load_api_client
+from kube.client import (
+    NODE_GROUP_TEMPLATES,
+    NODES,
+    PODS,
+    SECURITY_GROUP_POLICIES,
+    KubeClient,
+    KubeError,
+    load_api_client,
+)
 from kube.patch import (
     apply_object,
     delete_custom_object,
@@ -19,6 +27,7 @@ from tests.fakekube.server import FakeKubeServer
 pytestmark = pytest.mark.slow
 EXHAUSTED = "fitguard.io/branch-eni-exhausted"
 NGT = "fitguard.io/v1alpha1"
+SGP = "vpcresources.k8s.aws/v1beta1"
 
 
 def api(fake: FakeKubeServer) -> KubeClient:
@@ -45,6 +54,24 @@ def test_patch_with_a_stale_resource_version_is_refused(fake_kube: FakeKubeServe
         merge_patch(api(fake_kube), NODES, "n1", {"spec": {"unschedulable": True}}, resource_version=seen_rv)
     assert refused.value.conflict
     assert "unschedulable" not in fake_kube.get("Node", "n1").get("spec", {})
+    pod = fake_kube.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "p", "namespace": "team"},
+            "spec": {"containers": [{"name": "c", "image": "x"}]},
+        }
+    )
+    uid, rv = pod["metadata"]["uid"], pod["metadata"]["resourceVersion"]
+    patched = merge_patch(
+        api(fake_kube), PODS, "p", {"metadata": {"labels": {"a": "b"}}}, "team", uid=uid, resource_version=rv
+    )
+    assert (patched["metadata"]["name"], patched["metadata"]["labels"]) == ("p", {"a": "b"})
+    [sent] = fake_kube.requests.find("PATCH", "/pods/")
+    assert (sent.path, sent.body) == (
+        "/api/v1/namespaces/team/pods/p",
+        {"metadata": {"labels": {"a": "b"}, "uid": uid, "resourceVersion": rv}},
+    )
 
 
 def test_delete_pod_with_stale_preconditions_is_refused(fake_kube: FakeKubeServer) -> None:  # noqa: F811
@@ -126,3 +153,151 @@ def test_resource_paths() -> None:
     assert NODE_GROUP_TEMPLATES.path(name="ng") == "/apis/fitguard.io/v1alpha1/nodegrouptemplates/ng"
     with pytest.raises(ValueError, match="needs its namespace"):
         PODS.path(name="p")
+
+
+def test_delete_bodies_are_whole_delete_options(fake_kube: FakeKubeServer) -> None:  # noqa: F811
+    """Each DELETE carries whole DeleteOptions: preconditions only for what was seen, a grace
+    period only when given (zero included); a pod deleted with neither has no preconditions and
+    goes; a namespaced custom object is deleted in its own namespace."""
+    for name in ("graceful", "now", "plain"):
+        fake_kube.create(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": name, "namespace": "team"},
+                "spec": {"containers": [{"name": "c", "image": "x"}]},
+            }
+        )
+    uid = fake_kube.get("Pod", "graceful", "team")["metadata"]["uid"]
+    assert delete_pod(api(fake_kube), "team", "graceful", uid=uid, grace_period_seconds=30) is True
+    assert delete_pod(api(fake_kube), "team", "now", grace_period_seconds=0) is True
+    assert delete_pod(api(fake_kube), "team", "plain") is True
+    assert fake_kube.objects("Pod", "team") == []
+    fake_kube.create(
+        {
+            "apiVersion": SGP,
+            "kind": "SecurityGroupPolicy",
+            "metadata": {"name": "sgp", "namespace": "team"},
+            "spec": {"podSelector": {}, "securityGroups": {"groupIds": ["sg-1"]}},
+        }
+    )
+    assert delete_custom_object(api(fake_kube), SECURITY_GROUP_POLICIES, "sgp", "team") is True
+    assert fake_kube.objects("SecurityGroupPolicy", "team", api_version=SGP) == []
+    options = {"apiVersion": "v1", "kind": "DeleteOptions"}
+    assert [(r.method, r.path, r.body) for r in fake_kube.requests.find("DELETE")] == [
+        (
+            "DELETE",
+            "/api/v1/namespaces/team/pods/graceful",
+            {**options, "preconditions": {"uid": uid}, "gracePeriodSeconds": 30},
+        ),
+        ("DELETE", "/api/v1/namespaces/team/pods/now", {**options, "gracePeriodSeconds": 0}),
+        ("DELETE", "/api/v1/namespaces/team/pods/plain", options),
+        ("DELETE", "/apis/vpcresources.k8s.aws/v1beta1/namespaces/team/securitygrouppolicies/sgp", options),
+    ]
+
+
+def test_apply_replaces_when_only_an_owned_label_or_annotation_differs(fake_kube: FakeKubeServer) -> None:  # noqa: F811
+    """A desired label or annotation the stored object lacks or says otherwise is a change (the
+    object is replaced, others' labels kept); one it already has is not."""
+    desired = {
+        "kind": "NodeGroupTemplate",
+        "metadata": {"name": "ng", "labels": {"a": "1"}, "annotations": {"note": "x"}},
+        "spec": {"provider": "aws-asg"},
+    }
+    assert apply_object(api(fake_kube), NODE_GROUP_TEMPLATES, desired)[0] == "created"
+    assert apply_object(api(fake_kube), NODE_GROUP_TEMPLATES, desired)[0] == "unchanged"
+    relabelled = {**desired, "metadata": {**desired["metadata"], "labels": {"a": "2"}}}
+    action, stored = apply_object(api(fake_kube), NODE_GROUP_TEMPLATES, relabelled)
+    assert (action, stored["metadata"]["labels"], stored["metadata"]["annotations"]) == (
+        "updated",
+        {"a": "2"},
+        {"note": "x"},
+    )
+    annotated = {**relabelled, "metadata": {**relabelled["metadata"], "annotations": {"note": "y"}}}
+    action, stored = apply_object(api(fake_kube), NODE_GROUP_TEMPLATES, annotated)
+    assert (action, stored["metadata"]["labels"], stored["metadata"]["annotations"]) == (
+        "updated",
+        {"a": "2"},
+        {"note": "y"},
+    )
+    assert apply_object(api(fake_kube), NODE_GROUP_TEMPLATES, annotated)[0] == "unchanged"
+
+
+def test_apply_retries_a_lost_race_three_times_then_says_so(fake_kube: FakeKubeServer) -> None:  # noqa: F811
+    """A create refused otherwise than by a 409 is raised at once; a create answered 409 (made
+    meanwhile) is looked at again and retried, and a replace answered 409 is retried, up to three
+    attempts in all, after which the third answer is raised; a namespaced object is applied in its
+    namespace; a desired object without a name is refused."""
+    desired = {
+        "kind": "SecurityGroupPolicy",
+        "metadata": {"name": "sgp", "namespace": "team"},
+        "spec": {"podSelector": {}, "securityGroups": {"groupIds": ["sg-1"]}},
+    }
+    path = "/apis/vpcresources.k8s.aws/v1beta1/namespaces/team/securitygrouppolicies"
+    injected = "Internal error injected by the test"  # the fake API server's Status message
+    fake_kube.faults.fail(500, method="POST", count=1)
+    with pytest.raises(KubeError) as failed:
+        apply_object(api(fake_kube), SECURITY_GROUP_POLICIES, desired)
+    assert str(failed.value) == f"500 InternalError: {injected}"  # not a lost race: not retried
+    fake_kube.faults.fail(409, method="POST", count=None)
+    with pytest.raises(KubeError) as lost:
+        apply_object(api(fake_kube), SECURITY_GROUP_POLICIES, desired)
+    assert str(lost.value) == f"409 InternalError: {injected}"  # the third answer itself
+    assert [r.method for r in fake_kube.requests.find(path=path)] == ["GET", "POST"] * 4
+    fake_kube.faults.clear()
+    fake_kube.requests.clear()
+    fake_kube.faults.fail(409, method="POST", count=1)
+    assert apply_object(api(fake_kube), SECURITY_GROUP_POLICIES, desired)[0] == "created"
+    assert [(r.method, r.path) for r in fake_kube.requests.find(path=path)] == [
+        ("GET", f"{path}/sgp"),
+        ("POST", path),
+        ("GET", f"{path}/sgp"),
+        ("POST", path),
+    ]
+    assert [r.body for r in fake_kube.requests.find("POST", path)] == [{"apiVersion": SGP, **desired}] * 2
+    fake_kube.requests.clear()
+    changed = {**desired, "spec": {"podSelector": {}, "securityGroups": {"groupIds": ["sg-2"]}}}
+    fake_kube.faults.fail(409, method="PUT", count=None)
+    with pytest.raises(KubeError) as refused:
+        apply_object(api(fake_kube), SECURITY_GROUP_POLICIES, changed)
+    assert str(refused.value) == f"409 InternalError: {injected}"  # the third answer itself
+    assert [r.method for r in fake_kube.requests.find(path=path)] == ["GET", "PUT"] * 3
+    fake_kube.faults.clear()
+    fake_kube.requests.clear()
+    fake_kube.faults.fail(409, method="PUT", count=2)
+    assert apply_object(api(fake_kube), SECURITY_GROUP_POLICIES, changed)[0] == "updated"
+    assert [r.method for r in fake_kube.requests.find(path=path)] == ["GET", "PUT"] * 3
+    assert fake_kube.get("SecurityGroupPolicy", "sgp", "team", api_version=SGP)["spec"] == changed["spec"]
+    with pytest.raises(ValueError) as nameless:
+        apply_object(api(fake_kube), SECURITY_GROUP_POLICIES, {"kind": "SecurityGroupPolicy", "metadata": {}})
+    assert str(nameless.value) == "apply_object: desired object has no metadata.name"
+
+
+def test_a_replace_keeps_the_stored_status_and_metadata_and_zero_attempts_say_so(
+    fake_kube: FakeKubeServer,  # noqa: F811
+) -> None:
+    """The PUT of a changed object is the whole desired body with the stored metadata (its
+    resourceVersion makes the replace conditional) and the stored status (not ours to reset);
+    with no attempts allowed, apply says it is still conflicting, naming the path."""
+    desired = {"kind": "NodeGroupTemplate", "metadata": {"name": "ng"}, "spec": {"provider": "aws-asg"}}
+    apply_object(api(fake_kube), NODE_GROUP_TEMPLATES, desired)
+    status = {"observedGeneration": 1, "conditions": []}
+    fake_kube.patch("NodeGroupTemplate", "ng", {"status": status}, api_version=NGT)
+    stored = fake_kube.get("NodeGroupTemplate", "ng", api_version=NGT)
+    assert stored["status"] == status
+    fake_kube.requests.clear()
+    changed = {**desired, "spec": {"provider": "aws-asg", "maxSize": 3}}
+    assert apply_object(api(fake_kube), NODE_GROUP_TEMPLATES, changed)[0] == "updated"
+    [put] = fake_kube.requests.find("PUT")
+    assert put.body == {
+        "apiVersion": NGT,
+        "kind": "NodeGroupTemplate",
+        "metadata": stored["metadata"],
+        "spec": {"provider": "aws-asg", "maxSize": 3},
+        "status": status,
+    }
+    with pytest.raises(KubeError) as refused:
+        apply_object(api(fake_kube), NODE_GROUP_TEMPLATES, desired, attempts=0)
+    assert str(refused.value) == (
+        "409 Conflict: /apis/fitguard.io/v1alpha1/nodegrouptemplates/ng: still conflicting after 0 attempts"
+    )

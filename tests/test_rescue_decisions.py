@@ -1,0 +1,237 @@
+"""controller/rescue.py's decisions in process, as whole Deletion lists: which waiting pods rescue
+deletes (past the release window, owned by a controller that replaces them elsewhere, never
+started, not kept), which finished pods reclaim deletes (oldest first, only as many branch ENIs as
+the pods waiting past the grace on that node need), and the whole result lines of a dry run. The
+deletions themselves, with their preconditions and events, are proved against the fake API server
+by tests/test_rescue.py."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from capacity.branch_eni import COOLDOWN, ON_DELETE
+from capacity.resources import POD_ENI
+from controller.rescue import Deletion, carry_out, reclaim_candidates, rescue_candidates
+from kube.events import ObjectRef
+
+NOW = 1_700_000_000.0
+WINDOW = 90.0
+
+
+def stamp(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def enis(count: int) -> str:
+    return json.dumps(
+        [
+            {"eniId": f"eni-{i}", "ifAddress": f"02:0{i}", "privateIp": f"10.0.0.{i}", "vlanId": i}
+            for i in range(1, count + 1)
+        ]
+    )
+
+
+def pod(
+    name: str,
+    *,
+    node: str = "n1",
+    namespace: str = "default",
+    owner: str | None = "ReplicaSet",
+    controller: bool = True,
+    phase: str = "Pending",
+    scheduled: float | None = NOW - 300,
+    created: float | None = None,
+    eni: int = 0,
+    want: str = "1",
+    started: bool = False,
+    keep: bool = False,
+    deleting: bool = False,
+    finished: float | None = None,
+) -> dict[str, Any]:
+    meta: dict[str, Any] = {
+        "namespace": namespace,
+        "name": name,
+        "uid": f"uid-{name}",
+        "resourceVersion": f"rv-{name}",
+        "labels": {"fitguard.io/keep": "true"} if keep else {},
+    }
+    if created is not None:
+        meta["creationTimestamp"] = stamp(created)
+    if deleting:
+        meta["deletionTimestamp"] = stamp(NOW - 1)
+    if owner:
+        meta["ownerReferences"] = [
+            {
+                "apiVersion": "batch/v1" if owner == "Job" else "apps/v1",
+                "kind": owner,
+                "name": f"{name}-owner",
+                "uid": f"uid-{name}-owner",
+                "controller": controller,
+            }
+        ]
+    if eni:
+        meta["annotations"] = {"vpc.amazonaws.com/pod-eni": enis(eni)}
+    status: dict[str, Any] = {"phase": phase, "conditions": []}
+    if scheduled is not None:
+        status["conditions"] = [
+            {"type": "PodScheduled", "status": "True", "lastTransitionTime": stamp(scheduled)}
+        ]
+    if started:
+        status["containerStatuses"] = [{"name": "c", "state": {"running": {"startedAt": stamp(NOW - 100)}}}]
+    if finished is not None:
+        status["containerStatuses"] = [
+            {"name": "c", "state": {"terminated": {"exitCode": 0, "finishedAt": stamp(finished)}}}
+        ]
+    requests = {POD_ENI: want} if want else {}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": meta,
+        "spec": {
+            "nodeName": node,
+            "containers": [{"name": "c", "image": "busybox", "resources": {"requests": requests}}],
+        },
+        "status": status,
+    }
+
+
+def owner(name: str, kind: str = "ReplicaSet", namespace: str = "default") -> ObjectRef:
+    api_version = "batch/v1" if kind == "Job" else "apps/v1"
+    return ObjectRef(kind, f"{name}-owner", namespace, f"uid-{name}-owner", api_version)
+
+
+def rescued(
+    name: str, waited: int, node: str = "n1", kind: str = "ReplicaSet", namespace: str = "default"
+) -> Deletion:
+    why = (
+        f"bound to {node} {waited} s ago and still without a branch ENI, past the 90 s release window: "
+        f"deleted so that {kind} {name}-owner replaces it on a node with a free branch ENI"
+    )
+    return Deletion(
+        "rescue", namespace, name, f"uid-{name}", f"rv-{name}", node, why, owner(name, kind, namespace)
+    )
+
+
+def test_rescue_chooses_exactly_the_pods_that_wait_in_vain_for_a_replacing_owner() -> None:
+    """Past the window (strictly) and waiting since scheduling, else since creation: pods owned
+    by a ReplicaSet, StatefulSet, Job or ReplicationController controller are chosen, sorted by node,
+    namespace and name. Not chosen: within the window or exactly at it, owned by a DaemonSet or by
+    nothing or by a non-controller owner, started, kept, being deleted, holding a branch ENI,
+    finished, unbound, asking for no branch ENI, with no time known, or unreadable."""
+    pods = [
+        pod("stuck"),
+        pod("sts", owner="StatefulSet", node="n0"),
+        pod("job", owner="Job", namespace="batch"),
+        pod("rc", owner="ReplicationController", scheduled=NOW - 91),
+        pod("created-only", scheduled=None, created=NOW - 200),
+        pod("fresh", scheduled=NOW - 30),
+        pod("at-window", scheduled=NOW - 90),
+        pod("daemon", owner="DaemonSet"),
+        pod("bare", owner=None),
+        pod("not-controller", controller=False),
+        pod("started", started=True),
+        pod("kept", keep=True),
+        pod("deleting", deleting=True),
+        pod("served", eni=1),
+        pod("failed", phase="Failed"),
+        pod("unbound", node=""),
+        pod("no-eni-wanted", want=""),
+        pod("timeless", scheduled=None),
+        {"metadata": {"namespace": "default"}, "spec": {"nodeName": "n1"}},
+    ]
+    assert rescue_candidates(pods, now=NOW, window=WINDOW) == [
+        rescued("sts", 300, node="n0", kind="StatefulSet"),
+        rescued("job", 300, kind="Job", namespace="batch"),
+        rescued("created-only", 200),
+        rescued("rc", 91, kind="ReplicationController"),
+        rescued("stuck", 300),
+    ]
+
+
+def reclaimed(
+    name: str, ago: int, held: int, node: str, awaited: int, *, kind: str | None = "Job"
+) -> Deletion:
+    why = (
+        f"finished {ago} s ago and still holds {held} branch ENI(s) on {node}, where {awaited} are "
+        "awaited: deleted to release them"
+    )
+    ref = owner(name, kind) if kind else None
+    return Deletion("reclaim", "default", name, f"uid-{name}", f"rv-{name}", node, why, ref)
+
+
+def finished(name: str, ago: float, *, eni: int = 1, node: str = "n1", **kw: Any) -> dict[str, Any]:
+    kw.setdefault("owner", "Job")
+    return pod(name, node=node, phase=kw.pop("phase", "Succeeded"), eni=eni, finished=NOW - ago, **kw)
+
+
+def test_reclaim_frees_the_oldest_holders_until_the_waiting_pods_have_enough() -> None:
+    """n1 awaits 3 branch ENIs (pods waiting at least the 30 s grace, one exactly at it; a pod
+    within it is not counted): the oldest finished Job pods holding ENIs go first (a tie by name)
+    until 3 are freed; n3 awaits 1 and gets the older of two finished pods owned by nothing. Never:
+    a pod finished less than `after` ago, owned by a ReplicaSet, owned by a Job that is not its
+    controller, kept, being deleted, holding no ENI, still running, or on a node where nothing
+    waits."""
+    pods = [
+        pod("w1", scheduled=NOW - 120),
+        pod("w2", scheduled=NOW - 30, want="2"),
+        pod("w-new", scheduled=NOW - 10, want="5"),
+        finished("j-oldest", 900, eni=2),
+        finished("j-b", 600),
+        finished("j-a", 600),
+        finished("j-after", 300),
+        finished("j-recent", 299),
+        finished("rs", 950, owner="ReplicaSet", phase="Failed"),
+        finished("not-controller", 950, controller=False),
+        finished("kept", 950, keep=True),
+        finished("deleting", 950, deleting=True),
+        finished("no-eni", 950, eni=0),
+        pod("running", owner="Job", phase="Running", eni=1, started=True),
+        finished("elsewhere", 999, node="n2"),
+        pod("w3", node="n3", scheduled=NOW - 60),
+        finished("bare", 400, node="n3", owner=None),
+        finished("bare-newer", 350, node="n3", owner=None),
+    ]
+    chosen = reclaim_candidates(
+        pods, now=NOW, after=300.0, window=WINDOW, waiting_grace=30.0, release=ON_DELETE
+    )
+    assert chosen == [
+        reclaimed("j-oldest", 900, 2, "n1", 3),
+        reclaimed("j-a", 600, 1, "n1", 3),
+        reclaimed("bare", 400, 1, "n3", 1, kind=None),
+    ]
+
+
+def test_with_the_cooldown_only_pods_within_the_window_still_hold_their_enis() -> None:
+    """Released on a cooldown (the default): a pod finished more than the window ago holds
+    nothing any more (never chosen); one finished within it is chosen once `after` has passed,
+    exactly `after` included."""
+    pods = [pod("w", scheduled=NOW - 120), finished("gone", 91), finished("held", 89)]
+    assert reclaim_candidates(
+        pods, now=NOW, after=89.0, window=WINDOW, waiting_grace=30.0, release=COOLDOWN
+    ) == [reclaimed("held", 89, 1, "n1", 1)]
+    assert reclaim_candidates(pods, now=NOW, after=89.0, window=WINDOW, waiting_grace=30.0) == [
+        reclaimed("held", 89, 1, "n1", 1)
+    ]
+
+
+def test_a_dry_run_answers_one_whole_line_per_deletion_and_deletes_nothing() -> None:
+    """`carry_out(..., dry_run=True)` needs no API: each deletion is planned, in order."""
+    deletions = [rescued("stuck", 300), reclaimed("bare", 400, 1, "n3", 1, kind=None)]
+    assert carry_out(None, deletions, dry_run=True) == [
+        {
+            "action": "rescue",
+            "pod": "default/stuck",
+            "node": "n1",
+            "outcome": "planned",
+            "why": deletions[0].why,
+        },
+        {
+            "action": "reclaim",
+            "pod": "default/bare",
+            "node": "n3",
+            "outcome": "planned",
+            "why": deletions[1].why,
+        },
+    ]
