@@ -162,6 +162,8 @@ def _controller(data: dict[str, Any]) -> list[Row]:
             rows.append(Row("controller", f"{label}: sync CPU / paged sync CPU", ratio, "x"))
         rows.append(Row("controller", f"{label}: peak RSS", run["peakRssMb"], "MB"))
         rows.append(Row("controller", f"{label}: CPU per watch event", run.get("eventCpuMs"), "ms"))
+        top = count == counts[-1] and int(count) >= 150_000
+        rows += [row for row in _against_decoding(label, run, top) if row.unit == "x"]  # ratios only
     command = data.get("command")
     if command:
         label = f"`fitguard controller` as deployed, {command['pods'] // 1000}k pods"
