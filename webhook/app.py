@@ -55,12 +55,12 @@ def load_json(body: bytes) -> Any:
     integer or a long digit string) goes to json.loads, as does one orjson refuses (NaN, lone
     surrogates, UTF-16 or UTF-32, nesting past 1,024 levels): json.loads then accepts, refuses
     and decodes it exactly as before."""
-    if body.translate(_DIGITS_AS_ZERO).find(_LONG_NUMBER) < 0:
-        try:
-            return orjson.loads(body)
-        except orjson.JSONDecodeError:
-            pass  # json.loads decides: it takes some of what orjson refuses, and says why not
-    return json.loads(body)
+    if body.translate(_DIGITS_AS_ZERO).find(_LONG_NUMBER) >= 0:
+        return json.loads(body)
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError:  # json.loads decides: it takes some of what orjson refuses
+        return json.loads(body)
 
 
 def parse_review(body: bytes) -> tuple[str, dict[str, Any]]:
