@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import time
 from pathlib import Path
 from typing import Any
 
@@ -293,3 +294,80 @@ def test_the_fast_json_reader_decodes_every_document_as_json_loads_does(value: A
 def test_the_fast_json_reader_refuses_and_accepts_what_json_loads_does(body: bytes) -> None:
     """Bodies at the edges of JSON: accepted with the same value, or refused with the same error."""
     assert load_json_outcome(body) == json_loads_outcome(body)
+
+
+def admission_samples(name: str) -> dict[tuple[tuple[str, str], ...], float]:
+    """Every sample of one admission metric in the registry, by its whole label set."""
+    return {
+        tuple(sorted(s.labels.items())): s.value
+        for metric in REGISTRY.collect()
+        for s in metric.samples
+        if s.name == name
+    }
+
+
+def test_each_answer_is_timed_under_its_own_webhook_and_none_stays_in_flight() -> None:
+    """After reviews through /validate and /mutate, the in-flight gauge and the duration histogram
+    hold series for those two webhooks only, each gauge back at 0; each review adds one count to
+    its own webhook's histogram, and the time it adds is what passed within the request."""
+    app = create_app(from_objects(copy.deepcopy(OBJECTS)), WebhookOptions()).test_client()
+    obj = {
+        "metadata": {"name": "p", "namespace": "default"},
+        "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "100m"}}}]},
+    }
+    req = {"uid": "u", "kind": {"group": "", "version": "v1", "kind": "Pod"}, "operation": "CREATE",
+           "namespace": "default", "object": obj}  # fmt: skip
+    body = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": req}
+    count = "fitguard_admission_duration_seconds_count"
+    total = "fitguard_admission_duration_seconds_sum"
+    for endpoint in ("validate", "mutate", "validate"):
+        counts, sums = admission_samples(count), admission_samples(total)
+        started = time.perf_counter()
+        assert app.post(f"/{endpoint}", json=body).status_code == 200
+        elapsed = time.perf_counter() - started
+        key = (("webhook", endpoint),)
+        assert admission_samples(count)[key] - counts.get(key, 0.0) == 1.0
+        assert 0.0 < admission_samples(total)[key] - sums.get(key, 0.0) <= elapsed
+    assert admission_samples("fitguard_admission_requests_in_flight") == {
+        (("webhook", "mutate"),): 0.0,
+        (("webhook", "validate"),): 0.0,
+    }
+    assert set(admission_samples(count)) == {(("webhook", "mutate"),), (("webhook", "validate"),)}
+
+
+def test_a_denied_pod_reviewed_again_is_answered_from_the_memo_with_the_same_text() -> None:
+    """A pod no group serves, reviewed twice in one generation: the templates are listed once and
+    both answers are the same denial; the memo keeps its verdicts and its text in that generation."""
+    view = from_objects(copy.deepcopy(OBJECTS))
+    store = CountingStore("NodeGroupTemplate", NodeGroupTemplate.from_object)
+    store.replace([o for o in copy.deepcopy(OBJECTS) if o["kind"] == "NodeGroupTemplate"])
+    view.templates = store
+    pod = {
+        "uid": "u",
+        "kind": {"group": "", "version": "v1", "kind": "Pod"},
+        "operation": "CREATE",
+        "namespace": "default",
+        "object": {
+            "metadata": {"name": "p", "namespace": "default"},
+            "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "300"}}}]},
+        },
+    }
+    config = WebhookOptions(mode="enforce")
+    first = review(pod, view, config)
+    assert first.allowed is False
+    assert review(pod, view, config) == first
+    assert review(pod, view, config) == first
+    assert store.listed == 1
+
+
+def test_a_denial_text_is_remembered_apart_for_each_pod_shape() -> None:
+    """Two shapes with the same subject and extra lines in one generation get each its own text."""
+    memo = RefusalMemo()
+    texts = []
+    for cpu in ("300", "500"):
+        shape = PodNeeds.from_spec({"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]})
+        verdicts = memo.refusals(shape, TEMPLATES, 1)
+        assert verdicts is not None
+        texts.append(memo.denial_message(verdicts, shape, "pod", [], 1))
+        assert texts[-1] == denial_message(verdicts, shape, "pod", [])
+    assert texts[0] != texts[1]
