@@ -44,6 +44,8 @@ CASES = [
     ({"a": [1, 2]}, [{"op": "remove", "path": "/a/0"}]),
     ({"a/b": {"~c": 1}}, [{"op": "replace", "path": "/a~1b/~0c", "value": 2}]),
     ({"l": [{"x": 1}, {"x": 2}]}, [{"op": "add", "path": "/l/1/y", "value": 3}]),
+    ([1, [2]], [{"op": "add", "path": "/1/-", "value": 3}]),  # a list at the root
+    (7, []),  # no operation on a document that is not a container: the document itself
     # two operations down the same path: the second changes the copy the first made
     (
         {"s": {"c": [{"r": {"q": {"cpu": "1"}}}]}, "keep": {"k": [1]}},
@@ -73,6 +75,34 @@ def test_the_shared_patch_applier_shares_what_no_operation_touches() -> None:
     assert result["spec"]["volumes"] is document["spec"]["volumes"]
     assert result["spec"]["containers"] is not document["spec"]["containers"]
     assert result == {"spec": {"containers": [{"name": "c", "x": 1}], "volumes": [{"name": "v"}]}}
+
+
+class Copies(dict):  # type: ignore[type-arg]
+    """A map that counts how often it (or a copy of it) was copied."""
+
+    made = 0
+
+    def copy(self) -> Copies:
+        Copies.made += 1
+        return Copies(self)
+
+
+def test_each_container_on_a_patch_path_is_copied_once_however_many_operations_pass() -> None:
+    """Three operations down the same path: the root and each map on the path are copied once (the
+    later operations change the copies in place); the result is jsonpatch's, the input unchanged."""
+    leaf = Copies(cpu="1")
+    document = Copies(spec=Copies(resources=leaf, other=Copies(k="v")))
+    patch = [
+        {"op": "add", "path": "/spec/resources/memory", "value": "1Gi"},
+        {"op": "replace", "path": "/spec/resources/cpu", "value": "2"},
+        {"op": "remove", "path": "/spec/resources/memory"},
+    ]
+    Copies.made = 0
+    result = apply_patch_shared(document, patch)
+    assert Copies.made == 3  # document, spec, resources; not `other`
+    assert result == {"spec": {"resources": {"cpu": "2"}, "other": {"k": "v"}}}
+    assert document == {"spec": {"resources": {"cpu": "1"}, "other": {"k": "v"}}}
+    assert result["spec"]["other"] is document["spec"]["other"]
 
 
 def test_a_reason_shared_by_many_groups_names_its_field_once_in_order() -> None:
