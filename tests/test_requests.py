@@ -259,3 +259,21 @@ def test_a_quantity_string_is_remembered_with_its_value_and_the_memo_stays_bound
     assert "4094Ki" not in resources._SEEN
     assert parse_resources({"memory": "4094Ki"}, "r") == {"memory": 4094 * 1024 * 1000}
     resources._SEEN.clear()
+
+
+def test_a_remembered_quantity_is_not_parsed_again_and_a_value_of_another_type_is_judged_alone() -> None:
+    """A string the memo holds is answered from it (a made-up entry shows the parse was skipped);
+    a value that is not a string never consults the memo: a list or a map is refused naming its
+    field, a number is read as itself, and neither is remembered."""
+    from capacity import resources
+
+    resources._SEEN.clear()
+    resources._SEEN["made-up"] = 7
+    assert parse_resources({"cpu": "made-up"}, "r") == {"cpu": 7}
+    for value, shown in ((["1"], "['1']"), ({"a": 1}, "{'a': 1}")):
+        with pytest.raises(QuantityError) as refused:
+            parse_resources({"cpu": value}, "r")
+        assert str(refused.value) == f"r.cpu: invalid quantity {shown} (not a number or string)"
+    assert parse_resources({"cpu": 1.5, "pods": 2}, "r") == {"cpu": 1500, "pods": 2000}
+    assert resources._SEEN == {"made-up": 7}
+    resources._SEEN.clear()
