@@ -525,3 +525,19 @@ def test_a_finding_about_an_unnamed_pod_is_logged_with_an_empty_name(
         answer = client(WebhookOptions(mode="audit")).post("/validate", json=review(obj))
     assert (answer.status_code, answer.get_json()["response"]["allowed"]) == (200, True)
     assert [r.getMessage() for r in caplog.records] == [f"audit: Pod default/: {SCRATCH}"]
+
+
+def test_a_declared_oversize_is_refused_before_its_body_is_read() -> None:
+    """A Content-Length over the limit is answered 413 from the header alone: the app does not wait
+    for (nor read) the body it declares, so a short review sent under a declared length of a
+    megabyte is refused as too large, not read and judged."""
+    body = json.dumps(
+        {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {"uid": "u"}}
+    ).encode()
+    answer = client(WebhookOptions(max_body_bytes=64 * 1024)).post(
+        "/validate",
+        input_stream=io.BytesIO(body),
+        headers={"Content-Type": "application/json"},
+        environ_overrides={"CONTENT_LENGTH": str(1024 * 1024)},
+    )
+    assert (answer.status_code, answer.get_json()) == (413, {"message": "request body too large"})

@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import time
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ import jsonpatch
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from prometheus_client import REGISTRY
+from prometheus_client import REGISTRY, CollectorRegistry, Counter
 
 from capacity.fit import PodNeeds, Reason
 from capacity.serve import GroupVerdict, denial_message
@@ -23,7 +24,7 @@ from capacity.template import NodeGroupTemplate
 from kube.statefile import load_state
 from kube.store import Store
 from tests.bench.admission import split_cpus, spread
-from webhook.app import create_app, load_json
+from webhook.app import Admission, create_app, load_json
 from webhook.cluster import from_objects
 from webhook.memo import RefusalMemo
 from webhook.mutate import apply_patch_shared
@@ -43,6 +44,8 @@ CASES = [
     ({"a": [1, 2]}, [{"op": "remove", "path": "/a/0"}]),
     ({"a/b": {"~c": 1}}, [{"op": "replace", "path": "/a~1b/~0c", "value": 2}]),
     ({"l": [{"x": 1}, {"x": 2}]}, [{"op": "add", "path": "/l/1/y", "value": 3}]),
+    ([1, [2]], [{"op": "add", "path": "/1/-", "value": 3}]),  # a list at the root
+    (7, []),  # no operation on a document that is not a container: the document itself
     # two operations down the same path: the second changes the copy the first made
     (
         {"s": {"c": [{"r": {"q": {"cpu": "1"}}}]}, "keep": {"k": [1]}},
@@ -72,6 +75,34 @@ def test_the_shared_patch_applier_shares_what_no_operation_touches() -> None:
     assert result["spec"]["volumes"] is document["spec"]["volumes"]
     assert result["spec"]["containers"] is not document["spec"]["containers"]
     assert result == {"spec": {"containers": [{"name": "c", "x": 1}], "volumes": [{"name": "v"}]}}
+
+
+class Copies(dict):  # type: ignore[type-arg]
+    """A map that counts how often it (or a copy of it) was copied."""
+
+    made = 0
+
+    def copy(self) -> Copies:
+        Copies.made += 1
+        return Copies(self)
+
+
+def test_each_container_on_a_patch_path_is_copied_once_however_many_operations_pass() -> None:
+    """Three operations down the same path: the root and each map on the path are copied once (the
+    later operations change the copies in place); the result is jsonpatch's, the input unchanged."""
+    leaf = Copies(cpu="1")
+    document = Copies(spec=Copies(resources=leaf, other=Copies(k="v")))
+    patch = [
+        {"op": "add", "path": "/spec/resources/memory", "value": "1Gi"},
+        {"op": "replace", "path": "/spec/resources/cpu", "value": "2"},
+        {"op": "remove", "path": "/spec/resources/memory"},
+    ]
+    Copies.made = 0
+    result = apply_patch_shared(document, patch)
+    assert Copies.made == 3  # document, spec, resources; not `other`
+    assert result == {"spec": {"resources": {"cpu": "2"}, "other": {"k": "v"}}}
+    assert document == {"spec": {"resources": {"cpu": "1"}, "other": {"k": "v"}}}
+    assert result["spec"]["other"] is document["spec"]["other"]
 
 
 def test_a_reason_shared_by_many_groups_names_its_field_once_in_order() -> None:
@@ -293,3 +324,106 @@ def test_the_fast_json_reader_decodes_every_document_as_json_loads_does(value: A
 def test_the_fast_json_reader_refuses_and_accepts_what_json_loads_does(body: bytes) -> None:
     """Bodies at the edges of JSON: accepted with the same value, or refused with the same error."""
     assert load_json_outcome(body) == json_loads_outcome(body)
+
+
+def admission_samples(name: str) -> dict[tuple[tuple[str, str], ...], float]:
+    """Every sample of one admission metric in the registry, by its whole label set."""
+    return {
+        tuple(sorted(s.labels.items())): s.value
+        for metric in REGISTRY.collect()
+        for s in metric.samples
+        if s.name == name
+    }
+
+
+def test_each_answer_is_timed_under_its_own_webhook_and_none_stays_in_flight() -> None:
+    """After reviews through /validate and /mutate, the in-flight gauge and the duration histogram
+    hold series for those two webhooks only, each gauge back at 0; each review adds one count to
+    its own webhook's histogram, and the time it adds is what passed within the request."""
+    app = create_app(from_objects(copy.deepcopy(OBJECTS)), WebhookOptions()).test_client()
+    obj = {
+        "metadata": {"name": "p", "namespace": "default"},
+        "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "100m"}}}]},
+    }
+    req = {"uid": "u", "kind": {"group": "", "version": "v1", "kind": "Pod"}, "operation": "CREATE",
+           "namespace": "default", "object": obj}  # fmt: skip
+    body = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": req}
+    count = "fitguard_admission_duration_seconds_count"
+    total = "fitguard_admission_duration_seconds_sum"
+    for endpoint in ("validate", "mutate", "validate"):
+        counts, sums = admission_samples(count), admission_samples(total)
+        started = time.perf_counter()
+        assert app.post(f"/{endpoint}", json=body).status_code == 200
+        elapsed = time.perf_counter() - started
+        key = (("webhook", endpoint),)
+        assert admission_samples(count)[key] - counts.get(key, 0.0) == 1.0
+        assert 0.0 < admission_samples(total)[key] - sums.get(key, 0.0) <= elapsed
+    assert admission_samples("fitguard_admission_requests_in_flight") == {
+        (("webhook", "mutate"),): 0.0,
+        (("webhook", "validate"),): 0.0,
+    }
+    assert set(admission_samples(count)) == {(("webhook", "mutate"),), (("webhook", "validate"),)}
+
+
+def test_a_denied_pod_reviewed_again_is_answered_from_the_memo_with_the_same_text() -> None:
+    """A pod no group serves, reviewed twice in one generation: the templates are listed once and
+    both answers are the same denial; the memo keeps its verdicts and its text in that generation."""
+    view = from_objects(copy.deepcopy(OBJECTS))
+    store = CountingStore("NodeGroupTemplate", NodeGroupTemplate.from_object)
+    store.replace([o for o in copy.deepcopy(OBJECTS) if o["kind"] == "NodeGroupTemplate"])
+    view.templates = store
+    pod = {
+        "uid": "u",
+        "kind": {"group": "", "version": "v1", "kind": "Pod"},
+        "operation": "CREATE",
+        "namespace": "default",
+        "object": {
+            "metadata": {"name": "p", "namespace": "default"},
+            "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "300"}}}]},
+        },
+    }
+    config = WebhookOptions(mode="enforce")
+    first = review(pod, view, config)
+    assert first.allowed is False
+    assert review(pod, view, config) == first
+    assert review(pod, view, config) == first
+    assert store.listed == 1
+
+
+def test_a_denial_text_is_remembered_apart_for_each_pod_shape() -> None:
+    """Two shapes with the same subject and extra lines in one generation get each its own text."""
+    memo = RefusalMemo()
+    texts = []
+    for cpu in ("300", "500"):
+        shape = PodNeeds.from_spec({"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]})
+        verdicts = memo.refusals(shape, TEMPLATES, 1)
+        assert verdicts is not None
+        texts.append(memo.denial_message(verdicts, shape, "pod", [], 1))
+        assert texts[-1] == denial_message(verdicts, shape, "pod", [])
+    assert texts[0] != texts[1]
+
+
+class LookedUp(Counter):
+    """A counter that counts its `labels()` lookups."""
+
+    lookups = 0
+
+    def labels(self, *values: Any, **named: Any) -> Any:
+        LookedUp.lookups += 1
+        return super().labels(*values, **named)
+
+
+def test_an_app_looks_each_label_set_up_once_and_counts_into_it_every_time() -> None:
+    """`Admission._series_of` asks the metric for a label set's series once per app, then hands
+    back that same series: two label sets asked three times each cost two lookups, and every
+    increment lands in its own series."""
+    metric = LookedUp("lookups_probe", "probe", ["webhook"], registry=CollectorRegistry())
+    admission = Admission(from_objects([]), WebhookOptions())
+    LookedUp.lookups = 0
+    for _ in range(3):
+        for name in ("validate", "mutate"):
+            admission._series_of(metric, name).inc()
+    assert LookedUp.lookups == 2
+    samples = metric.collect()[0].samples
+    totals = {s.labels["webhook"]: s.value for s in samples if s.name.endswith("_total")}
+    assert totals == {"validate": 3.0, "mutate": 3.0}

@@ -5,13 +5,14 @@ everything discovery reads."""
 
 from __future__ import annotations
 
+import gc
 import logging
 from typing import Any
 
 import pytest
 
 from capacity.records import discovery_node
-from kube.store import Fanout, Store
+from kube.store import Fanout, Store, object_key
 
 
 def node(name: str, zone: str = "a") -> dict[str, Any]:
@@ -181,3 +182,59 @@ def test_a_store_tells_its_listeners_every_change_and_counts_versions(
     assert {r.getMessage() for r in caplog.records if r.levelno == logging.ERROR} == {
         "listener of pods failed"
     }
+
+
+@pytest.mark.parametrize(
+    ("obj", "key"),
+    [
+        ({"metadata": {"namespace": "ns", "name": "a"}}, ("ns", "a")),
+        ({"metadata": {"name": "cluster-wide"}}, ("", "cluster-wide")),
+        ({"metadata": {"namespace": None, "name": 7}}, ("", "7")),
+        ({"metadata": {}}, ("", "")),
+        ({}, ("", "")),
+        ({"metadata": None}, ("", "")),
+        ({"metadata": 3}, ("", "")),
+        ({"metadata": ["ns", "a"]}, ("", "")),
+        ("not an object", ("", "")),
+        (None, ("", "")),
+    ],
+)
+def test_an_object_is_keyed_by_namespace_and_name_and_a_malformed_one_by_empty_parts(
+    obj: Any, key: tuple[str, str]
+) -> None:
+    """object_key gives (namespace, name) as text, with "" for a part that is missing, and
+    ("", "") for an object that is not a map or whose metadata is not a map."""
+    assert object_key(obj) == key
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_a_relist_tells_its_listeners_with_the_collector_paused_then_restores_it_and_is_synced(
+    enabled: bool,
+) -> None:
+    """While a relist's changes are told, the cyclic collector is paused and the store is not yet
+    synced (what the listeners keep is complete before anyone waiting for `synced` goes on); after
+    it the collector is as the caller left it, enabled or not, and the store is synced."""
+    store: Store[str] = Store("pods", checked)
+    seen: list[tuple[str, bool, bool]] = []
+    store.add_listener(lambda kind, old, new: seen.append((kind, gc.isenabled(), store.synced)))
+    was = gc.isenabled()
+    try:
+        if enabled:
+            gc.enable()
+        else:
+            gc.disable()
+        store.replace([pod("a"), pod("b")], "1")
+        assert (gc.isenabled(), store.synced) == (enabled, True)
+        store.replace([pod("b")], "2")
+        assert (gc.isenabled(), store.synced) == (enabled, True)
+    finally:
+        if was:
+            gc.enable()
+        else:
+            gc.disable()
+    assert seen == [
+        ("MODIFIED", False, False),
+        ("MODIFIED", False, False),
+        ("DELETED", False, True),
+        ("MODIFIED", False, True),
+    ]

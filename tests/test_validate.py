@@ -15,6 +15,7 @@ from capacity.serve import GroupVerdict
 from capacity.taints import Taint
 from capacity.template import NodeGroupTemplate
 from kube.statefile import load_state
+from kube.store import Store
 from tests.test_autoscaler_memory import group, remembering
 from webhook.cluster import ClusterView, from_objects
 from webhook.review import Verdict, WebhookOptions
@@ -590,6 +591,38 @@ def test_a_pod_resting_on_cluster_autoscalers_memory_is_allowed_with_the_whole_w
     assert REGISTRY.get_sample_value("fitguard_admission_autoscaler_memory_total") == counted + 1
     assert review(request(pod("s", {"cpu": "100m"})), view, ENFORCE) == Verdict()
     assert REGISTRY.get_sample_value("fitguard_admission_autoscaler_memory_total") == counted + 1
+
+
+class Listing(Store[NodeGroupTemplate]):
+    """A templates store that counts how often its items are listed."""
+
+    listed = 0
+
+    def items(self, namespace: str | None = None) -> list[NodeGroupTemplate]:
+        self.listed += 1
+        return super().items(namespace)
+
+
+def test_a_pod_resting_on_memory_reviewed_again_is_answered_from_the_memo() -> None:
+    """The pod of the test above, reviewed three times in one generation: the same whole warning
+    each time, and the templates listed once (both questions' answers stay remembered)."""
+    remembered = group(remembering()).to_object()
+    view = from_objects([*(o for o in CLUSTER if o["kind"] != "NodeGroupTemplate"), remembered])
+    store = Listing("NodeGroupTemplate", NodeGroupTemplate.from_object)
+    store.replace([remembered])
+    view.templates = store
+    answers = [review(request(pod("s", {"ephemeral-storage": "30Gi"})), view, ENFORCE) for _ in range(3)]
+    expected = Verdict(
+        warnings=[
+            "pod fits only the node cluster-autoscaler remembers of ng-batch: it scales up for it"
+            " only until it restarts",
+            "to make it permanent, tag the ASG of ng-batch"
+            " k8s.io/cluster-autoscaler/node-template/resources/ephemeral-storage",
+            "or let fitguard sync the tags: fitguard controller --sync-autoscaler-tags=apply",
+        ]
+    )
+    assert answers == [expected, expected, expected]
+    assert store.listed == 1
 
 
 def test_unchecked_objects_are_counted_by_why() -> None:
