@@ -1,6 +1,8 @@
 """Pod effective requests follow the scheduler: containers, init and sidecar init containers,
 pod-level resources and overhead."""
 
+from collections.abc import Iterator
+
 import pytest
 
 from capacity.quantity import QuantityError, parse_quantity
@@ -233,13 +235,24 @@ def test_resource_list_operations() -> None:
     assert raised.value.field == "f.cpu"
 
 
-def test_a_quantity_string_is_remembered_with_its_value_and_the_memo_stays_bounded() -> None:
+@pytest.fixture
+def empty_quantity_memo() -> Iterator[None]:
+    """capacity.resources' memo of quantity strings starts empty and is emptied again, pass or fail."""
+    from capacity import resources
+
+    resources._SEEN.clear()
+    yield
+    resources._SEEN.clear()
+
+
+def test_a_quantity_string_is_remembered_with_its_value_and_the_memo_stays_bounded(
+    empty_quantity_memo: None,
+) -> None:
     """parse_resources remembers each quantity string it accepted with its milli-units (a string
     met again gives the same value, under any resource and field), never a refused one, never a
     value that is not a string, and holds at most `_SEEN_MAX` strings however many it meets."""
     from capacity import resources
 
-    resources._SEEN.clear()
     assert parse_resources({"cpu": "250m", "memory": "1Gi", "pods": 3}, "r") == {
         "cpu": 250,
         "memory": 1024**3 * 1000,
@@ -258,16 +271,16 @@ def test_a_quantity_string_is_remembered_with_its_value_and_the_memo_stays_bound
     assert resources._SEEN["4093Ki"] == 4093 * 1024 * 1000  # the two above and 4,094 of these
     assert "4094Ki" not in resources._SEEN
     assert parse_resources({"memory": "4094Ki"}, "r") == {"memory": 4094 * 1024 * 1000}
-    resources._SEEN.clear()
 
 
-def test_a_remembered_quantity_is_not_parsed_again_and_a_value_of_another_type_is_judged_alone() -> None:
+def test_a_remembered_quantity_is_not_parsed_again_and_a_value_of_another_type_is_judged_alone(
+    empty_quantity_memo: None,
+) -> None:
     """A string the memo holds is answered from it (a made-up entry shows the parse was skipped);
     a value that is not a string never consults the memo: a list or a map is refused naming its
     field, a number is read as itself, and neither is remembered."""
     from capacity import resources
 
-    resources._SEEN.clear()
     resources._SEEN["made-up"] = 7
     assert parse_resources({"cpu": "made-up"}, "r") == {"cpu": 7}
     for value, shown in ((["1"], "['1']"), ({"a": 1}, "{'a': 1}")):
@@ -276,4 +289,3 @@ def test_a_remembered_quantity_is_not_parsed_again_and_a_value_of_another_type_i
         assert str(refused.value) == f"r.cpu: invalid quantity {shown} (not a number or string)"
     assert parse_resources({"cpu": 1.5, "pods": 2}, "r") == {"cpu": 1500, "pods": 2000}
     assert resources._SEEN == {"made-up": 7}
-    resources._SEEN.clear()

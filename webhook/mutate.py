@@ -288,7 +288,6 @@ def apply_patch_shared(document: Any, patch: Patch) -> Any:
         return child
 
     root = document.copy() if isinstance(document, (dict, list)) else document
-    copied.add(id(root))
     return _apply(root, patch, step)
 
 
