@@ -239,13 +239,17 @@ def test_a_dry_run_answers_one_whole_line_per_deletion_and_deletes_nothing() -> 
     ]
 
 
-def bare_pod(name: str, **kw: Any) -> dict[str, Any]:
-    """A pod as a hurried client may write it: no namespace, uid or resourceVersion, and an owner
-    reference that gives its kind and controller flag only."""
+def bare_pod(name: str, owner_name: str = "", **kw: Any) -> dict[str, Any]:
+    """A pod as a hurried client (or a test fixture) may write it: no namespace, uid or
+    resourceVersion, and an owner reference without apiVersion or uid (and without a name when
+    none is given), all of which the API server would have filled or required."""
     raw = pod(name, **kw)
+    reference = {"kind": kw.get("owner", "ReplicaSet"), "controller": True}
+    if owner_name:
+        reference["name"] = owner_name
     raw["metadata"] = {
         "name": name,
-        "ownerReferences": [{"kind": kw.get("owner", "ReplicaSet"), "controller": True}],
+        "ownerReferences": [reference],
         **({"annotations": raw["metadata"]["annotations"]} if "annotations" in raw["metadata"] else {}),
     }
     return raw
@@ -254,13 +258,13 @@ def bare_pod(name: str, **kw: Any) -> dict[str, Any]:
 def test_pods_missing_a_namespace_uid_or_owner_fields_are_deleted_with_empty_preconditions() -> None:
     """A pod without a namespace is in "default"; without a uid or resourceVersion it is deleted with
     empty ones (no precondition, never a made-up value); its owner reference's missing name and uid
-    are empty and its apiVersion "v1", as the API defaults a core owner."""
+    are empty and its apiVersion "v1" (the Event's default)."""
     why = (
         "bound to n1 300 s ago and still without a branch ENI, past the 90 s release window: "
-        "deleted so that ReplicaSet None replaces it on a node with a free branch ENI"
+        "deleted so that ReplicaSet rs replaces it on a node with a free branch ENI"
     )
-    assert rescue_candidates([bare_pod("stuck")], now=NOW, window=WINDOW) == [
-        Deletion("rescue", "default", "stuck", "", "", "n1", why, ObjectRef("ReplicaSet", "", "default"))
+    assert rescue_candidates([bare_pod("stuck", "rs")], now=NOW, window=WINDOW) == [
+        Deletion("rescue", "default", "stuck", "", "", "n1", why, ObjectRef("ReplicaSet", "rs", "default"))
     ]
     pods = [pod("w", scheduled=None), bare_pod("done", owner="Job", phase="Succeeded", eni=1)]
     held = (
