@@ -207,9 +207,15 @@ def test_reclaim_frees_the_oldest_holders_until_the_waiting_pods_have_enough() -
 
 def test_with_the_cooldown_only_pods_within_the_window_still_hold_their_enis() -> None:
     """Released on a cooldown (the default): a pod finished more than the window ago holds
-    nothing any more (never chosen); one finished within it is chosen once `after` has passed,
+    nothing any more (never chosen), nor does one finished exactly the window ago (the books' rule:
+    held while release + window > now); one finished within it is chosen once `after` has passed,
     exactly `after` included."""
-    pods = [pod("w", scheduled=NOW - 120), finished("gone", 91), finished("held", 89)]
+    pods = [
+        pod("w", scheduled=NOW - 120),
+        finished("gone", 91),
+        finished("just-gone", 90),
+        finished("held", 89),
+    ]
     assert reclaim_candidates(
         pods, now=NOW, after=89.0, window=WINDOW, waiting_grace=30.0, release=COOLDOWN
     ) == [reclaimed("held", 89, 1, "n1", 1)]
