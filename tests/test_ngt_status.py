@@ -5,6 +5,7 @@ while a condition holds."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from capacity.template import AutoscalerMemory, NodeGroupTemplate, View
@@ -342,6 +343,25 @@ def test_a_condition_is_whole_for_every_state_of_its_input() -> None:
     assert view_condition(template("ng")) == condition(
         "AutoscalerViewMatches", "False", "ResourcesMissing", BLIND_MESSAGE
     )
+    short = (
+        "cluster-autoscaler's template lacks ephemeral-storage (a real node offers 44Gi, "
+        f"cluster-autoscaler's template 20Gi): tag {ALL_TAG} fixes it"
+    )
+    assert view_condition(template("ng", 20)) == condition(
+        "AutoscalerViewMatches", "False", "ResourcesMissing", short
+    )
+    eni_node = View(
+        allocatable={"cpu": 1930, "ephemeral-storage": 44 * GIB, "vpc.amazonaws.com/pod-eni": 9000},
+        source="launch-template",
+    )
+    both = (
+        f"{BLIND_MESSAGE}; vpc.amazonaws.com/pod-eni (a real node offers 9, cluster-autoscaler's "
+        "template 0): tag k8s.io/cluster-autoscaler/node-template/resources/vpc.amazonaws.com/pod-eni=9 "
+        "fixes it"
+    )
+    assert view_condition(replace(template("ng"), actual=eni_node)) == condition(
+        "AutoscalerViewMatches", "False", "ResourcesMissing", both
+    )
     assert remembers_condition(template("ng")) == condition(
         "AutoscalerRemembers", "Unknown", "NotObserved", NOT_OBSERVED
     )
@@ -443,7 +463,8 @@ def test_desired_status_of_a_stale_or_new_group_and_of_an_odd_stored_status() ->
 
 def test_a_status_patch_is_none_only_when_nothing_but_a_fresh_enough_time_differs() -> None:
     """Equal statuses: no patch. Only lastDiscoveryTime newer by less than the refresh: no patch;
-    by exactly the refresh, older than stored, unreadable, or absent on one side: the whole desired
+    (the same second spelt otherwise included); by exactly the refresh, older than stored,
+    unreadable, or absent on one side: the whole desired
     status. Fields no longer set are removed with null; a stored status that is not an object
     counts as empty."""
     from controller.status import status_patch
@@ -460,6 +481,8 @@ def test_a_status_patch_is_none_only_when_nothing_but_a_fresh_enough_time_differ
     assert status_patch(current(), desired()) is None
     assert status_patch(current(lastDiscoveryTime=T0_TEXT), desired(lastDiscoveryTime=T1_TEXT)) is None
     assert status_patch(current(lastDiscoveryTime=T0_TEXT), desired(lastDiscoveryTime=T1_TEXT), 61.0) is None
+    same_second = "2027-01-15T8:00:00Z"  # T0 spelt without the hour's leading zero
+    assert status_patch(current(lastDiscoveryTime=same_second), desired(lastDiscoveryTime=T0_TEXT)) is None
     assert status_patch(
         current(lastDiscoveryTime=T0_TEXT), desired(lastDiscoveryTime=T1_TEXT), 60.0
     ) == patch(lastDiscoveryTime=T1_TEXT)
