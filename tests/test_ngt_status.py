@@ -5,6 +5,7 @@ while a condition holds."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from capacity.template import AutoscalerMemory, NodeGroupTemplate, View
@@ -312,3 +313,193 @@ def test_a_status_that_changed_only_by_its_discovery_time_is_not_written_until_i
     changed = publish(api, [GroupOutcome("ng-a", template("ng-a", 44))], now=later + 60)
     assert changed.statuses == ["ng-a"]
     assert stored(fake_kube, "ng-a")["status"]["lastDiscoveryTime"] == rfc3339(later + 60)
+
+
+# controller/status.py in process: whole conditions, merges and patches for the cases the publish
+# tests above do not reach (no template, a stale outcome, odd stored statuses, the refresh bounds).
+
+DISCOVERED_MESSAGE = "node group read completely from AWS this cycle"
+
+
+def test_a_condition_is_whole_for_every_state_of_its_input() -> None:
+    """Discovered True or False with the AWS error; the view Unknown without an autoscaler view;
+    remembers Unknown, False with the record's reason or a default, True with or without what the
+    remembered node offers (only the compared resources, in their order)."""
+    from controller.status import discovered_condition, remembers_condition, view_condition
+
+    def condition(kind: str, status: str, reason: str, message: str) -> dict[str, str]:
+        return {"type": kind, "status": status, "reason": reason, "message": message}
+
+    assert discovered_condition(GroupOutcome("ng", template("ng"))) == condition(
+        "Discovered", "True", "Discovered", DISCOVERED_MESSAGE
+    )
+    assert discovered_condition(
+        GroupOutcome("ng", template("ng"), "DescribeAutoScalingGroups: throttled")
+    ) == (condition("Discovered", "False", "DiscoveryFailed", "DescribeAutoScalingGroups: throttled"))
+    viewless = NodeGroupTemplate(name="ng", provider="aws-asg", instance_types=("m5.large",), max_size=1)
+    assert view_condition(viewless) == condition(
+        "AutoscalerViewMatches", "Unknown", "NoAutoscalerView", "no autoscaler view to compare with"
+    )
+    assert view_condition(template("ng")) == condition(
+        "AutoscalerViewMatches", "False", "ResourcesMissing", BLIND_MESSAGE
+    )
+    short = (
+        "cluster-autoscaler's template lacks ephemeral-storage (a real node offers 44Gi, "
+        f"cluster-autoscaler's template 20Gi): tag {ALL_TAG} fixes it"
+    )
+    assert view_condition(template("ng", 20)) == condition(
+        "AutoscalerViewMatches", "False", "ResourcesMissing", short
+    )
+    eni_node = View(
+        allocatable={"cpu": 1930, "ephemeral-storage": 44 * GIB, "vpc.amazonaws.com/pod-eni": 9000},
+        source="launch-template",
+    )
+    both = (
+        f"{BLIND_MESSAGE}; vpc.amazonaws.com/pod-eni (a real node offers 9, cluster-autoscaler's "
+        "template 0): tag k8s.io/cluster-autoscaler/node-template/resources/vpc.amazonaws.com/pod-eni=9 "
+        "fixes it"
+    )
+    assert view_condition(replace(template("ng"), actual=eni_node)) == condition(
+        "AutoscalerViewMatches", "False", "ResourcesMissing", both
+    )
+    assert remembers_condition(template("ng")) == condition(
+        "AutoscalerRemembers", "Unknown", "NotObserved", NOT_OBSERVED
+    )
+    assert remembers_condition(template("ng", memory=AutoscalerMemory())) == condition(
+        "AutoscalerRemembers", "False", "NotRemembered", "cluster-autoscaler keeps no node"
+    )
+    assert remembers_condition(template("ng", memory=memory(False, FORGOT_REASON))) == condition(
+        "AutoscalerRemembers", "False", "NotRemembered", FORGOT_REASON
+    )
+    no_view = AutoscalerMemory(remembers=True, reason="kept")
+    assert remembers_condition(template("ng", memory=no_view)) == condition(
+        "AutoscalerRemembers", "True", "Remembers", "kept"
+    )
+    cpu_only = AutoscalerMemory(remembers=True, reason="kept", view=View(allocatable={"cpu": 1930}))
+    assert remembers_condition(template("ng", memory=cpu_only)) == condition(
+        "AutoscalerRemembers", "True", "Remembers", "kept"
+    )
+    storage_only = AutoscalerMemory(
+        remembers=True, reason="kept", view=View(allocatable={"ephemeral-storage": 44 * GIB})
+    )
+    assert remembers_condition(template("ng", memory=storage_only)) == condition(
+        "AutoscalerRemembers", "True", "Remembers", "kept; the remembered node offers ephemeral-storage 44Gi"
+    )
+
+
+def test_merge_keeps_a_transition_time_only_while_the_status_holds() -> None:
+    """Each wanted condition gets the generation; its lastTransitionTime is the stored one when the
+    stored condition of its type has the same status and a time, else now. Another writer's
+    conditions are kept as they were; entries that are not conditions are dropped; all sorted by
+    type."""
+    from controller.status import merge_conditions
+
+    def wanted(kind: str, status: str) -> dict[str, str]:
+        return {"type": kind, "status": status, "reason": "r", "message": "m"}
+
+    previous = [
+        {"type": "B", "status": "True", "lastTransitionTime": "2020-01-01T00:00:00Z"},
+        {"type": "C", "status": "True", "lastTransitionTime": "2020-01-01T00:00:00Z"},
+        {"type": "D", "status": "True"},
+        {"type": "Z", "status": "True", "reason": "theirs", "lastTransitionTime": "2019-01-01T00:00:00Z"},
+        {"type": 5, "status": "True"},
+        "not a condition",
+    ]
+    wants = [wanted("D", "True"), wanted("C", "False"), wanted("B", "True"), wanted("A", "True")]
+    assert merge_conditions(previous, wants, T0, 3) == [
+        {**wanted("A", "True"), "observedGeneration": 3, "lastTransitionTime": T0_TEXT},
+        {**wanted("B", "True"), "observedGeneration": 3, "lastTransitionTime": "2020-01-01T00:00:00Z"},
+        {**wanted("C", "False"), "observedGeneration": 3, "lastTransitionTime": T0_TEXT},
+        {**wanted("D", "True"), "observedGeneration": 3, "lastTransitionTime": T0_TEXT},
+        {"type": "Z", "status": "True", "reason": "theirs", "lastTransitionTime": "2019-01-01T00:00:00Z"},
+    ]
+    assert merge_conditions(None, [wanted("A", "True")], T1, 0) == [
+        {**wanted("A", "True"), "observedGeneration": 0, "lastTransitionTime": T1_TEXT}
+    ]
+
+
+def test_desired_status_of_a_stale_or_new_group_and_of_an_odd_stored_status() -> None:
+    """No template: no status. A stale outcome keeps the stored lastDiscoveryTime and group (or has
+    none); a fresh one takes now and the group given; a stored status that is not an object and a
+    missing generation read as empty and 0."""
+    from controller.status import desired_status
+
+    assert desired_status(GroupOutcome("ng", None), {}, T0) is None
+    stale = GroupOutcome("ng", template("ng", 44, nodes=1), "AWS: throttled")
+    stored_status = {
+        "metadata": {"generation": 4},
+        "status": {"lastDiscoveryTime": T0_TEXT, "autoscalingGroup": "asg-old", "conditions": []},
+    }
+    conditions = [
+        remembers("Unknown", "NotObserved", NOT_OBSERVED, T1_TEXT, 4),
+        view("True", "ViewsMatch", MATCH_MESSAGE, T1_TEXT, 4),
+        discovered("False", "DiscoveryFailed", "AWS: throttled", T1_TEXT, 4),
+    ]
+    assert desired_status(stale, stored_status, T1) == {
+        "observedGeneration": 4,
+        "autoscalerScalesFromZero": True,
+        "autoscalingGroup": "asg-old",
+        "lastDiscoveryTime": T0_TEXT,
+        "conditions": conditions,
+    }
+    assert desired_status(stale, {"status": "garbage"}, T1) == {
+        "observedGeneration": 0,
+        "autoscalerScalesFromZero": True,
+        "conditions": [{**c, "observedGeneration": 0} for c in conditions],
+    }
+    fresh = GroupOutcome("ng", template("ng", 44))
+    assert desired_status(fresh, stored_status, T1, "asg-new") == {
+        "observedGeneration": 4,
+        "autoscalerScalesFromZero": True,
+        "autoscalingGroup": "asg-new",
+        "lastDiscoveryTime": T1_TEXT,
+        "conditions": [
+            remembers("Unknown", "NotObserved", NOT_OBSERVED, T1_TEXT, 4),
+            view("True", "ViewsMatch", MATCH_MESSAGE, T1_TEXT, 4),
+            discovered("True", "Discovered", DISCOVERED_MESSAGE, T1_TEXT, 4),
+        ],
+    }
+
+
+def test_a_status_patch_is_none_only_when_nothing_but_a_fresh_enough_time_differs() -> None:
+    """Equal statuses: no patch. Only lastDiscoveryTime newer by less than the refresh: no patch;
+    (the same second spelt otherwise included); by exactly the refresh, older than stored,
+    unreadable, or absent on one side: the whole desired
+    status. Fields no longer set are removed with null; a stored status that is not an object
+    counts as empty."""
+    from controller.status import status_patch
+
+    def current(**status: Any) -> dict[str, Any]:
+        return {"status": {"observedGeneration": 1, **status}}
+
+    def desired(**status: Any) -> dict[str, Any]:
+        return {"observedGeneration": 1, **status}
+
+    def patch(**status: Any) -> dict[str, Any]:
+        return {"status": desired(**status)}
+
+    assert status_patch(current(), desired()) is None
+    assert status_patch(current(lastDiscoveryTime=T0_TEXT), desired(lastDiscoveryTime=T1_TEXT)) is None
+    assert status_patch(current(lastDiscoveryTime=T0_TEXT), desired(lastDiscoveryTime=T1_TEXT), 61.0) is None
+    same_second = "2027-01-15T8:00:00Z"  # T0 spelt without the hour's leading zero
+    assert status_patch(current(lastDiscoveryTime=same_second), desired(lastDiscoveryTime=T0_TEXT)) is None
+    assert status_patch(
+        current(lastDiscoveryTime=T0_TEXT), desired(lastDiscoveryTime=T1_TEXT), 60.0
+    ) == patch(lastDiscoveryTime=T1_TEXT)
+    assert status_patch(current(lastDiscoveryTime=T1_TEXT), desired(lastDiscoveryTime=T0_TEXT)) == patch(
+        lastDiscoveryTime=T0_TEXT
+    )
+    assert status_patch(current(lastDiscoveryTime="soon"), desired(lastDiscoveryTime=T1_TEXT)) == patch(
+        lastDiscoveryTime=T1_TEXT
+    )
+    assert status_patch(current(lastDiscoveryTime=T0_TEXT), desired(lastDiscoveryTime="soon")) == patch(
+        lastDiscoveryTime="soon"
+    )
+    assert status_patch(current(), desired(lastDiscoveryTime=T1_TEXT)) == patch(lastDiscoveryTime=T1_TEXT)
+    assert status_patch(current(lastDiscoveryTime=T0_TEXT, autoscalingGroup="a"), desired()) == {
+        "status": {"lastDiscoveryTime": None, "autoscalingGroup": None, "observedGeneration": 1}
+    }
+    assert status_patch({"status": []}, desired()) == patch()
+    assert status_patch(current(), desired(observedGeneration=2, lastDiscoveryTime=None)) == patch(
+        observedGeneration=2, lastDiscoveryTime=None
+    )

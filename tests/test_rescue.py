@@ -11,8 +11,8 @@ import pytest
 from capacity.branch_eni import ON_DELETE
 from capacity.resources import POD_ENI
 from cmdline.durations import parse_duration
-from controller.rescue import carry_out, reclaim_candidates, rescue_candidates
-from kube.events import EventRecorder
+from controller.rescue import Deletion, carry_out, reclaim_candidates, rescue_candidates
+from kube.events import EventRecorder, ObjectRef
 
 NOW = 1_700_000_000.0
 WINDOW = 90.0
@@ -193,3 +193,110 @@ def test_pods_on_node_reads_fresh_pods_of_that_node_only(fake_kube: Any) -> None
     fake_kube.create(pod("there", node="n2"))
     [found] = pods_on_node(fake_kube.api_client(), "n1")
     assert found["metadata"]["name"] == "here" and found["metadata"]["resourceVersion"]
+
+
+def test_carry_out_sends_whole_preconditions_and_answers_whole_lines_and_events(
+    fake_kube: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Each deletion is one DELETE of the pod in its own namespace with the uid and resourceVersion
+    seen as preconditions, and one whole result line: deleted, gone (404), changed since seen (409)
+    or failed (any other refusal, the error quoted). Only a deletion made writes an Event: a rescue a
+    Warning on the pod, a reclaim a Normal on its owner, or on the node when it has none (the note
+    then names the pod with its namespace). Each deletion is logged on one line."""
+    for name in ("stuck", "job-done", "bare", "changed", "forbidden"):
+        fake_kube.create({**pod(name), "metadata": {"namespace": "team", "name": name}})
+    seen = {p["metadata"]["name"]: p["metadata"] for p in fake_kube.objects("Pod", "team")}
+    job = ObjectRef("Job", "job-done-owner", "team", "uid-job", "batch/v1")
+
+    def deletion(action: str, name: str, owner: ObjectRef | None = None, rv: str = "") -> Deletion:
+        meta = seen.get(name, {"uid": f"uid-{name}", "resourceVersion": "7"})
+        why = f"why {name}"
+        return Deletion(action, "team", name, meta["uid"], rv or meta["resourceVersion"], "n1", why, owner)
+
+    deletions = [
+        deletion("rescue", "stuck"),
+        deletion("reclaim", "job-done", job),
+        deletion("reclaim", "bare"),
+        deletion("reclaim", "vanished", job),
+        deletion("rescue", "changed", rv="1"),
+        deletion("rescue", "forbidden"),
+    ]
+    fake_kube.faults.fail(403, method="DELETE", path="/pods/forbidden")
+    recorder = EventRecorder(fake_kube.api_client(), "test", clock=lambda: NOW)
+    fake_kube.requests.clear()
+    caplog.set_level("INFO", logger="controller.rescue")
+
+    results = carry_out(fake_kube.api_client(), deletions, recorder)
+
+    [forbidden] = [r for r in results if r["pod"] == "team/forbidden"]
+    failure = forbidden["outcome"]
+    assert failure.startswith("failed: ") and "403" in failure
+    outcomes = ["deleted", "deleted", "deleted", "gone", "changed since seen: left alone", failure]
+    assert results == [
+        {"action": d.action, "pod": f"team/{d.name}", "node": "n1", "outcome": outcome, "why": d.why}
+        for d, outcome in zip(deletions, outcomes, strict=True)
+    ]
+    options = {"apiVersion": "v1", "kind": "DeleteOptions"}
+    assert [(r.path, r.body) for r in fake_kube.requests.find("DELETE")] == [
+        (
+            f"/api/v1/namespaces/team/pods/{d.name}",
+            {**options, "preconditions": {"uid": d.uid, "resourceVersion": d.resource_version}},
+        )
+        for d in deletions
+    ]
+    assert sorted(p["metadata"]["name"] for p in fake_kube.objects("Pod", "team")) == [
+        "changed",
+        "forbidden",
+    ]
+    stuck_uid = deletions[0].uid
+
+    def event(n: int, regarding: dict[str, str], kind: str, reason: str, note: str) -> dict[str, Any]:
+        return {
+            "apiVersion": "events.k8s.io/v1",
+            "kind": "Event",
+            "metadata": {"name": f"{regarding['name']}.17979cfe362a0000{n}", "namespace": "team"},
+            "eventTime": "2023-11-14T22:13:20.000000Z",
+            "reportingController": "fitguard.io/controller",
+            "reportingInstance": "test",
+            "action": "Delete",
+            "reason": reason,
+            "note": note,
+            "type": kind,
+            "regarding": regarding,
+        }
+
+    node_event = event(
+        3,
+        {"apiVersion": "v1", "kind": "Node", "name": "n1"},
+        "Normal",
+        "ReclaimedBranchEni",
+        "deleted pod team/bare: why bare",
+    )
+    node_event["metadata"]["namespace"] = "default"
+    assert [r.body for r in fake_kube.requests.find("POST", "/events")] == [
+        event(
+            1,
+            {"apiVersion": "v1", "kind": "Pod", "name": "stuck", "namespace": "team", "uid": stuck_uid},
+            "Warning",
+            "RescuedWaitingPod",
+            "deleted pod: why stuck",
+        ),
+        event(
+            2,
+            {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "name": "job-done-owner",
+                "namespace": "team",
+                "uid": "uid-job",
+            },
+            "Normal",
+            "ReclaimedBranchEni",
+            "deleted pod job-done: why job-done",
+        ),
+        node_event,
+    ]
+    assert [r.getMessage() for r in caplog.records if r.name == "controller.rescue"] == [
+        f"{d.action} team/{d.name}: {outcome} (why {d.name})"
+        for d, outcome in zip(deletions, outcomes, strict=True)
+    ]

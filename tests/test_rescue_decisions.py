@@ -11,10 +11,12 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
+
 from capacity.branch_eni import COOLDOWN, ON_DELETE
 from capacity.resources import POD_ENI
 from controller.rescue import Deletion, carry_out, reclaim_candidates, rescue_candidates
-from kube.events import ObjectRef
+from kube.events import EventRecorder, ObjectRef
 
 NOW = 1_700_000_000.0
 WINDOW = 90.0
@@ -205,9 +207,15 @@ def test_reclaim_frees_the_oldest_holders_until_the_waiting_pods_have_enough() -
 
 def test_with_the_cooldown_only_pods_within_the_window_still_hold_their_enis() -> None:
     """Released on a cooldown (the default): a pod finished more than the window ago holds
-    nothing any more (never chosen); one finished within it is chosen once `after` has passed,
+    nothing any more (never chosen), nor does one finished exactly the window ago (the books' rule:
+    held while release + window > now); one finished within it is chosen once `after` has passed,
     exactly `after` included."""
-    pods = [pod("w", scheduled=NOW - 120), finished("gone", 91), finished("held", 89)]
+    pods = [
+        pod("w", scheduled=NOW - 120),
+        finished("gone", 91),
+        finished("just-gone", 90),
+        finished("held", 89),
+    ]
     assert reclaim_candidates(
         pods, now=NOW, after=89.0, window=WINDOW, waiting_grace=30.0, release=COOLDOWN
     ) == [reclaimed("held", 89, 1, "n1", 1)]
@@ -234,4 +242,132 @@ def test_a_dry_run_answers_one_whole_line_per_deletion_and_deletes_nothing() -> 
             "outcome": "planned",
             "why": deletions[1].why,
         },
+    ]
+
+
+def bare_pod(name: str, owner_name: str = "", **kw: Any) -> dict[str, Any]:
+    """A pod as a hurried client (or a test fixture) may write it: no namespace, uid or
+    resourceVersion, and an owner reference without apiVersion or uid (and without a name when
+    none is given), all of which the API server would have filled or required."""
+    raw = pod(name, **kw)
+    reference = {"kind": kw.get("owner", "ReplicaSet"), "controller": True}
+    if owner_name:
+        reference["name"] = owner_name
+    raw["metadata"] = {
+        "name": name,
+        "ownerReferences": [reference],
+        **({"annotations": raw["metadata"]["annotations"]} if "annotations" in raw["metadata"] else {}),
+    }
+    return raw
+
+
+def test_pods_missing_a_namespace_uid_or_owner_fields_are_deleted_with_empty_preconditions() -> None:
+    """A pod without a namespace is in "default"; without a uid or resourceVersion it is deleted with
+    empty ones (no precondition, never a made-up value); its owner reference's missing name and uid
+    are empty and its apiVersion "v1" (the Event's default)."""
+    why = (
+        "bound to n1 300 s ago and still without a branch ENI, past the 90 s release window: "
+        "deleted so that ReplicaSet rs replaces it on a node with a free branch ENI"
+    )
+    assert rescue_candidates([bare_pod("stuck", "rs")], now=NOW, window=WINDOW) == [
+        Deletion("rescue", "default", "stuck", "", "", "n1", why, ObjectRef("ReplicaSet", "rs", "default"))
+    ]
+    pods = [pod("w", scheduled=None), bare_pod("done", owner="Job", phase="Succeeded", eni=1)]
+    held = (
+        "finished 0 s ago and still holds 1 branch ENI(s) on n1, where 1 are awaited: deleted to release them"
+    )
+    assert reclaim_candidates(
+        pods, now=NOW, after=0.0, window=WINDOW, waiting_grace=0.0, release=ON_DELETE
+    ) == [Deletion("reclaim", "default", "done", "", "", "n1", held, ObjectRef("Job", "", "default"))]
+
+
+def test_a_finished_pod_without_a_finish_time_finished_now() -> None:
+    """No container says when it finished: the pod counts as finished at `now`, so it holds its
+    branch ENI within the cooldown and is not old enough for any positive `after`; a waiting pod
+    with neither a scheduling nor a creation time has waited 0 s, enough only for a zero grace."""
+    pods = [pod("w", scheduled=None), finished("j", 0, phase="Succeeded")]
+    del pods[1]["status"]["containerStatuses"]
+    assert reclaim_candidates(pods, now=NOW, after=1.0, window=WINDOW, waiting_grace=0.0) == []
+    assert reclaim_candidates(pods, now=NOW, after=0.0, window=WINDOW, waiting_grace=1.0) == []
+    assert reclaim_candidates(pods, now=NOW, after=0.0, window=WINDOW, waiting_grace=0.0) == [
+        reclaimed("j", 0, 1, "n1", 1)
+    ]
+
+
+def test_an_unreadable_pod_is_never_deleted_and_says_why(caplog: pytest.LogCaptureFixture) -> None:
+    """A pod the records cannot read is skipped with one warning naming it and the reason."""
+    nameless = {"metadata": {"namespace": "default"}, "spec": {"nodeName": "n1"}}
+    broken = {"metadata": {"name": "broken"}, "spec": {"nodeName": "n1", "containers": 5}}
+    caplog.set_level("WARNING", logger="controller.rescue")
+    assert rescue_candidates([nameless, broken, {"metadata": None}], now=NOW, window=WINDOW) == []
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+        ("WARNING", "pod None unreadable, never deleted: metadata.name: missing"),
+        ("WARNING", "pod broken unreadable, never deleted: spec.containers: expected a list of containers"),
+        ("WARNING", "pod None unreadable, never deleted: metadata.name: missing"),
+    ]
+
+
+def test_a_dry_run_records_whole_would_delete_events() -> None:
+    """With a recorder, a dry run writes the Event each deletion would: a Warning on the rescued pod
+    itself, a Normal on the reclaimed pod's owner, or on its node when it has none."""
+    recorder = EventRecorder(None, "test", clock=lambda: NOW)
+    deletions = [
+        rescued("stuck", 300),
+        reclaimed("j", 400, 1, "n1", 1),
+        reclaimed("bare", 400, 1, "n3", 1, kind=None),
+    ]
+    carry_out(None, deletions, recorder, dry_run=True)
+
+    def event(n: int, regarding: dict[str, str], kind: str, reason: str, note: str) -> dict[str, Any]:
+        return {
+            "apiVersion": "events.k8s.io/v1",
+            "kind": "Event",
+            "metadata": {"name": f"{regarding['name']}.17979cfe362a0000{n}", "namespace": "default"},
+            "eventTime": "2023-11-14T22:13:20.000000Z",
+            "reportingController": "fitguard.io/controller",
+            "reportingInstance": "test",
+            "action": "Delete",
+            "reason": reason,
+            "note": note,
+            "type": kind,
+            "regarding": regarding,
+        }
+
+    assert list(recorder.recent) == [
+        {"verb": "create", "dryRun": True, "event": e}
+        for e in [
+            event(
+                1,
+                {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "name": "stuck",
+                    "namespace": "default",
+                    "uid": "uid-stuck",
+                },
+                "Warning",
+                "RescuedWaitingPod",
+                f"would delete pod: {deletions[0].why}",
+            ),
+            event(
+                2,
+                {
+                    "apiVersion": "batch/v1",
+                    "kind": "Job",
+                    "name": "j-owner",
+                    "namespace": "default",
+                    "uid": "uid-j-owner",
+                },
+                "Normal",
+                "ReclaimedBranchEni",
+                f"would delete pod j: {deletions[1].why}",
+            ),
+            event(
+                3,
+                {"apiVersion": "v1", "kind": "Node", "name": "n3"},
+                "Normal",
+                "ReclaimedBranchEni",
+                f"would delete pod default/bare: {deletions[2].why}",
+            ),
+        ]
     ]
