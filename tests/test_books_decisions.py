@@ -1,0 +1,306 @@
+"""controller/books.py's decisions in process: the stores are fed as a reflector feeds them (a list,
+then watch events), passes run at chosen times, and the whole answer is compared: every BooksDecision,
+every Event the recorder would write, the guard's /snapshotz view, the caches still awaited, and the
+release window read from the VPC CNI ConfigMap. Label writes and their failures go to the fake API
+server (in a thread of the test process); events go to a dry-run recorder, which keeps what it would
+write. tests/test_books_live.py drives the same code through real reflectors."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from capacity.names import EXHAUSTED_LABEL
+from controller.books import BooksDecision, LiveBooks
+from kube.events import EventRecorder
+
+BASE = 1_714_564_800.0  # 2024-05-01T12:00:00Z
+HELD_A = "1 of 3 branch ENIs are held by finished pods j1; the scheduler sees 1 free, 0 are"
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = BASE
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def rfc3339(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def node(name: str, pod_eni: int | None = 3, *, exhausted: bool = False) -> dict[str, Any]:
+    labels = {"node.kubernetes.io/instance-type": "m5.large", "eks.amazonaws.com/nodegroup": "ng"}
+    if exhausted:
+        labels[EXHAUSTED_LABEL] = "true"
+    allocatable = {} if pod_eni is None else {"vpc.amazonaws.com/pod-eni": str(pod_eni)}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": labels},
+        "status": {"allocatable": allocatable, "conditions": [{"type": "Ready", "status": "True"}]},
+    }
+
+
+def pod(
+    name: str, on: str, *, phase: str = "Running", finished: float | None = None, eni: bool = True
+) -> dict[str, Any]:
+    """A pod bound to `on` two minutes before BASE that asks for one branch ENI (and got it if `eni`)."""
+    status: dict[str, Any] = {
+        "phase": phase,
+        "conditions": [{"type": "PodScheduled", "status": "True", "lastTransitionTime": rfc3339(BASE - 120)}],
+    }
+    if finished is not None:
+        status["containerStatuses"] = [
+            {"name": "main", "state": {"terminated": {"exitCode": 0, "finishedAt": rfc3339(finished)}}}
+        ]
+    annotations = {"vpc.amazonaws.com/pod-eni": json.dumps([{"eniId": f"eni-{name}"}])} if eni else {}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "batch", "uid": f"uid-{name}", "annotations": annotations},
+        "spec": {
+            "nodeName": on,
+            "containers": [{"name": "main", "resources": {"limits": {"vpc.amazonaws.com/pod-eni": "1"}}}],
+        },
+        "status": status,
+    }
+
+
+def events(recorder: EventRecorder) -> list[tuple[str, str, str, dict[str, str]]]:
+    """Every event the recorder wrote (or would have), as (type, reason, note, regarding)."""
+    found = []
+    for entry in recorder.recent:
+        event = entry["event"]
+        assert (entry["verb"], event["action"]) == ("create", "BranchENIAccounting")
+        found.append((event["type"], event["reason"], event["note"], event["regarding"]))
+    return found
+
+
+def node_ref(name: str) -> dict[str, str]:
+    return {"apiVersion": "v1", "kind": "Node", "name": name}
+
+
+def dry_books(clock: Clock, **options: Any) -> tuple[LiveBooks, EventRecorder]:
+    recorder = EventRecorder(None, "books-test", clock=clock)
+    options.setdefault("window", 1000.0)
+    return LiveBooks(None, clock=clock, recorder=recorder, dry_run=True, **options), recorder
+
+
+def test_the_books_wait_for_both_first_lists_and_act_only_then() -> None:
+    """Both caches are awaited until their first list is in; a pass before that (or by a follower)
+    decides and tells nothing; the guard's view is empty until a pass has run."""
+    clock = Clock()
+    live, _ = dry_books(clock)
+    assert live.waiting_for() == ["nodes", "pods"]
+    assert live.wait_synced(0) is False
+    assert live.guard_json() == {"graceSeconds": 30.0, "groups": {}, "nodes": {}}
+    live.nodes.replace([node("a")])
+    assert live.waiting_for() == ["pods"]
+    live.pods.replace([pod("j1", "a", phase="Succeeded", finished=BASE - 5), pod("w1", "a"), pod("w2", "a")])
+    assert live.reconcile() == [BooksDecision("label-set", "a", HELD_A)]
+    assert live.waiting_for() == []
+    assert live.wait_synced(0) is True
+
+    follower, follower_events = dry_books(clock, is_leader=lambda: False)
+    follower.nodes.replace([node("a")])
+    follower.pods.replace([pod("j1", "a", phase="Succeeded", finished=BASE - 5)])
+    assert follower.reconcile() == []
+    assert events(follower_events) == []
+    assert follower.guard_json() == {"graceSeconds": 30.0, "groups": {}, "nodes": {}}
+
+    # the pods not listed yet: the labelled node looks all free, and its label must stay
+    unsynced, unsynced_events = dry_books(clock)
+    unsynced.nodes.replace([node("a", exhausted=True)])
+    assert unsynced.reconcile() == []
+    assert events(unsynced_events) == []
+
+
+def test_a_pass_labels_a_held_node_and_removes_a_label_that_means_nothing() -> None:
+    """A node whose only free ENI is held by a finished pod is labelled (the reason names the holder);
+    a labelled node without pod-eni capacity is unlabelled; an unlabelled one without capacity is left
+    alone. The held node gets one warning; the guard's view says why for each node."""
+    clock = Clock()
+    live, recorder = dry_books(clock)
+    live.nodes.replace([node("a"), node("b", None, exhausted=True), node("c", None)])
+    live.pods.replace([pod("j1", "a", phase="Succeeded", finished=BASE - 5), pod("w1", "a"), pod("w2", "a")])
+    assert live.reconcile() == [
+        BooksDecision("label-set", "a", HELD_A),
+        BooksDecision("label-removed", "b", "no branch ENIs"),
+    ]
+    assert events(recorder) == [("Warning", "BranchENIsHeld", HELD_A, node_ref("a"))]
+    assert live.guard_json() == {
+        "graceSeconds": 30.0,
+        "groups": {
+            "ng": {
+                "state": "clear",
+                "reason": "a ready node is not labelled",
+                "nodes": ["a", "b", "c"],
+                "pods": [],
+                "since": None,
+            }
+        },
+        "nodes": {
+            "a": {
+                "labelled": True,
+                "reason": "1 held by finished or deleted pods of 3 branch ENIs; "
+                "the scheduler sees 1 free, 0 are",
+            },
+            "b": {"labelled": False, "reason": "no branch ENIs"},
+            "c": {"labelled": False, "reason": "no branch ENIs"},
+        },
+    }
+
+
+def test_a_written_label_is_not_rewritten_until_the_watch_shows_it_or_rewrite_after_passes() -> None:
+    """After a write the same write waits for the watch, up to `rewrite_after` (60 s) and not a
+    second longer; once the watch shows it, nothing is remembered, so a label someone removes later
+    is put back at the next pass."""
+    clock = Clock()
+    live, _ = dry_books(clock)
+    live.nodes.replace([node("a")])
+    live.pods.replace([pod("j1", "a", phase="Succeeded", finished=BASE - 5), pod("w1", "a"), pod("w2", "a")])
+    assert live.reconcile(BASE) == [BooksDecision("label-set", "a", HELD_A)]
+    assert live.reconcile(BASE + 59.9) == []
+    assert live.reconcile(BASE + 60) == [BooksDecision("label-set", "a", HELD_A)]
+    live.nodes.apply("MODIFIED", node("a", exhausted=True))
+    assert live.reconcile(BASE + 61) == []
+    live.nodes.apply("MODIFIED", node("a"))
+    assert live.reconcile(BASE + 62) == [BooksDecision("label-set", "a", HELD_A)]
+
+
+def test_label_writes_beyond_the_rate_are_deferred() -> None:
+    """With a burst of one write and a rate of one per 1000 s, the second node's write in the same
+    pass is deferred for the rate limit, and stays deferred a second later."""
+    clock = Clock()
+    live, _ = dry_books(clock, label_rate=0.001, label_burst=1.0)
+    live.nodes.replace([node("a"), node("b")])
+    live.pods.replace(
+        [
+            pod("j1", "a", phase="Succeeded", finished=BASE - 5),
+            pod("w1", "a"),
+            pod("w2", "a"),
+            pod("k1", "b", phase="Succeeded", finished=BASE - 5),
+            pod("x1", "b"),
+            pod("x2", "b"),
+        ]
+    )
+    assert live.reconcile(BASE) == [
+        BooksDecision("label-set", "a", HELD_A),
+        BooksDecision("label-deferred", "b", "rate limit"),
+    ]
+    assert live.reconcile(BASE + 1) == [BooksDecision("label-deferred", "b", "rate limit")]
+
+
+def test_the_held_warning_is_told_once_and_the_release_once() -> None:
+    """A node stays held over two passes: one BranchENIsHeld; when the window has passed the label
+    goes and one BranchENIsReleased says how many are free; a later pass tells nothing new."""
+    clock = Clock()
+    live, recorder = dry_books(clock, window=40.0)
+    live.nodes.replace([node("a")])
+    live.pods.replace([pod("j1", "a", phase="Succeeded", finished=BASE - 5), pod("w1", "a"), pod("w2", "a")])
+    live.reconcile(BASE)
+    live.reconcile(BASE + 1)
+    live.nodes.apply("MODIFIED", node("a", exhausted=True))
+    clock.now = BASE + 40
+    assert live.reconcile() == [BooksDecision("label-removed", "a", "1 of 3 branch ENIs are free")]
+    live.reconcile(BASE + 41)
+    assert events(recorder) == [
+        ("Warning", "BranchENIsHeld", HELD_A, node_ref("a")),
+        ("Normal", "BranchENIsReleased", "1 of 3 branch ENIs are free again", node_ref("a")),
+    ]
+
+
+def test_a_pod_waiting_for_its_branch_eni_is_told_once_per_wait() -> None:
+    """A running pod bound two minutes ago without its branch ENI gets one WaitingForBranchENI warning
+    (on the pod, with its uid), not one per pass."""
+    clock = Clock()
+    live, recorder = dry_books(clock, waiting_grace=20.0)
+    live.nodes.replace([node("a", 1)])
+    live.pods.replace([pod("w1", "a", eni=False)])
+    live.reconcile(BASE)
+    live.reconcile(BASE + 1)
+    pod_ref = {"apiVersion": "v1", "kind": "Pod", "name": "w1", "namespace": "batch", "uid": "uid-w1"}
+    note = (
+        "bound to a 120 s ago, still without a branch ENI: "
+        "all 1 are in use by running pods; it waits until one of them ends"
+    )
+    assert events(recorder) == [("Warning", "WaitingForBranchENI", note, pod_ref)]
+
+
+def test_label_writes_reach_the_api_server_and_a_refused_write_is_reported(fake_kube: Any) -> None:
+    """Not in dry run, the label is set on the node through the API; a node the server does not know
+    gets a label-failed decision with the server's answer, and no write is remembered for it."""
+    fake_kube.create(node("a"))
+    clock = Clock()
+    live = LiveBooks(fake_kube.api_client(), window=1000.0, clock=clock)
+    live.nodes.replace([node("a"), node("gone")])
+    live.pods.replace(
+        [
+            pod("j1", "a", phase="Succeeded", finished=BASE - 5),
+            pod("k1", "gone", phase="Succeeded", finished=BASE - 5),
+            *(
+                pod(name, on, eni=True)
+                for name, on in (("w1", "a"), ("w2", "a"), ("x1", "gone"), ("x2", "gone"))
+            ),
+        ]
+    )
+    assert live.reconcile(BASE) == [
+        BooksDecision("label-set", "a", HELD_A),
+        BooksDecision("label-failed", "gone", '404 NotFound: nodes "gone" not found'),
+    ]
+    assert fake_kube.get("Node", "a")["metadata"]["labels"] == {
+        "node.kubernetes.io/instance-type": "m5.large",
+        "eks.amazonaws.com/nodegroup": "ng",
+        EXHAUSTED_LABEL: "true",
+    }
+    fake_kube.create(node("gone"))
+    held_gone = "1 of 3 branch ENIs are held by finished pods k1; the scheduler sees 1 free, 0 are"
+    assert live.reconcile(BASE + 1) == [BooksDecision("label-set", "gone", held_gone)]
+
+
+def test_a_dry_run_writes_no_label(fake_kube: Any) -> None:
+    """In dry run the decision is made and told, and the node on the server keeps its labels."""
+    fake_kube.create(node("a"))
+    clock = Clock()
+    live = LiveBooks(fake_kube.api_client(), window=1000.0, clock=clock, dry_run=True)
+    live.nodes.replace([node("a")])
+    live.pods.replace([pod("j1", "a", phase="Succeeded", finished=BASE - 5), pod("w1", "a"), pod("w2", "a")])
+    assert live.reconcile(BASE) == [BooksDecision("label-set", "a", HELD_A)]
+    assert EXHAUSTED_LABEL not in fake_kube.get("Node", "a")["metadata"]["labels"]
+    assert fake_kube.requests.find("PATCH") == []
+
+
+def test_the_window_follows_the_configmap_and_is_kept_through_errors(
+    fake_kube: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A fixed window is used without reading the API; otherwise the ConfigMap's cooldown plus the
+    processing period (default 60 + 30 without it); a failed read (told as such) or a ConfigMap gone
+    keeps the window."""
+    fixed = LiveBooks(fake_kube.api_client(), window=7.0)
+    assert fixed.read_window() == 7.0
+    assert fake_kube.requests.find("GET", "configmaps") == []
+
+    live = LiveBooks(fake_kube.api_client())
+    assert (live.read_window(), live.cooldown, live.books.window) == (90.0, 60.0, 90.0)
+    fake_kube.create(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "amazon-vpc-cni", "namespace": "kube-system"},
+            "data": {"branch-eni-cooldown": "45"},
+        }
+    )
+    assert (live.read_window(), live.cooldown, live.books.window) == (75.0, 45.0, 75.0)
+    fake_kube.faults.fail(500, method="GET", path="configmaps")
+    caplog.clear()
+    assert (live.read_window(), live.cooldown, live.books.window) == (75.0, 45.0, 75.0)
+    assert [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "controller.books"] == [
+        ("WARNING", "reading the VPC CNI ConfigMap failed, keeping the window")
+    ]
+    fake_kube.delete("ConfigMap", "amazon-vpc-cni", "kube-system")
+    assert (live.read_window(), live.cooldown, live.books.window) == (75.0, 45.0, 75.0)
