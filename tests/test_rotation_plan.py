@@ -59,6 +59,12 @@ def public(key: Any) -> bytes:
     )
 
 
+def public_of(cert: x509.Certificate) -> bytes:
+    return cert.public_key().public_bytes(
+        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+
+
 def ca(at: datetime = START, valid_for: timedelta = CA_DAYS) -> tuple[x509.Certificate, Any]:
     return material.make_ca(valid_for=valid_for, now=at)
 
@@ -142,6 +148,7 @@ def test_a_missing_ca_is_created_with_the_reason_it_was_unusable() -> None:
         assert decision == RotationDecision(reason)
         assert decision.changed
         assert made.bundle == (made.cert,)
+        assert public(made.key) == public_of(made.cert)
         assert (material.not_before(made.cert), material.not_after(made.cert)) == (
             START - timedelta(minutes=5),
             CA_END,
@@ -168,6 +175,7 @@ def test_a_ca_is_kept_until_two_thirds_of_its_life_then_rotated_keeping_the_old_
         "the old one is trusted until 2030-01-04T00:00:00+00:00)"
     )
     assert rotated.cert not in (stored.cert, live_old)
+    assert public(rotated.key) == public_of(rotated.cert)
     assert rotated.bundle == (rotated.cert, stored.cert, live_old)
     assert (material.not_before(rotated.cert), material.not_after(rotated.cert)) == (
         CA_RENEW - timedelta(minutes=5),
@@ -183,6 +191,7 @@ def test_an_expired_ca_is_replaced_and_not_trusted_any_more() -> None:
     assert decision == RotationDecision("issued a new CA (the stored one has expired)")
     assert replaced.bundle == (replaced.cert,)
     assert replaced.cert != stored.cert
+    assert public(replaced.key) == public_of(replaced.cert)
     assert material.not_after(replaced.cert) == CA_END + CA_DAYS
 
     rotated, decision = plan_authority(stored, "", SETTINGS, CA_END - SECOND)
@@ -270,9 +279,7 @@ def test_plan_serving_keeps_a_fine_certificate_and_reissues_any_other() -> None:
             at + LEAF_DAY,
         )
         assert serving_problem(made, issuer, NAMES, at) == ""
-        assert public(made.key) == made.cert.public_key().public_bytes(
-            serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
-        )
+        assert public(made.key) == public_of(made.cert)
 
 
 def test_a_new_serving_certificate_never_outlives_its_ca() -> None:
