@@ -304,3 +304,199 @@ def test_the_window_follows_the_configmap_and_is_kept_through_errors(
     ]
     fake_kube.delete("ConfigMap", "amazon-vpc-cni", "kube-system")
     assert (live.read_window(), live.cooldown, live.books.window) == (75.0, 45.0, 75.0)
+
+
+POD_ENI = "vpc.amazonaws.com/pod-eni"
+GUARDED_SPEC: dict[str, Any] = {
+    "containers": [
+        {"name": "main", "image": "app", "resources": {"requests": {"cpu": "100m"}, "limits": {POD_ENI: "1"}}}
+    ],
+    "affinity": {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": EXHAUSTED_LABEL, "operator": "DoesNotExist"}]}
+                ]
+            }
+        }
+    },
+}
+LIFT = (
+    "every ready node of ng carries fitguard.io/branch-eni-exhausted (branch ENIs held) and 1 guarded pods "
+    "pend on it: the guard steps aside (label lifted from the group's nodes) so that cluster-autoscaler, "
+    "which copies a ready node's labels into the group's template, can scale it up; with --scaling=on "
+    "fitguard would scale the group itself and keep the label"
+)
+HELD_GUARD = "1 held by finished or deleted pods of 2 branch ENIs; the scheduler sees 1 free, 0 are"
+
+
+def guard_node(name: str, *, unschedulable: bool = False) -> dict[str, Any]:
+    """A labelled m5.large of group ng with two branch ENIs and room for the guarded pod otherwise."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": {
+                "node.kubernetes.io/instance-type": "m5.large",
+                "eks.amazonaws.com/nodegroup": "ng",
+                EXHAUSTED_LABEL: "true",
+            },
+        },
+        "spec": {"unschedulable": True} if unschedulable else {},
+        "status": {
+            "allocatable": {"cpu": "1930m", "memory": "7220Mi", "pods": "29", POD_ENI: "2"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+
+
+def bound(name: str, on: str, *, finished: bool = False) -> dict[str, Any]:
+    status: dict[str, Any] = {"phase": "Running"}
+    if finished:
+        terminated = {"exitCode": 0, "finishedAt": rfc3339(BASE - 5)}
+        status = {
+            "phase": "Succeeded",
+            "containerStatuses": [{"name": "main", "state": {"terminated": terminated}}],
+        }
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": "apps",
+            "annotations": {POD_ENI: json.dumps([{"eniId": name}])},
+        },
+        "spec": {**GUARDED_SPEC, "nodeName": on},
+        "status": status,
+    }
+
+
+def pending(name: str = "web-new") -> dict[str, Any]:
+    """A guarded pod the scheduler refused for node affinity (fitguard's label)."""
+    condition = {
+        "type": "PodScheduled",
+        "status": "False",
+        "reason": "Unschedulable",
+        "message": "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector.",
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "apps", "uid": f"uid-{name}"},
+        "spec": GUARDED_SPEC,
+        "status": {"phase": "Pending", "conditions": [condition]},
+    }
+
+
+def held_group() -> list[dict[str, Any]]:
+    return [
+        bound("fa", "a", finished=True),
+        bound("ra", "a"),
+        bound("fb", "b", finished=True),
+        bound("rb", "b"),
+    ]
+
+
+def test_the_guard_steps_aside_after_its_grace_and_comes_back_when_the_pod_leaves() -> None:
+    """Both nodes of a group held and labelled, a guarded pod pending on it: within the grace the
+    labels stay; at its end both labels are lifted with the guard's note as reason, the pod and both
+    nodes are told, the lift is counted; once the pod is gone the nodes are told the guard is back."""
+    clock = Clock()
+    live, recorder = dry_books(clock, guard_grace=10.0)
+    live.nodes.replace([guard_node("a"), guard_node("b")])
+    live.pods.replace([*held_group(), pending()])
+    assert live.reconcile(BASE) == []
+    assert live.guard_json()["groups"] == {
+        "ng": {
+            "state": "grace",
+            "reason": "every ready node is labelled and 1 guarded pods pend on it: grace period",
+            "nodes": ["a", "b"],
+            "pods": ["apps/web-new"],
+            "since": BASE,
+        }
+    }
+    assert live.reconcile(BASE + 9.9) == []
+    recorder.recent.clear()
+
+    assert live.reconcile(BASE + 10) == [
+        BooksDecision("label-removed", "a", f"guard lifted for ng: {LIFT}"),
+        BooksDecision("label-removed", "b", f"guard lifted for ng: {LIFT}"),
+    ]
+    pod_ref = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "name": "web-new",
+        "namespace": "apps",
+        "uid": "uid-web-new",
+    }
+    assert events(recorder) == [
+        ("Normal", "BranchENIGuardSteppedAside", LIFT, pod_ref),
+        ("Normal", "BranchENIGuardSteppedAside", LIFT, node_ref("a")),
+        ("Normal", "BranchENIGuardSteppedAside", LIFT, node_ref("b")),
+    ]
+    assert (
+        live.registry.get_sample_value("fitguard_branch_eni_guard_lifts_total", {"node_group": "ng"}) == 1.0
+    )
+    assert live.guard_json() == {
+        "graceSeconds": 10.0,
+        "groups": {
+            "ng": {
+                "state": "lifted",
+                "reason": LIFT,
+                "nodes": ["a", "b"],
+                "pods": ["apps/web-new"],
+                "since": BASE + 10,
+            }
+        },
+        "nodes": {name: {"labelled": False, "reason": f"guard lifted for ng: {LIFT}"} for name in ("a", "b")},
+    }
+
+    recorder.recent.clear()
+    live.pods.apply("DELETED", pending())
+    live.reconcile(BASE + 11)
+    back = (
+        "the exhausted-node guard applies again to ng: every ready node is labelled; "
+        "no guarded pod is pending for node affinity on it"
+    )
+    assert events(recorder) == [
+        ("Normal", "BranchENIGuardRestored", back, node_ref("a")),
+        ("Normal", "BranchENIGuardRestored", back, node_ref("b")),
+    ]
+
+
+def test_a_pod_that_is_bound_or_a_cordoned_node_changes_what_the_guard_sees() -> None:
+    """A pending pod that gets bound is no longer pending for the guard; a cordoned node with free
+    branch ENIs is no candidate, so a group whose only other node is held is blind."""
+    clock = Clock()
+    live, _ = dry_books(clock, guard_grace=10.0)
+    live.nodes.replace([guard_node("a"), guard_node("b")])
+    live.pods.replace([*held_group(), pending()])
+    live.reconcile(BASE)
+    assert live.guard_json()["groups"]["ng"]["pods"] == ["apps/web-new"]
+    live.pods.apply("MODIFIED", {**pending(), "spec": {**GUARDED_SPEC, "nodeName": "a"}})
+    live.reconcile(BASE + 1)
+    assert live.guard_json()["groups"]["ng"]["pods"] == []
+
+    cordoned, _ = dry_books(clock, guard_grace=10.0)
+    cordoned.nodes.replace([guard_node("a"), guard_node("b")])
+    cordoned.pods.replace([bound("fa", "a", finished=True), bound("ra", "a"), pending()])
+    cordoned.reconcile(BASE)
+    assert cordoned.guard_json()["groups"]["ng"]["state"] == "clear"
+    cordoned.nodes.apply("MODIFIED", guard_node("b", unschedulable=True))
+    cordoned.reconcile(BASE + 1)
+    assert cordoned.guard_json()["groups"]["ng"]["state"] == "grace"
+
+
+def test_a_deleted_node_leaves_the_books_and_its_write_is_forgotten() -> None:
+    """A node deleted from the watch is no longer in the summary; back under the same name, it is
+    labelled at once (the write made before it went is not remembered)."""
+    clock = Clock()
+    live, _ = dry_books(clock)
+    live.nodes.replace([node("a")])
+    live.pods.replace([pod("j1", "a", phase="Succeeded", finished=BASE - 5), pod("w1", "a"), pod("w2", "a")])
+    assert live.reconcile(BASE) == [BooksDecision("label-set", "a", HELD_A)]
+    live.nodes.apply("DELETED", node("a"))
+    assert [row.name for row in live.snapshot(BASE + 1)] == []
+    live.nodes.apply("ADDED", node("a"))
+    assert live.reconcile(BASE + 2) == [BooksDecision("label-set", "a", HELD_A)]
