@@ -8,6 +8,7 @@ write. tests/test_books_live.py drives the same code through real reflectors."""
 from __future__ import annotations
 
 import json
+import threading
 from datetime import UTC, datetime
 from typing import Any
 
@@ -16,6 +17,7 @@ import pytest
 from capacity.names import EXHAUSTED_LABEL
 from controller.books import BooksDecision, LiveBooks
 from kube.events import EventRecorder
+from tests.waiting import eventually
 
 BASE = 1_714_564_800.0  # 2024-05-01T12:00:00Z
 HELD_A = "1 of 3 branch ENIs are held by finished pods j1; the scheduler sees 1 free, 0 are"
@@ -500,3 +502,31 @@ def test_a_deleted_node_leaves_the_books_and_its_write_is_forgotten() -> None:
     assert [row.name for row in live.snapshot(BASE + 1)] == []
     live.nodes.apply("ADDED", node("a"))
     assert live.reconcile(BASE + 2) == [BooksDecision("label-set", "a", HELD_A)]
+
+
+def test_the_loop_passes_until_stopped_survives_a_failed_pass_and_rereads_the_window(fake_kube: Any) -> None:
+    """run(): a pass that raises (the leadership check failing once) does not end the loop; the next
+    passes label and tell as usual, the window is read from the API at each refresh, and setting
+    `stop` ends the loop."""
+    clock = Clock()
+    recorder = EventRecorder(None, "books-test", clock=clock)
+    calls = []
+
+    def leader() -> bool:
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("leadership unknown")
+        return True
+
+    live = LiveBooks(fake_kube.api_client(), clock=clock, recorder=recorder, dry_run=True, is_leader=leader)
+    live.nodes.replace([node("a")])
+    live.pods.replace([pod("j1", "a", phase="Succeeded", finished=BASE - 5), pod("w1", "a"), pod("w2", "a")])
+    stop = threading.Event()
+    loop = threading.Thread(target=live.run, args=(stop, 0.01, 0.0), daemon=True)
+    loop.start()
+    eventually(lambda: len(calls) >= 3, "passes after the failed one")
+    eventually(lambda: len(fake_kube.requests.find("GET", "configmaps")) >= 2, "the window re-read")
+    stop.set()
+    loop.join(30.0)
+    assert not loop.is_alive()
+    assert events(recorder) == [("Warning", "BranchENIsHeld", HELD_A, node_ref("a"))]
