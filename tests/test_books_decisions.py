@@ -208,8 +208,8 @@ def test_the_held_warning_is_told_once_and_the_release_once() -> None:
     live.reconcile(BASE)
     live.reconcile(BASE + 1)
     live.nodes.apply("MODIFIED", node("a", exhausted=True))
-    clock.now = BASE + 40
-    assert live.reconcile() == [BooksDecision("label-removed", "a", "1 of 3 branch ENIs are free")]
+    # the pass's own time, not the clock's, decides what the books hold
+    assert live.reconcile(BASE + 40) == [BooksDecision("label-removed", "a", "1 of 3 branch ENIs are free")]
     live.reconcile(BASE + 41)
     assert events(recorder) == [
         ("Warning", "BranchENIsHeld", HELD_A, node_ref("a")),
@@ -217,9 +217,10 @@ def test_the_held_warning_is_told_once_and_the_release_once() -> None:
     ]
 
 
-def test_a_pod_waiting_for_its_branch_eni_is_told_once_per_wait() -> None:
+def test_a_pod_waiting_for_its_branch_eni_is_told_once_per_wait(caplog: pytest.LogCaptureFixture) -> None:
     """A running pod bound two minutes ago without its branch ENI gets one WaitingForBranchENI warning
-    (on the pod, with its uid), not one per pass."""
+    (on the pod, with its uid), not one per pass; the event is also logged with its fields."""
+    caplog.set_level("INFO", logger="controller.books")
     clock = Clock()
     live, recorder = dry_books(clock, waiting_grace=20.0)
     live.nodes.replace([node("a", 1)])
@@ -232,6 +233,12 @@ def test_a_pod_waiting_for_its_branch_eni_is_told_once_per_wait() -> None:
         "all 1 are in use by running pods; it waits until one of them ends"
     )
     assert events(recorder) == [("Warning", "WaitingForBranchENI", note, pod_ref)]
+    logged = [
+        r.__dict__ for r in caplog.records if r.name == "controller.books" and r.getMessage() == "event"
+    ]
+    assert [(r["kind"], r["object"], r["reason"], r["note"]) for r in logged] == [
+        ("Pod", "w1", "WaitingForBranchENI", note)
+    ]
 
 
 def test_label_writes_reach_the_api_server_and_a_refused_write_is_reported(fake_kube: Any) -> None:
