@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from datetime import UTC, datetime
 from typing import Any
 
@@ -120,6 +121,21 @@ def test_the_books_wait_for_both_first_lists_and_act_only_then() -> None:
     unsynced.nodes.replace([node("a", exhausted=True)])
     assert unsynced.reconcile() == []
     assert events(unsynced_events) == []
+
+
+def test_a_pass_observes_its_own_duration() -> None:
+    """Each pass adds one observation to the reconcile duration histogram, no longer than the call
+    as the test measured it around the pass (and not negative)."""
+    clock = Clock()
+    live, _ = dry_books(clock)
+    live.nodes.replace([node("a")])
+    live.pods.replace([pod("w1", "a")])
+    before = time.monotonic()
+    live.reconcile(BASE)
+    elapsed = time.monotonic() - before
+    name = "fitguard_branch_eni_reconcile_duration_seconds"
+    assert live.registry.get_sample_value(f"{name}_count") == 1.0
+    assert 0.0 <= (live.registry.get_sample_value(f"{name}_sum") or 0.0) <= elapsed
 
 
 def test_a_pass_labels_a_held_node_and_removes_a_label_that_means_nothing() -> None:
@@ -474,6 +490,19 @@ def test_the_guard_steps_aside_after_its_grace_and_comes_back_when_the_pod_leave
     ]
 
 
+def test_a_group_fitguard_scales_keeps_its_labels_after_the_grace() -> None:
+    """With the group covered by fitguard's own scaling, the guard keeps the labels at the end of the
+    grace (the group is being scaled), and nobody is told the guard stepped aside."""
+    clock = Clock()
+    live, recorder = dry_books(clock, guard_grace=10.0, scaled_groups=lambda: frozenset({"ng"}))
+    live.nodes.replace([guard_node("a"), guard_node("b")])
+    live.pods.replace([*held_group(), pending()])
+    live.reconcile(BASE)
+    assert live.reconcile(BASE + 10) == []
+    assert live.guard_json()["groups"]["ng"]["state"] == "scaling"
+    assert [reason for _, reason, _, _ in events(recorder)] == ["BranchENIsHeld", "BranchENIsHeld"]
+
+
 def test_a_pod_that_is_bound_or_a_cordoned_node_changes_what_the_guard_sees() -> None:
     """A pending pod that gets bound is no longer pending for the guard; a cordoned node with free
     branch ENIs is no candidate, so a group whose only other node is held is blind."""
@@ -511,10 +540,12 @@ def test_a_deleted_node_leaves_the_books_and_its_write_is_forgotten() -> None:
     assert live.reconcile(BASE + 2) == [BooksDecision("label-set", "a", HELD_A)]
 
 
-def test_the_loop_passes_until_stopped_survives_a_failed_pass_and_rereads_the_window(fake_kube: Any) -> None:
-    """run(): a pass that raises (the leadership check failing once) does not end the loop; the next
-    passes label and tell as usual, the window is read from the API at each refresh, and setting
-    `stop` ends the loop."""
+def test_the_loop_passes_until_stopped_survives_a_failed_pass_and_rereads_the_window(
+    fake_kube: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """run(): a pass that raises (the leadership check failing once) is logged and does not end the
+    loop; the next passes label and tell as usual, the window is read from the API at each refresh
+    (and not before the refresh period), and setting `stop` ends the loop."""
     clock = Clock()
     recorder = EventRecorder(None, "books-test", clock=clock)
     calls = []
@@ -537,3 +568,18 @@ def test_the_loop_passes_until_stopped_survives_a_failed_pass_and_rereads_the_wi
     loop.join(30.0)
     assert not loop.is_alive()
     assert events(recorder) == [("Warning", "BranchENIsHeld", HELD_A, node_ref("a"))]
+    failures = [r for r in caplog.records if r.name == "controller.books" and r.levelname == "ERROR"]
+    assert [(r.getMessage(), str(r.exc_info[1]) if r.exc_info else "") for r in failures] == [
+        ("branch ENI reconcile failed", "leadership unknown")
+    ]
+
+    # a refresh period longer than the test: passes go on, the window is not read again
+    reads = len(fake_kube.requests.find("GET", "configmaps"))
+    passes = len(calls)
+    stop = threading.Event()
+    loop = threading.Thread(target=live.run, args=(stop, 0.01, 1e9), daemon=True)
+    loop.start()
+    eventually(lambda: len(calls) >= passes + 3, "three more passes")
+    stop.set()
+    loop.join(30.0)
+    assert len(fake_kube.requests.find("GET", "configmaps")) == reads
