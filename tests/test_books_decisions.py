@@ -191,9 +191,10 @@ def test_a_written_label_is_not_rewritten_until_the_watch_shows_it_or_rewrite_af
     assert live.reconcile(BASE + 62) == [BooksDecision("label-set", "a", HELD_A)]
 
 
-def test_label_writes_beyond_the_rate_are_deferred() -> None:
+def test_label_writes_beyond_the_rate_are_deferred(caplog: pytest.LogCaptureFixture) -> None:
     """With a burst of one write and a rate of one per 1000 s, the second node's write in the same
-    pass is deferred for the rate limit, and stays deferred a second later."""
+    pass is deferred for the rate limit (and logged so), and stays deferred a second later."""
+    caplog.set_level("INFO", logger="controller.books")
     clock = Clock()
     live, _ = dry_books(clock, label_rate=0.001, label_burst=1.0)
     live.nodes.replace([node("a"), node("b")])
@@ -212,6 +213,11 @@ def test_label_writes_beyond_the_rate_are_deferred() -> None:
         BooksDecision("label-deferred", "b", "rate limit"),
     ]
     assert live.reconcile(BASE + 1) == [BooksDecision("label-deferred", "b", "rate limit")]
+    deferred = [r.__dict__ for r in caplog.records if r.getMessage() == "label write deferred"]
+    assert [(r["name"], r["node"], r["exhausted"], r["why"]) for r in deferred] == [
+        ("controller.books", "b", True, "rate limit"),
+        ("controller.books", "b", True, "rate limit"),
+    ]
 
 
 def test_the_held_warning_is_told_once_and_the_release_once() -> None:
@@ -423,10 +429,13 @@ def held_group() -> list[dict[str, Any]]:
     ]
 
 
-def test_the_guard_steps_aside_after_its_grace_and_comes_back_when_the_pod_leaves() -> None:
+def test_the_guard_steps_aside_after_its_grace_and_comes_back_when_the_pod_leaves(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     """Both nodes of a group held and labelled, a guarded pod pending on it: within the grace the
     labels stay; at its end both labels are lifted with the guard's note as reason, the pod and both
-    nodes are told, the lift is counted; once the pod is gone the nodes are told the guard is back."""
+    nodes are told, the lift is counted and logged; once the pod is gone the nodes are told the guard
+    is back."""
     clock = Clock()
     live, recorder = dry_books(clock, guard_grace=10.0)
     live.nodes.replace([guard_node("a"), guard_node("b")])
@@ -463,6 +472,10 @@ def test_the_guard_steps_aside_after_its_grace_and_comes_back_when_the_pod_leave
     assert (
         live.registry.get_sample_value("fitguard_branch_eni_guard_lifts_total", {"node_group": "ng"}) == 1.0
     )
+    lifted = [r.__dict__ for r in caplog.records if r.getMessage() == "guard lifted"]
+    assert [(r["name"], r["levelname"], r["node_group"], r["reason"]) for r in lifted] == [
+        ("controller.books", "WARNING", "ng", LIFT)
+    ]
     assert live.guard_json() == {
         "graceSeconds": 10.0,
         "groups": {
