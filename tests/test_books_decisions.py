@@ -225,8 +225,17 @@ def test_the_held_warning_is_told_once_and_the_release_once() -> None:
     goes and one BranchENIsReleased says how many are free; a later pass tells nothing new."""
     clock = Clock()
     live, recorder = dry_books(clock, window=40.0)
-    live.nodes.replace([node("a")])
-    live.pods.replace([pod("j1", "a", phase="Succeeded", finished=BASE - 5), pod("w1", "a"), pod("w2", "a")])
+    # node c holds one ENI too, but one of its three is still free: neither held nor labelled
+    live.nodes.replace([node("a"), node("c")])
+    live.pods.replace(
+        [
+            pod("j1", "a", phase="Succeeded", finished=BASE - 5),
+            pod("w1", "a"),
+            pod("w2", "a"),
+            pod("j3", "c", phase="Succeeded", finished=BASE - 5),
+            pod("w3", "c"),
+        ]
+    )
     live.reconcile(BASE)
     live.reconcile(BASE + 1)
     live.nodes.apply("MODIFIED", node("a", exhausted=True))
@@ -263,9 +272,13 @@ def test_a_pod_waiting_for_its_branch_eni_is_told_once_per_wait(caplog: pytest.L
     ]
 
 
-def test_label_writes_reach_the_api_server_and_a_refused_write_is_reported(fake_kube: Any) -> None:
+def test_label_writes_reach_the_api_server_and_a_refused_write_is_reported(
+    fake_kube: Any, caplog: pytest.LogCaptureFixture
+) -> None:
     """Not in dry run, the label is set on the node through the API; a node the server does not know
-    gets a label-failed decision with the server's answer, and no write is remembered for it."""
+    gets a label-failed decision with the server's answer, and no write is remembered for it. Each
+    write and failure is logged with its fields."""
+    caplog.set_level("INFO", logger="controller.books")
     fake_kube.create(node("a"))
     clock = Clock()
     live = LiveBooks(fake_kube.api_client(), window=1000.0, clock=clock)
@@ -283,6 +296,30 @@ def test_label_writes_reach_the_api_server_and_a_refused_write_is_reported(fake_
     assert live.reconcile(BASE) == [
         BooksDecision("label-set", "a", HELD_A),
         BooksDecision("label-failed", "gone", '404 NotFound: nodes "gone" not found'),
+    ]
+    logged = [r.__dict__ for r in caplog.records if r.getMessage() in ("label-set", "label write failed")]
+    assert [
+        {k: r.get(k) for k in ("msg", "levelname", "node", "node_group", "exhausted", "reason", "error")}
+        for r in logged
+    ] == [
+        {
+            "msg": "label-set",
+            "levelname": "INFO",
+            "node": "a",
+            "node_group": "ng",
+            "exhausted": None,
+            "reason": HELD_A,
+            "error": None,
+        },
+        {
+            "msg": "label write failed",
+            "levelname": "WARNING",
+            "node": "gone",
+            "node_group": None,
+            "exhausted": True,
+            "reason": None,
+            "error": '404 NotFound: nodes "gone" not found',
+        },
     ]
     assert fake_kube.get("Node", "a")["metadata"]["labels"] == {
         "node.kubernetes.io/instance-type": "m5.large",
