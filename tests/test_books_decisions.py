@@ -8,6 +8,7 @@ write. tests/test_books_live.py drives the same code through real reflectors."""
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from datetime import UTC, datetime
@@ -347,8 +348,9 @@ def test_the_window_follows_the_configmap_and_is_kept_through_errors(
     fake_kube: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A fixed window is used without reading the API; otherwise the ConfigMap's cooldown plus the
-    processing period (default 60 + 30 without it); a failed read (told as such) or a ConfigMap gone
-    keeps the window."""
+    processing period (default 60 + 30 without it); a failed read or a ConfigMap gone keeps the
+    window; each step is logged with its fields."""
+    caplog.set_level("INFO", logger="controller.books")
     fixed = LiveBooks(fake_kube.api_client(), window=7.0)
     assert fixed.read_window() == 7.0
     assert fake_kube.requests.find("GET", "configmaps") == []
@@ -365,13 +367,31 @@ def test_the_window_follows_the_configmap_and_is_kept_through_errors(
     )
     assert (live.read_window(), live.cooldown, live.books.window) == (75.0, 45.0, 75.0)
     fake_kube.faults.fail(500, method="GET", path="configmaps")
-    caplog.clear()
     assert (live.read_window(), live.cooldown, live.books.window) == (75.0, 45.0, 75.0)
-    assert [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "controller.books"] == [
-        ("WARNING", "reading the VPC CNI ConfigMap failed, keeping the window")
-    ]
     fake_kube.delete("ConfigMap", "amazon-vpc-cni", "kube-system")
     assert (live.read_window(), live.cooldown, live.books.window) == (75.0, 45.0, 75.0)
+    # the window is told when first read and when it changes, not when kept
+    assert logged(caplog) == [
+        ("INFO", "branch-eni-cooldown absent or unreadable", {"value": None, "keeping": None}),
+        ("INFO", "branch ENI release window", {"window_seconds": 90.0, "cooldown_seconds": 60.0}),
+        ("INFO", "branch ENI release window", {"window_seconds": 75.0, "cooldown_seconds": 45.0}),
+        (
+            "WARNING",
+            "reading the VPC CNI ConfigMap failed, keeping the window",
+            {"error": "500 InternalError: Internal error injected by the test"},
+        ),
+        ("INFO", "branch-eni-cooldown absent or unreadable", {"value": None, "keeping": 45.0}),
+    ]
+
+
+def logged(caplog: pytest.LogCaptureFixture) -> list[tuple[str, str, dict[str, Any]]]:
+    """controller.books's log records: level, message and the fields given as `extra`."""
+    standard = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
+    return [
+        (r.levelname, r.getMessage(), {k: v for k, v in vars(r).items() if k not in standard})
+        for r in caplog.records
+        if r.name == "controller.books"
+    ]
 
 
 POD_ENI = "vpc.amazonaws.com/pod-eni"
