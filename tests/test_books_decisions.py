@@ -653,3 +653,27 @@ def test_the_loop_passes_until_stopped_survives_a_failed_pass_and_rereads_the_wi
     stop.set()
     loop.join(30.0)
     assert len(fake_kube.requests.find("GET", "configmaps")) == reads
+
+
+def test_start_lists_pods_and_nodes_in_pages_of_the_given_size_on_named_threads(
+    fake_kube: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """start(page_size=2): the first list of each kind asks for pages of two (from the watch cache,
+    resourceVersion 0); the reflectors run on threads named books-nodes and books-pods; the books
+    are complete once synced."""
+    monkeypatch.setenv("KUBE_FEATURE_WatchListClient", "false")  # paged lists, as tests/test_books_live.py
+    for name in ("a", "b", "c"):
+        fake_kube.create(node(name))
+        fake_kube.create(pod(f"w-{name}", name))
+    live = LiveBooks(fake_kube.api_client(), window=1000.0, dry_run=True)
+    live.start(page_size=2)
+    try:
+        assert live.wait_synced(30.0)
+        threads = {thread.name for thread in threading.enumerate()}
+        assert {"books-nodes", "books-pods"} <= threads
+        for path in ("/api/v1/nodes", "/api/v1/pods"):
+            lists = [r.query for r in fake_kube.requests.find("GET", path, watch=False) if r.path == path]
+            assert lists == [{"resourceVersion": "0", "limit": "2"}]
+        assert sorted((row.name, row.in_use) for row in live.snapshot()) == [("a", 1), ("b", 1), ("c", 1)]
+    finally:
+        live.stop()
