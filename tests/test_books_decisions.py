@@ -586,6 +586,12 @@ def test_a_pod_that_is_bound_or_a_cordoned_node_changes_what_the_guard_sees() ->
     live.reconcile(BASE + 1)
     assert live.guard_json()["groups"]["ng"]["pods"] == []
 
+    two, _ = dry_books(clock, guard_grace=10.0)
+    two.nodes.replace([guard_node("a"), guard_node("b")])
+    two.pods.replace([*held_group(), pending("web-1"), pending("web-2")])
+    two.reconcile(BASE)
+    assert two.guard_json()["groups"]["ng"]["pods"] == ["apps/web-1", "apps/web-2"]
+
     cordoned, _ = dry_books(clock, guard_grace=10.0)
     cordoned.nodes.replace([guard_node("a"), guard_node("b")])
     cordoned.pods.replace([bound("fa", "a", finished=True), bound("ra", "a"), pending()])
@@ -659,8 +665,8 @@ def test_start_lists_pods_and_nodes_in_pages_of_the_given_size_on_named_threads(
     fake_kube: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """start(page_size=2): the first list of each kind asks for pages of two (from the watch cache,
-    resourceVersion 0); the reflectors run on threads named books-nodes and books-pods; the books
-    are complete once synced."""
+    resourceVersion 0), 500 by default; the reflectors run on threads named books-nodes and
+    books-pods; the books are complete once synced."""
     monkeypatch.setenv("KUBE_FEATURE_WatchListClient", "false")  # paged lists, as tests/test_books_live.py
     for name in ("a", "b", "c"):
         fake_kube.create(node(name))
@@ -677,3 +683,11 @@ def test_start_lists_pods_and_nodes_in_pages_of_the_given_size_on_named_threads(
         assert sorted((row.name, row.in_use) for row in live.snapshot()) == [("a", 1), ("b", 1), ("c", 1)]
     finally:
         live.stop()
+    fake_kube.requests.clear()
+    default = LiveBooks(fake_kube.api_client(), window=1000.0, dry_run=True).start()
+    try:
+        assert default.wait_synced(30.0)
+        lists = [r.query for r in fake_kube.requests.find("GET", "/api/v1/pods", watch=False)]
+        assert lists == [{"resourceVersion": "0", "limit": "500"}]
+    finally:
+        default.stop()
