@@ -691,3 +691,15 @@ def test_start_lists_pods_and_nodes_in_pages_of_the_given_size_on_named_threads(
         assert lists == [{"resourceVersion": "0", "limit": "500"}]
     finally:
         default.stop()
+
+
+@pytest.mark.parametrize(("release", "held"), [("cooldown", (0, 1, ())), ("on-delete", (1, 0, ("j1",)))])
+def test_the_release_model_reaches_the_books(release: str, held: tuple[int, int, tuple[str, ...]]) -> None:
+    """A pod finished 105 s before a 40 s window ends: released under the cooldown model, still held
+    (by that pod, nothing free) under on-delete until the pod is deleted."""
+    clock = Clock()
+    live, _ = dry_books(clock, window=40.0, release=release)
+    live.nodes.replace([node("a")])
+    live.pods.replace([pod("j1", "a", phase="Succeeded", finished=BASE - 5), pod("w1", "a"), pod("w2", "a")])
+    [row] = live.snapshot(BASE + 100)
+    assert (row.held, row.true_free, tuple(row.held_by)) == held
