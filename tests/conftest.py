@@ -36,3 +36,12 @@ def _root_logging_restored() -> Iterator[None]:
     yield
     root.handlers[:] = handlers
     root.setLevel(level)
+
+
+@pytest.fixture
+def paged_lists(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Caches read with paged lists, through client-go's switch (KUBE_FEATURE_WatchListClient): for
+    tests that count, or arm faults on, the list requests of the paged path (a page held, page two
+    failing, a 429 on a list, the relist after a 410). The same guarantees of streamed lists are
+    tests/test_kube_reflector_stream.py's."""
+    monkeypatch.setenv("KUBE_FEATURE_WatchListClient", "false")

@@ -25,7 +25,7 @@ from kube.statefile import load_state
 from kube.store import Store
 from tests.bench.admission import split_cpus, spread
 from webhook.app import Admission, create_app, load_json
-from webhook.cluster import from_objects
+from webhook.cluster import ClusterView, from_objects
 from webhook.memo import RefusalMemo
 from webhook.mutate import apply_patch_shared
 from webhook.review import WebhookOptions
@@ -161,23 +161,34 @@ class CountingStore(Store[NodeGroupTemplate]):
         return super().items(namespace)
 
 
-def test_templates_are_listed_once_on_a_miss_and_not_at_all_on_a_hit() -> None:
-    """A shape the memo knows is answered without listing the templates; a new shape lists them
-    once, and both questions (refusals, then autoscaler memory) read that one listing."""
+def counting_view() -> tuple[ClusterView, CountingStore]:
+    """The bundled cluster, its templates in a store that counts how often it is listed."""
     view = from_objects(copy.deepcopy(OBJECTS))
     store = CountingStore("NodeGroupTemplate", NodeGroupTemplate.from_object)
     store.replace([o for o in copy.deepcopy(OBJECTS) if o["kind"] == "NodeGroupTemplate"])
     view.templates = store
-    pod = {
+    return view, store
+
+
+def pod_request(cpu: str) -> dict[str, Any]:
+    """The admission request of a one-container pod asking for `cpu`."""
+    return {
         "uid": "u",
         "kind": {"group": "", "version": "v1", "kind": "Pod"},
         "operation": "CREATE",
         "namespace": "default",
         "object": {
             "metadata": {"name": "p", "namespace": "default"},
-            "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "100m"}}}]},
+            "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]},
         },
     }
+
+
+def test_templates_are_listed_once_on_a_miss_and_not_at_all_on_a_hit() -> None:
+    """A shape the memo knows is answered without listing the templates; a new shape lists them
+    once, and both questions (refusals, then autoscaler memory) read that one listing."""
+    view, store = counting_view()
+    pod = pod_request("100m")
     config = WebhookOptions()
     first = review(pod, view, config)
     assert store.listed == 1
@@ -368,20 +379,8 @@ def test_each_answer_is_timed_under_its_own_webhook_and_none_stays_in_flight() -
 def test_a_denied_pod_reviewed_again_is_answered_from_the_memo_with_the_same_text() -> None:
     """A pod no group serves, reviewed twice in one generation: the templates are listed once and
     both answers are the same denial; the memo keeps its verdicts and its text in that generation."""
-    view = from_objects(copy.deepcopy(OBJECTS))
-    store = CountingStore("NodeGroupTemplate", NodeGroupTemplate.from_object)
-    store.replace([o for o in copy.deepcopy(OBJECTS) if o["kind"] == "NodeGroupTemplate"])
-    view.templates = store
-    pod = {
-        "uid": "u",
-        "kind": {"group": "", "version": "v1", "kind": "Pod"},
-        "operation": "CREATE",
-        "namespace": "default",
-        "object": {
-            "metadata": {"name": "p", "namespace": "default"},
-            "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "300"}}}]},
-        },
-    }
+    view, store = counting_view()
+    pod = pod_request("300")
     config = WebhookOptions(mode="enforce")
     first = review(pod, view, config)
     assert first.allowed is False

@@ -22,13 +22,7 @@ BASE = 1_714_564_800.0
 Obj = dict[str, Any]  # the fake clock's start: 2024-05-01T12:00:00Z
 
 
-@pytest.fixture(autouse=True)
-def paged_lists(monkeypatch: pytest.MonkeyPatch) -> None:
-    """These tests count, or arm faults on, the list requests of the paged path (a page held, page
-    two failing, a 429 on a list, the relist after a 410), so their caches read with paged lists,
-    through client-go's switch;
-    the same guarantees of streamed lists are tests/test_kube_reflector_stream.py's."""
-    monkeypatch.setenv("KUBE_FEATURE_WatchListClient", "false")
+pytestmark = pytest.mark.usefixtures("paged_lists")  # tests/conftest.py says why
 
 
 class Clock:

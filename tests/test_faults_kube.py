@@ -35,13 +35,7 @@ HANG = 60.0
 # -- the webhook's view --------------------------------------------------------------------------
 
 
-@pytest.fixture(autouse=True)
-def paged_lists(monkeypatch: pytest.MonkeyPatch) -> None:
-    """These tests count, or arm faults on, the list requests of the paged path (a page held, page
-    two failing, a 429 on a list, the relist after a 410), so their caches read with paged lists,
-    through client-go's switch;
-    the same guarantees of streamed lists are tests/test_kube_reflector_stream.py's."""
-    monkeypatch.setenv("KUBE_FEATURE_WatchListClient", "false")
+pytestmark = pytest.mark.usefixtures("paged_lists")  # tests/conftest.py says why
 
 
 def policy(name: str, app: str, group: str) -> dict[str, Any]:
