@@ -17,7 +17,6 @@ The schema is an edge concern (kube/), not a domain one: capacity/ stays free of
 
 from __future__ import annotations
 
-import gc
 import json
 from typing import Any, TypedDict
 
@@ -25,6 +24,7 @@ import msgspec
 
 from capacity.names import IGNORE_LABEL, KEEP_LABEL
 from capacity.records import POD_ENI_ANNOTATION
+from kube.pages import gc_paused
 
 # -- the schema: only what capacity/records.py project_pod, kube/store.py object_key and the
 # planner's capacity/demand.py pending_shapes (the cycle's unschedulable pods) read ----------------
@@ -122,16 +122,11 @@ def decode_pod(raw: bytes | msgspec.Raw) -> Any:
 def decode_page(data: bytes) -> Any:
     """A pod list page: {"metadata": {resourceVersion, continue}, "items": [slim pods]}; the whole
     `json.loads` value when the page's own frame is odd. GC paused as kube/reflector.py explains."""
-    paused = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_paused():
         try:
             return _PAGE.decode(data)  # one pass, nothing kept but the schema's fields
         except _REFUSED:
             return _decode_pod_by_pod(data)
-    finally:
-        if paused:
-            gc.enable()
 
 
 def _decode_pod_by_pod(data: bytes) -> Any:

@@ -28,11 +28,11 @@ from kube import relist
 from kube.backoff import Backoff
 from kube.client import KubeClient, KubeError, Resource, as_kube_client
 from kube.pages import decode_page as _decode_page
-from kube.pages import project_page as _project_page
 from kube.reflector_stats import ReflectorStats
 from kube.responses import abort as _abort
 from kube.responses import lines as _lines
 from kube.store import Store
+from kube.store import project_page as _project_page
 from kube.watchlist import InitialEvents, NoWatchList, watch_list_enabled
 
 log = logging.getLogger(__name__)

@@ -7,11 +7,12 @@ API: they see the last state the store was given.
 
 from __future__ import annotations
 
-import gc
 import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Generic, TypeVar
+
+from kube.pages import gc_paused
 
 T = TypeVar("T")
 Listener = Callable[[str, Any, Any], None]  # (event type, old record or None, new record or None)
@@ -25,6 +26,21 @@ def object_key(obj: Mapping[str, Any]) -> tuple[str, str]:
     if not isinstance(meta, Mapping):
         return "", ""
     return str(meta.get("namespace") or ""), str(meta.get("name") or "")
+
+
+def project_page(
+    project: Callable[[Any], Any], items: Iterable[Any], fresh: dict[str, dict[str, Any]]
+) -> None:
+    """Each object of a list page projected into `fresh` ({namespace: {name: record}}; None records
+    are left out), with the cyclic GC paused as for the decode: the records are new, cycle-free
+    objects, and collections triggered while thousands of them are made scan the growing heap for
+    nothing (measured: a fifth of the projection's CPU)."""
+    with gc_paused():
+        for obj in items:
+            record = project(obj)
+            if record is not None:
+                ns, name = object_key(obj)
+                fresh.setdefault(ns, {})[name] = record
 
 
 def identity(obj: Mapping[str, Any]) -> Any:
@@ -64,11 +80,7 @@ class Store(Generic[T]):
     def replace(self, objects: Iterable[Mapping[str, Any]], resource_version: str = "") -> None:
         """A full relist: the store becomes exactly `objects`; vanished ones are reported deleted."""
         fresh: dict[str, dict[str, T]] = {}
-        for obj in objects:
-            record = self._project(obj)
-            if record is not None:
-                ns, name = object_key(obj)
-                fresh.setdefault(ns, {})[name] = record
+        project_page(self._project, objects, fresh)
         self.replace_records(fresh, resource_version)
 
     def replace_records(self, fresh: dict[str, dict[str, T]], resource_version: str = "") -> None:
@@ -82,9 +94,7 @@ class Store(Generic[T]):
         if self._listeners:
             # a list's notifications build the listeners' books (150,000 entries at once): with the
             # cyclic GC paused, as for the list's decoding, collections do not rescan them midway
-            paused = gc.isenabled()
-            gc.disable()
-            try:
+            with gc_paused():
                 for ns, names in old.items():
                     for name, record in names.items():
                         if name not in fresh.get(ns, {}):
@@ -92,9 +102,6 @@ class Store(Generic[T]):
                 for ns, names in fresh.items():
                     for name, record in names.items():
                         self._notify("MODIFIED", old.get(ns, {}).get(name), record)
-            finally:
-                if paused:
-                    gc.enable()
         # synced once the listeners have seen the list too: what they keep (the controller's
         # books) is complete when a caller waiting for `synced` goes on
         self.synced = True

@@ -14,6 +14,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from kube.store import object_key
+
 log = logging.getLogger(__name__)
 
 # client-go's switch for streaming lists: the WatchListClient feature gate, which client-go reads from
@@ -67,8 +69,7 @@ class InitialEvents:
         only on a server that streams lists; the rest are applied as client-go's watchList applies
         them to its temporary store."""
         self._last = time.monotonic()
-        meta = obj.get("metadata") or {}
-        ns, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
+        ns, name = object_key(obj)
         if kind in {"ADDED", "MODIFIED"}:
             record = self.project(obj)
             if record is not None:
@@ -78,6 +79,7 @@ class InitialEvents:
         elif kind == "DELETED":
             self.fresh.get(ns, {}).pop(name, None)
         elif kind == "BOOKMARK":
+            meta = obj.get("metadata") or {}
             if (meta.get("annotations") or {}).get(INITIAL_EVENTS_END) == "true":
                 return True
             # the API server sends the initial events, then this bookmark, and only then the

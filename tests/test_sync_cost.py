@@ -1,5 +1,5 @@
 """What the controller's sync does to go faster must not change what it computes: the list page's
-projection pauses the cyclic GC and turns it back on (kube/pages.py project_page), and a
+projection pauses the cyclic GC and turns it back on (kube/store.py project_page), and a
 quantity string seen before is taken from a memo (capacity/resources.py parse_resources)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 
 from capacity.quantity import QuantityError
 from capacity.resources import parse_resources
-from kube.pages import project_page as _project_page
+from kube.store import project_page as _project_page
 
 
 def test_a_page_is_projected_with_the_gc_paused_and_the_gc_is_back_on_after() -> None:
