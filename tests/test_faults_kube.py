@@ -346,6 +346,7 @@ def test_no_eni_is_lost_or_double_counted_across_faults(fake_kube: FakeKubeServe
                 == [(r["name"], r["inUse"], r["heldBy"]) for r in with_tombstones]
             ),
             "the books equal a fresh rebuild plus the deleted pods' tombstones",
+            timeout=HANG,
         )
         clock.now += 61.0  # past the window: the tombstones expire, nothing else may differ
         assert rows(live) == fresh_rows(fake_kube, clock)
