@@ -21,11 +21,18 @@ from typing import Any
 from capacity.quantity import milli_to_units
 from capacity.requests import pod_requests
 from capacity.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Resources
-from capacity.selectors import Predicate, node_selector_map, node_selector_terms
+from capacity.selectors import NODE_NAME_FIELD, Predicate, node_selector_map, node_selector_terms
 from capacity.taints import FILTERING_EFFECTS, Taint, Toleration, first_untolerated, parse_tolerations
 from capacity.template import View
 
 TOO_MANY_PODS = "Too many pods"
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+# cluster-autoscaler names the node it imagines for a group `template-node-for-<group>-<random>` and
+# gives it that hostname label (core/utils sanitizeTemplateNode; the AWS provider's
+# buildGenericLabels): a name no live node has, so hostname Exists fits and hostname In [a node]
+# does not. Only a live node ("node" views) keeps its own name and hostname.
+TEMPLATE_NODE_NAME = "template-node-for-group"
+LIVE_NODE_SOURCE = "node"
 AFFINITY_MISMATCH = "node(s) didn't match Pod's node affinity/selector"
 
 _NATIVE = (CPU, MEMORY, EPHEMERAL_STORAGE)
@@ -112,6 +119,7 @@ class Offer:
     """What a new node of a view offers a pod once its DaemonSets run, compiled for many checks."""
 
     view: View
+    labels: Mapping[str, str]  # the view's, with a template node's name and hostname
     free: dict[str, int]  # milli-units after DaemonSets, for every resource allocatable or used
     comparable_free: dict[str, int]  # the same, in the units the scheduler compares
     pods_allowed: int
@@ -126,8 +134,12 @@ class Offer:
             for name in {*view.allocatable, *overhead}
         }
         pods_allowed = milli_to_units(view.allocatable.get(PODS, 0))
+        labels = view.labels
+        if view.source != LIVE_NODE_SOURCE:
+            labels = {**labels, HOSTNAME_LABEL: TEMPLATE_NODE_NAME, NODE_NAME_FIELD: TEMPLATE_NODE_NAME}
         return cls(
             view,
+            labels,
             free,
             {name: comparable(name, value) for name, value in free.items()},
             pods_allowed,
@@ -146,7 +158,7 @@ def check_offer(needs: PodNeeds, offer: Offer) -> list[Reason]:
             reasons.append(
                 Reason(f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}", taint=taint)
             )
-    if not needs.node_match(offer.view.labels):
+    if not needs.node_match(offer.labels):
         reasons.append(Reason(AFFINITY_MISMATCH))
     if offer.pods_free < 1:
         reasons.append(Reason(TOO_MANY_PODS, PODS, 1000, offer.pods_free * 1000, offer.pods_allowed * 1000))

@@ -9,7 +9,13 @@ Semantics from k8s.io/apimachinery/pkg/labels and k8s.io/component-helpers/sched
   valid label value (pkg/util/validation/validation.go IsQualifiedName, IsValidLabelValue);
 - NodeSelectorTerms are ORed, the expressions of a term ANDed; an empty term matches nothing;
 - NotIn and DoesNotExist match when the key is absent; Gt/Lt compare the label as an integer and
-  fail when it is not one; matchFields (metadata.name) cannot match a node that does not exist yet.
+  fail when it is not one;
+- matchFields compares a node's fields (only `metadata.name` exists) with In or NotIn and exactly
+  one value (component-helpers scheduling/corev1/nodeaffinity/nodeaffinity.go
+  nodeSelectorRequirementsAsFieldSelector); a term whose field requirement is not of that form
+  matches nothing, and the other terms still count (its LazyErrorNodeSelector). The node's name
+  rides in the label map under `NODE_NAME_FIELD`, a key no label can have, so one predicate
+  serves both; a view of a node that does not exist yet has no name, and `In` cannot match it.
 """
 
 from __future__ import annotations
@@ -20,6 +26,14 @@ from typing import Any
 
 Labels = Mapping[str, str]
 Predicate = Callable[[Labels], bool]
+
+# ':' is not allowed in a label key (label_key_errors), so no real label can shadow this one.
+NODE_NAME_FIELD = "field:metadata.name"
+
+
+def with_node_name(labels: Labels, name: str) -> dict[str, str]:
+    """A node's labels with its name added where node affinity's matchFields reads it."""
+    return {**labels, NODE_NAME_FIELD: name}
 
 
 class SelectorError(ValueError):
@@ -191,11 +205,34 @@ def node_selector_terms(raw: object, field: str) -> Predicate:
         if not isinstance(term, Mapping):
             raise SelectorError(f"{where}: expected a map")
         expressions = _expressions(term.get("matchExpressions"), True, f"{where}.matchExpressions")
-        if term.get("matchFields"):
-            # metadata.name of a node that has not been created yet is unknown: cannot match.
-            expressions.append(lambda labels: False)
+        fields = _fields(term.get("matchFields"), f"{where}.matchFields")
+        if fields is None:
+            continue  # upstream: this term's error makes it match nothing; the others still count
+        expressions += fields
         if expressions:
             terms.append(_all(expressions))
     if not terms:
         return lambda labels: False
     return lambda labels: any(t(labels) for t in terms)
+
+
+def _fields(raw: object, field: str) -> list[Predicate] | None:
+    """A term's matchFields as predicates over NODE_NAME_FIELD; None where upstream's
+    nodeSelectorRequirementsAsFieldSelector returns an error (the term then matches nothing)."""
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise SelectorError(f"{field}: expected a list")
+    predicates = []
+    for expr in raw:
+        if not isinstance(expr, Mapping):
+            raise SelectorError(f"{field}: expected {{key, operator, values}}")
+        values = expr.get("values") or []
+        operator = expr.get("operator")
+        if operator not in ("In", "NotIn") or not isinstance(values, list) or len(values) != 1:
+            return None
+        # fields.OneTermEqualSelector: a field the node lacks reads as ""
+        wanted, equal = str(values[0]), operator == "In"
+        key = NODE_NAME_FIELD if expr.get("key") == "metadata.name" else f"field:{expr.get('key')}"
+        predicates.append(lambda labels, k=key, v=wanted, eq=equal: (labels.get(k, "") == v) == eq)
+    return predicates

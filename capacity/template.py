@@ -123,7 +123,7 @@ class NodeGroupTemplate:
     min_size: int = 0
     max_size: int = 0
     desired_size: int = 0
-    nodes: int = 0
+    nodes: int = 0  # ready nodes
     actual: View | None = None
     autoscaler: View | None = None
     daemonset_overhead: Resources = field(default_factory=dict)
@@ -135,6 +135,9 @@ class NodeGroupTemplate:
     autoscaler_overhead: Resources | None = None
     autoscaler_overhead_pods: int | None = None
     memory: AutoscalerMemory | None = None
+    # Every live node of the group, ready or not, by name: what tells the webhook a node of a known
+    # group from capacity it does not model (capacity/placement.py Membership).
+    node_names: tuple[str, ...] = ()
     # What cluster-autoscaler builds the next node from while it remembers the group (with no node):
     # computed once, so the fit check's memo on the view lives as long as the template.
     remembered: View | None = field(default=None, init=False, compare=False, repr=False)
@@ -220,6 +223,7 @@ class NodeGroupTemplate:
             max_size=_int(spec, "maxSize"),
             desired_size=_int(spec, "desiredSize"),
             nodes=_int(spec, "nodes"),
+            node_names=_names(spec.get("nodeNames"), "spec.nodeNames"),
             actual=View.from_object(actual, "spec.actual", "manual") if isinstance(actual, Mapping) else None,
             autoscaler=(
                 View.from_object(autoscaler, "spec.autoscaler", "tags")
@@ -247,6 +251,8 @@ class NodeGroupTemplate:
             "desiredSize": self.desired_size,
             "nodes": self.nodes,
         }
+        if self.node_names:
+            spec["nodeNames"] = list(self.node_names)
         if self.actual is not None:
             spec["actual"] = self.actual.to_object()
         if self.autoscaler is not None:
@@ -275,6 +281,14 @@ def _is_time(text: str) -> bool:
         return datetime.fromisoformat(text.replace("Z", "+00:00")).tzinfo is not None
     except ValueError:
         return False
+
+
+def _names(raw: object, field_path: str) -> tuple[str, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or not all(isinstance(n, str) for n in raw):
+        raise TypeError(f"{field_path}: expected a list of names")
+    return tuple(raw)
 
 
 def _int(spec: Mapping[str, Any], key: str) -> int:

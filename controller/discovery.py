@@ -218,6 +218,7 @@ def build_template(
         max_size=group.max_size,
         desired_size=group.desired_size,
         nodes=len(ready),
+        node_names=tuple(sorted(str((n.get("metadata") or {}).get("name") or "") for n in nodes)),
         actual=actual,
         autoscaler=autoscaler,
         daemonset_overhead=overhead,

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from fitguard.judge import AUDITED, DENIED, EXEMPT, WARNED, Judgement
+from fitguard.judge import AUDITED, DENIED, EXEMPT, UNJUDGED, WARNED, Judgement
 from fitguard.manifests import Located
 
 SKIPPED = "skipped"
@@ -51,14 +51,22 @@ class Result:
             "message": judgement.message,
             "warnings": list(judgement.warnings),
             "webhook": judgement.webhook or None,
+            "abstained": judgement.abstained.value if judgement.abstained else None,
         }
 
 
 def summary(results: list[Result]) -> dict[str, int]:
     counts = Counter(result.verdict for result in results)
     return {
-        verdict: counts.get(verdict, 0) for verdict in ("admitted", WARNED, AUDITED, EXEMPT, DENIED, SKIPPED)
+        verdict: counts.get(verdict, 0)
+        for verdict in ("admitted", WARNED, AUDITED, EXEMPT, UNJUDGED, DENIED, SKIPPED)
     }
+
+
+def abstentions(results: list[Result]) -> dict[str, int]:
+    """The unjudged objects counted by why fitguard could not judge them."""
+    counts = Counter(r.judgement.abstained.value for r in results if r.judgement and r.judgement.abstained)
+    return dict(sorted(counts.items()))
 
 
 def summary_line(results: list[Result]) -> str:
@@ -66,6 +74,9 @@ def summary_line(results: list[Result]) -> str:
     judged = len(results) - counts[SKIPPED]
     parts = [f"{n} {verdict}" for verdict, n in counts.items() if n and verdict != SKIPPED]
     line = f"{judged} object(s) checked: {', '.join(parts) or 'none'}"
+    unjudged = abstentions(results)
+    if unjudged:
+        line += " (not judged, admitted: " + ", ".join(f"{n} {why}" for why, n in unjudged.items()) + ")"
     return line + (
         f"; {counts[SKIPPED]} skipped (kinds the webhook does not judge)" if counts[SKIPPED] else ""
     )
@@ -107,6 +118,7 @@ def render_json(results: list[Result], header: Mapping[str, str], out: TextIO) -
         **header,
         "results": [result.to_json() for result in results],
         "summary": summary(results),
+        "abstentions": abstentions(results),
     }
     json.dump(body, out, indent=2)
     out.write("\n")

@@ -16,13 +16,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from webhook.app import create_app
+from capacity.placement import Abstention
+from webhook.app import ABSTAINED_ANNOTATION, create_app
 from webhook.cluster import ClusterView
 from webhook.mutate import apply_patch
 from webhook.review import WebhookOptions, exemption
 from webhook.validate import TEMPLATE_PATHS
 
 ADMITTED, WARNED, AUDITED, EXEMPT, DENIED = "admitted", "warned", "audit", "exempt", "denied"
+# admitted without a verdict: fitguard could not know every place it could run (capacity/placement.py)
+UNJUDGED = "unjudged"
 # the names manifests/base/webhook-configurations.yaml gives the two webhooks (kubectl quotes them)
 MUTATING_NAME = "mutate.fitguard.io"
 VALIDATING_NAME = "validate.fitguard.io"
@@ -33,11 +36,12 @@ class Judgement:
     """What `kubectl apply` would meet: allowed or not, the message and warnings it would print,
     and which webhook said so (`webhook` is empty when the object passed both)."""
 
-    verdict: str  # admitted, warned, audit, exempt, denied
+    verdict: str  # admitted, warned, audit, exempt, denied, unjudged
     message: str = ""
     warnings: tuple[str, ...] = ()
     webhook: str = ""
     code: int | None = None
+    abstained: Abstention | None = None  # why an unjudged object was not judged
 
     @property
     def denied(self) -> bool:
@@ -103,6 +107,9 @@ class Judge:
         if not validated.get("allowed"):
             return _denied(validated, VALIDATING_NAME, warnings)
         message = str((validated.get("status") or {}).get("message") or "")
+        abstained = (validated.get("auditAnnotations") or {}).get(ABSTAINED_ANNOTATION)
+        if abstained:
+            return Judgement(UNJUDGED, message, tuple(warnings), abstained=Abstention(abstained))
         if message:  # an allowed verdict with a message is an audit finding (exemptions came first)
             return Judgement(AUDITED, message, tuple(warnings), VALIDATING_NAME)
         return Judgement(WARNED if warnings else ADMITTED, "", tuple(warnings))

@@ -2,9 +2,10 @@
 from the cluster a kubeconfig points at.
 
 Exactly what a verdict needs is written: NodeGroupTemplates, SecurityGroupPolicies, ServiceAccounts
-and Namespaces with their labels, and the VPC CNI ConfigMap's keys the webhook reads. Each object is
-cut down to those fields (no annotations, no managedFields, no other ConfigMap data); Secrets, pods
-and every other kind are never listed. The List records when it was taken and from which cluster.
+and Namespaces with their labels, the VPC CNI ConfigMap's keys the webhook reads, Nodes (labels,
+taints, whether cordoned, allocatable) and Karpenter's NodePools where the cluster has them. Each
+object is cut down to those fields (no annotations, no managedFields, no other ConfigMap data);
+Secrets, pods and every other kind are never listed. The List records when it was taken and from which cluster.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from capacity.names import (
     VPC_CNI_CONFIG_NAME,
     VPC_CNI_CONFIG_NAMESPACE,
 )
-from webhook.cluster import CONFIG_KEYS
+from webhook.cluster import CONFIG_KEYS, NODE_POOL_KIND
 
 PROVENANCE = (EXPORTED_AT, EXPORTED_CONTEXT, EXPORTED_CLUSTER, EXPORTED_SERVER)
 
@@ -55,6 +56,21 @@ def project(obj: Mapping[str, Any]) -> dict[str, Any]:
             "metadata": _meta(obj, labels=False),
             "data": {k: data[k] for k in CONFIG_KEYS if k in data},
         }
+    if kind == "Node":
+        spec = obj.get("spec") or {}
+        status = obj.get("status") or {}
+        return {
+            **head,
+            "metadata": _meta(obj, labels=True),
+            "spec": {k: spec[k] for k in ("taints", "unschedulable") if k in spec},
+            "status": {"allocatable": status.get("allocatable") or {}},
+        }
+    if kind == NODE_POOL_KIND:
+        meta = _meta(obj, labels=False)
+        deleting = (obj.get("metadata") or {}).get("deletionTimestamp")
+        if deleting:
+            meta["deletionTimestamp"] = deleting
+        return {**head, "metadata": meta, "spec": obj.get("spec") or {}}
     # SecurityGroupPolicy, NodeGroupTemplate: the spec is the verdict's input
     return {**head, "metadata": _meta(obj, labels=kind == TEMPLATE_KIND), "spec": obj.get("spec") or {}}
 
@@ -72,6 +88,8 @@ def listings() -> list[Any]:
             "ConfigMap", client.CONFIG_MAPS, VPC_CNI_CONFIG_NAMESPACE, f"metadata.name={VPC_CNI_CONFIG_NAME}"
         ),
         Listing(TEMPLATE_KIND, client.NODE_GROUP_TEMPLATES, optional=True),
+        Listing("Node", client.NODES),
+        Listing(NODE_POOL_KIND, client.NODE_POOLS, optional=True),
     ]
 
 

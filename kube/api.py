@@ -16,6 +16,7 @@ from kube.client import (
     JSON_PATCH,
     NAMESPACES,
     NODE_GROUP_TEMPLATES,
+    NODE_POOLS,
     NODES,
     PODS,
     SECURITY_GROUP_POLICIES,
@@ -48,6 +49,7 @@ KINDS: dict[str, Resource] = {
     SGP_KIND: SECURITY_GROUP_POLICIES,
     TEMPLATE_KIND: NODE_GROUP_TEMPLATES,
     "Secret": SECRETS,
+    "NodePool": NODE_POOLS,
 }
 
 
@@ -113,6 +115,21 @@ def list_kind(
     """Every object of one of `KINDS`, page by page, optionally in one namespace and by field."""
     query = {"fieldSelector": field_selector} if field_selector else None
     return as_kube_client(api).list_all(KINDS[kind].path(namespace or None), query, page_size=page_size)
+
+
+def serves(api: ApiLike, kind: str) -> bool:
+    """Whether the API serves `kind` (one of `KINDS`) now: its group version's discovery document
+    lists the resource. False on a 404 (the CRD is not installed); KubeError on any other failure."""
+    resource = KINDS[kind]
+    base = f"/apis/{resource.group}/{resource.version}" if resource.group else f"/api/{resource.version}"
+    try:
+        answer = as_kube_client(api).get(base)
+    except KubeError as err:
+        if err.status == 404:
+            return False
+        raise
+    listed = (answer or {}).get("resources") or []
+    return any(isinstance(r, Mapping) and r.get("name") == resource.plural for r in listed)
 
 
 # -- single objects -----------------------------------------------------------------------------

@@ -294,6 +294,8 @@ SCRATCH = "\n".join(
         " request less or use a larger type",
         "ng-general: Insufficient cpu: requests 300; an m5.xlarge node offers 3720m after 200m of DaemonSets:"
         " request less or use a larger type",
+        "judged every place it could run: 3 node groups (ng-batch, ng-burst, ng-general), 4 live nodes,"
+        " no Karpenter NodePools",
     ]
 )
 

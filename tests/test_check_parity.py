@@ -41,8 +41,15 @@ def base() -> State:
 
 
 def changed_template(name: str, change: Callable[[dict[str, Any]], None]) -> Callable[[], State]:
+    """The demo state with one group's template changed and its live nodes gone: a node that
+    contradicts what the test says of its group would otherwise take the pod."""
+
     def state() -> State:
-        objects = base()
+        objects = [
+            o
+            for o in base()
+            if not (o["kind"] == "Node" and o["metadata"]["labels"].get("eks.amazonaws.com/nodegroup") == name)
+        ]
         for obj in objects:
             if obj["kind"] == "NodeGroupTemplate" and obj["metadata"]["name"] == name:
                 change(obj["spec"])

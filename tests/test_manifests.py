@@ -268,8 +268,8 @@ def test_rbac_has_no_wildcard(rendered: dict[str, list[Obj]], variant: str) -> N
 def test_the_webhook_reads_what_a_review_needs_and_writes_only_events(
     rendered: dict[str, list[Obj]],
 ) -> None:
-    """The webhook reads namespaces, ServiceAccounts, the VPC CNI ConfigMap, policies and templates;
-    its one write is events.k8s.io Events (its warn and audit findings): create, and patch for a
+    """The webhook reads namespaces, ServiceAccounts, the VPC CNI ConfigMap, policies, templates,
+    nodes and Karpenter's NodePools (every place a pod could run); its one write is events.k8s.io Events (its warn and audit findings): create, and patch for a
     series. tests/test_rbac_walk.py checks these rules against every call a run makes."""
     rules = _rules_of(rendered["base"], "fitguard-webhook")
     granted = {
@@ -285,6 +285,8 @@ def test_the_webhook_reads_what_a_review_needs_and_writes_only_events(
         ("", "configmaps"),  # amazon-vpc-cni only, by name
         ("vpcresources.k8s.aws", "securitygrouppolicies"),
         ("fitguard.io", "nodegrouptemplates"),
+        ("", "nodes"),
+        ("karpenter.sh", "nodepools"),
     }
     assert granted == {(g, r, v) for g, r in reads for v in ("get", "list", "watch")} | {
         ("events.k8s.io", "events", "create"),

@@ -37,7 +37,14 @@ ENFORCE = WebhookOptions(mode="enforce")
 
 
 def cluster(*extra: dict[str, Any], drop: tuple[str, ...] = ()) -> ClusterView:
-    objects = [o for o in CLUSTER if o["metadata"]["name"] not in drop]
+    """The demo cluster with `extra` objects; a group named in `drop` is replaced by the test's
+    own template, so its live nodes go too (they would contradict what the test says the group is)."""
+    objects = [
+        o
+        for o in CLUSTER
+        if o["metadata"]["name"] not in drop
+        and (o["metadata"].get("labels") or {}).get("eks.amazonaws.com/nodegroup") not in drop
+    ]
     return from_objects([*copy.deepcopy(objects), *extra])
 
 
@@ -331,6 +338,11 @@ CPU_300_LINES = [
     "ng-general: Insufficient cpu: requests 300; an m5.xlarge node offers 3720m after 200m of DaemonSets:"
     " request less or use a larger type",
 ]
+# Every denial ends naming the whole set it judged: the demo cluster's three groups and four nodes.
+DEMO_JUDGED = (
+    "judged every place it could run: 3 node groups (ng-batch, ng-burst, ng-general), 4 live nodes,"
+    " no Karpenter NodePools"
+)
 
 
 @pytest.mark.parametrize(
@@ -354,6 +366,7 @@ def test_every_workload_kind_is_judged_by_its_pod_template(kind: str, api_versio
         f"{kind} w does not fit any node group",
         *CPU_300_LINES,
         f"fields to edit: {field}.containers[0].resources.requests.cpu",
+        DEMO_JUDGED,
     ]
 
 
@@ -427,7 +440,7 @@ def test_each_mode_answers_a_pod_that_fits_nowhere_in_its_own_way(
 ) -> None:
     """enforce denies with the message; warn allows with per-field warnings and records the message
     as a finding; audit allows with the message and the same finding."""
-    message = "\n".join(["pod does not fit any node group", *CPU_300_LINES])
+    message = "\n".join(["pod does not fit any node group", *CPU_300_LINES, DEMO_JUDGED])
     verdict = review(request(pod("x", {"cpu": "300"})), cluster(), WebhookOptions(mode=mode))
     got = {k: getattr(verdict, k) for k in ("allowed", "message", "warnings", "finding", "finding_mode")}
     assert got == {k: message if v == "M" else v for k, v in expected.items()}
@@ -653,6 +666,7 @@ def test_a_workload_whose_service_account_is_missing_is_still_judged_as_written(
         "Deployment w does not fit any node group",
         *CPU_300_LINES,
         "fields to edit: spec.template.spec.containers[0].resources.requests.cpu",
+        DEMO_JUDGED,
     ]
 
 

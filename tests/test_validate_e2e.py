@@ -249,9 +249,14 @@ def test_a_taint_without_a_toleration_is_denied_and_the_toleration_admits(
 ) -> None:
     """ng-general, the only live group with branch ENIs, is tainted dedicated=eni:NoSchedule: a pod-eni
     pod is told which toleration to add, and the pod with that toleration is allowed."""
+    taint = {"key": "dedicated", "value": "eni", "effect": "NoSchedule"}
     tainted = template("ng-general")
-    tainted["spec"]["actual"]["taints"] = [{"key": "dedicated", "value": "eni", "effect": "NoSchedule"}]
-    seed(fake_kube, tainted)
+    tainted["spec"]["actual"]["taints"] = [taint]
+    # its live nodes carry the taint too: otherwise they would take the pod
+    nodes = [copy.deepcopy(o) for o in CLUSTER if o["kind"] == "Node" and "ng-general" in str(o["metadata"])]
+    for node in nodes:
+        node["spec"]["taints"] = [taint]
+    seed(fake_kube, tainted, *nodes)
     server = start()
     denied = validate(server, pod("eni", {"cpu": "250m", POD_ENI: "1"}))
     assert denied["allowed"] is False

@@ -179,15 +179,16 @@ def test_namespace_labels_of_a_known_and_an_unknown_namespace() -> None:
 
 
 def test_the_view_is_ready_when_every_store_has_synced() -> None:
-    """A new view waits for all five stores; wait_ready gives up (False) at its deadline and says
-    True at once when everything is synced."""
+    """A new view waits for all seven stores (NodePools too: not knowing them is not knowing every
+    place a pod could run); wait_ready gives up (False) at its deadline and says True at once when
+    everything is synced."""
     view = ClusterView()
     assert not view.ready()
     assert view.wait_ready(0.0) is False
     for store in list(view.stores().values())[:-1]:
         store.replace([])
     assert not view.ready()
-    view.templates.replace([])
+    view.node_pools.replace([])
     assert view.ready() and view.wait_ready(0.0) is True
 
 
@@ -205,7 +206,10 @@ def test_the_snapshot_is_the_whole_state_held() -> None:
             "SecurityGroupPolicy": {"synced": True, "objects": 1, "resourceVersion": "42"},
             "ConfigMap": {"synced": True, "objects": 1, "resourceVersion": ""},
             "NodeGroupTemplate": {"synced": True, "objects": 3, "resourceVersion": ""},
+            "Node": {"synced": True, "objects": 4, "resourceVersion": ""},
+            "NodePool": {"synced": True, "objects": 0, "resourceVersion": ""},
         },
+        "nodePools": [],
         "securityGroupPolicies": [
             {
                 "namespace": "payments",
@@ -225,13 +229,15 @@ def test_the_snapshot_is_the_whole_state_held() -> None:
 
 
 def test_what_each_store_watches() -> None:
-    """Every kind cluster-wide, except the VPC CNI ConfigMap, watched alone by name in kube-system."""
+    """Every kind cluster-wide, except the VPC CNI ConfigMap, watched alone by name in kube-system;
+    NodePools only once the API serves them (watch_when_served)."""
     assert WATCHES == (
         ("Namespace", None, ""),
         ("ServiceAccount", None, ""),
         ("SecurityGroupPolicy", None, ""),
         ("ConfigMap", "kube-system", "metadata.name=amazon-vpc-cni"),
         ("NodeGroupTemplate", None, ""),
+        ("Node", None, ""),
     )
     assert list(ClusterView().stores()) == [
         "Namespace",
@@ -239,6 +245,8 @@ def test_what_each_store_watches() -> None:
         "SecurityGroupPolicy",
         "ConfigMap",
         "NodeGroupTemplate",
+        "Node",
+        "NodePool",
     ]
 
 
@@ -255,6 +263,7 @@ def test_a_view_filled_by_reflectors_holds_what_the_api_server_has(fake_kube: Fa
             "SecurityGroupPolicy",
             "ConfigMap",
             "NodeGroupTemplate",
+            "Node",
         ):
             fake_kube.apply(obj)
     fake_kube.apply(cni({"enable-windows-ipam": "true"}, name="other-config"))
@@ -268,6 +277,8 @@ def test_a_view_filled_by_reflectors_holds_what_the_api_server_has(fake_kube: Fa
             "SecurityGroupPolicy": 1,
             "ConfigMap": 1,
             "NodeGroupTemplate": 3,
+            "Node": 4,
+            "NodePool": 0,  # the fake API server serves no karpenter.sh: synced, empty
         }
         assert view.config_maps.get("kube-system", "other-config") is None
         assert view.namespace_labels("payments") == {"team": "payments"}
@@ -295,6 +306,6 @@ def test_wait_ready_returns_once_the_last_store_syncs() -> None:
     thread = threading.Thread(target=wait)
     thread.start()
     waiting.wait(30)
-    view.templates.replace([])
+    view.node_pools.replace([])
     thread.join(30)
     assert answer == [True]

@@ -93,6 +93,9 @@ def is_pod_create(req: Mapping[str, Any]) -> bool:
     )
 
 
+ABSTAINED_ANNOTATION = "abstained"
+
+
 def review_response(api_version: str, uid: str, verdict: Verdict, mutating: bool) -> dict[str, Any]:
     response: dict[str, Any] = {"uid": uid, "allowed": verdict.allowed}
     if verdict.message or verdict.code:
@@ -108,6 +111,9 @@ def review_response(api_version: str, uid: str, verdict: Verdict, mutating: bool
         response["patch"] = base64.b64encode(raw).decode("ascii")
     if verdict.warnings:
         response["warnings"] = list(verdict.warnings)
+    if verdict.abstained is not None:
+        # the API server records it as `<webhook name>/abstained` in its audit log
+        response["auditAnnotations"] = {ABSTAINED_ANNOTATION: verdict.abstained.value}
     return {"apiVersion": api_version, "kind": "AdmissionReview", "response": response}
 
 

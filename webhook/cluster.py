@@ -5,6 +5,7 @@ Nothing here calls the API on the request path."""
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from capacity.branch_eni import COOLDOWN_KEY
 from capacity.names import SGP_KIND, TEMPLATE_KIND, VPC_CNI_CONFIG_NAME, VPC_CNI_CONFIG_NAMESPACE
+from capacity.placement import LiveNode, Membership
 from capacity.sgp import SecurityGroupPolicy, compile_policy, matching_groups
 from capacity.string_maps import string_map
 from capacity.template import NodeGroupTemplate
@@ -31,6 +33,9 @@ WINDOWS_IPAM_KEY = "enable-windows-ipam"
 CONFIG_KEYS = (WINDOWS_IPAM_KEY, COOLDOWN_KEY)
 DEFAULT_SERVICE_ACCOUNT = "default"
 EMPTY: Mapping[str, str] = {}
+NODE_POOL_KIND = "NodePool"  # karpenter.sh/v1
+# How often a webhook in a cluster without Karpenter asks again whether NodePools are served.
+NODE_POOL_RECHECK_SECONDS = 60.0
 
 
 class ServiceAccountNotFound(LookupError):
@@ -46,6 +51,14 @@ def labels_of(obj: Mapping[str, Any]) -> dict[str, str]:
 def config_data(obj: Mapping[str, Any]) -> dict[str, str]:
     data = string_map(obj.get("data") or {}, "data")
     return {key: data[key] for key in CONFIG_KEYS if key in data}
+
+
+def node_pool_name(obj: Mapping[str, Any]) -> str | None:
+    """A NodePool as the webhook keeps it: its name while it can launch nodes (not being deleted)."""
+    meta = obj.get("metadata") or {}
+    if not isinstance(meta, Mapping) or meta.get("deletionTimestamp"):
+        return None
+    return str(meta.get("name") or "")
 
 
 def parse_bool(value: str | None) -> bool:
@@ -64,7 +77,10 @@ class ClusterView:
     templates: Store[NodeGroupTemplate] = field(
         default_factory=lambda: Store(TEMPLATE_KIND, NodeGroupTemplate.from_object)
     )
+    nodes: Store[LiveNode] = field(default_factory=lambda: Store("Node", LiveNode.from_object))
+    node_pools: Store[str | None] = field(default_factory=lambda: Store(NODE_POOL_KIND, node_pool_name))
     verdicts: RefusalMemo = field(default_factory=RefusalMemo)
+    _membership: tuple[int, Membership] | None = field(default=None, init=False, repr=False)
 
     def stores(self) -> dict[str, Store[Any]]:
         """Every store by the kind it holds (the keys are the kinds of a state file)."""
@@ -74,7 +90,26 @@ class ClusterView:
             SGP_KIND: self.policies,
             "ConfigMap": self.config_maps,
             TEMPLATE_KIND: self.templates,
+            "Node": self.nodes,
+            NODE_POOL_KIND: self.node_pools,
         }
+
+    def membership(self) -> Membership:
+        """Which group each live node belongs to, derived once per generation of the templates."""
+        kept = self._membership
+        version = self.templates.version
+        if kept is not None and kept[0] == version:
+            return kept[1]
+        templates = self.templates.items()
+        membership = Membership(
+            {node: t.name for t in templates for node in t.node_names},
+            frozenset(t.name for t in templates),
+        )
+        self._membership = (version, membership)
+        return membership
+
+    def node_pool_names(self) -> list[str]:
+        return sorted(name for name in self.node_pools.items() if name)
 
     def ready(self) -> bool:
         return all(store.synced for store in self.stores().values())
@@ -119,6 +154,7 @@ class ClusterView:
             },
             "securityGroupPolicies": [p.to_object() for p in self.policies.items()],
             "nodeGroupTemplates": [t.to_object() for t in self.templates.items()],
+            "nodePools": self.node_pool_names(),
             "windowsIpamEnabled": self.windows_ipam_enabled(),
         }
 
@@ -144,6 +180,7 @@ WATCHES: tuple[tuple[str, str | None, str], ...] = (
     (SGP_KIND, None, ""),
     ("ConfigMap", VPC_CNI_CONFIG_NAMESPACE, f"metadata.name={VPC_CNI_CONFIG_NAME}"),
     (TEMPLATE_KIND, None, ""),
+    ("Node", None, ""),
 )
 
 
@@ -153,7 +190,31 @@ def start_reflectors(view: ClusterView, api: ApiLike) -> list[Reflector]:
     from kube.api import start_reflector
 
     stores = view.stores()
-    return [
+    reflectors = [
         start_reflector(api, kind, stores[kind], namespace=namespace, field_selector=selector)
         for kind, namespace, selector in WATCHES
     ]
+    threading.Thread(
+        target=watch_when_served, args=(view.node_pools, api), name="nodepools-discovery", daemon=True
+    ).start()
+    return reflectors
+
+
+def watch_when_served(store: Store[Any], api: ApiLike, recheck: float = NODE_POOL_RECHECK_SECONDS) -> None:
+    """NodePools are a CRD of Karpenter's: where the API does not serve them the store is empty and
+    synced (no NodePool can launch a node), and the question is asked again every `recheck`
+    seconds; once they are served, a reflector keeps the store. A failed question leaves the store
+    as it was (unsynced at first: the webhook is not ready rather than blind to NodePools)."""
+    from kube.api import serves, start_reflector
+    from kube.client import KubeError
+
+    while True:
+        try:
+            if serves(api, NODE_POOL_KIND):
+                start_reflector(api, NODE_POOL_KIND, store)
+                return
+            if not store.synced or len(store):
+                store.replace([])
+        except KubeError as err:
+            log.warning("cannot tell whether the API serves NodePools: %s", err)
+        time.sleep(recheck)

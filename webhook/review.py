@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from capacity.names import IGNORE_LABEL, MODE_LABEL
+from capacity.placement import Abstention
 
 MODES = ("enforce", "warn", "audit")
 FAILURE_POLICIES = ("ignore", "fail")
@@ -56,6 +57,8 @@ class Verdict:
     # logs it, counts it by `finding_mode` and records it as an event (never for a dry run).
     finding: str = ""
     finding_mode: str = ""
+    # Admitted without a verdict, and why (capacity/placement.py): the response's audit annotation.
+    abstained: Abstention | None = None
 
     @classmethod
     def deny(cls, message: str, code: int = 403, reason: str = "Forbidden") -> Verdict:

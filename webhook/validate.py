@@ -9,12 +9,28 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from capacity.fit import PodNeeds, Reason
-from capacity.serve import MAX_GROUP_LINES, GroupVerdict, memory_warnings
+from capacity.place_messages import judged_line, names, pinned_denial
+from capacity.placement import (
+    DEFAULT_SCHEDULER,
+    MIRROR_ANNOTATION,
+    Abstention,
+    LiveNode,
+    Pin,
+    daemon_tolerations,
+    judge_pinned,
+    not_judged,
+    pin_of,
+    placeable,
+    serving_node,
+    unmodeled_nodes,
+    without_daemonset,
+)
+from capacity.serve import MAX_GROUP_LINES, GroupVerdict, memory_warnings, refusals
 from capacity.string_maps import string_map
 from capacity.template import NodeGroupTemplate
 from kube.store import Store
@@ -195,35 +211,141 @@ def review(request: Mapping[str, Any], cluster: ClusterView, config: WebhookOpti
         return Verdict()
     if template.labels.get(FARGATE_LABEL):
         return Verdict()  # Fargate pods run on no node group
-    generation = cluster.templates.version
-    if not len(cluster.templates):
-        metrics.UNCHECKED.labels("no templates").inc()
-        return Verdict(warnings=[COLD_START])
+    abstention = never_judged(request.get("object"), template.spec)
+    if abstention is not None:
+        return abstain(abstention, template.subject)
     namespace = request_namespace(request)
     spec = _with_injected_eni(template, namespace, cluster, config)
+    if kind == "DaemonSet":
+        spec = with_daemon_tolerations(spec)
     try:
         needs = PodNeeds.from_spec(spec, template.path)
     except (TypeError, ValueError) as err:
         # The API server's own validation rejects such an object; never deny out of confusion.
         metrics.UNCHECKED.labels("malformed").inc()
         return Verdict(warnings=[whole_warning(f"fitguard could not check this {template.subject}: {err}")])
-    templates = Listed(cluster.templates)
-    verdicts = cluster.verdicts.refusals(needs, templates, generation)
+    pin = pin_of(spec)
+    if pin is not None:
+        return _judge_pinned(needs, pin, template.subject, namespace, cluster, config)
+    if not len(cluster.templates):
+        metrics.UNCHECKED.labels("no templates").inc()
+        return Verdict(warnings=[COLD_START])
+    old = pod_template(kind, request.get("oldObject")) if kind == "DaemonSet" else None
+    if old is not None:
+        # its own old revision is no overhead for its new one: judged apart from the memo
+        templates: Iterable[NodeGroupTemplate] = [without_daemonset(t, old.spec) for t in cluster.templates.items()]
+        verdicts = refusals(needs, templates)
+    else:
+        templates = Listed(cluster.templates)
+        verdicts = cluster.verdicts.refusals(needs, templates, cluster.templates.version)
     if verdicts is None:
-        relied = cluster.verdicts.memory_reliance(needs, templates, generation)
+        relied = cluster.verdicts.memory_reliance(needs, templates, cluster.templates.version)
         if relied:
             metrics.MEMORY_ADMISSIONS.inc()
             warnings = memory_warnings(relied, needs, template.subject)
             return Verdict(warnings=[whole_warning(line) for line in warnings])
         return Verdict()
+    return _beyond_groups(needs, verdicts, template, spec, kind, namespace, cluster, config)
+
+
+def _beyond_groups(
+    needs: PodNeeds,
+    verdicts: list[GroupVerdict],
+    template: PodTemplate,
+    spec: Mapping[str, Any],
+    kind: str,
+    namespace: str,
+    cluster: ClusterView,
+    config: WebhookOptions,
+) -> Verdict:
+    """No group's next node serves the object: the live nodes and the capacity fitguard does not
+    model decide whether it is denied, admitted, or admitted unjudged."""
+    nodes = cluster.nodes.items()
+    membership = cluster.membership()
+    overheads = {t.name: (t.daemonset_overhead, t.daemonset_pods) for t in cluster.templates.items()}
+    if serving_node(needs, nodes, membership, overheads):
+        return Verdict()  # a live node has room for it once what runs there now makes way
+    if kind == "DaemonSet":
+        verdicts = [v for v in verdicts if selects(v)]
+        if not verdicts and not any(placeable(needs, n.view) for n in nodes):
+            return Verdict()  # it selects no node and no group: it makes no pod that could wait
+    unmodeled = unmodeled_nodes(needs, nodes, membership)
+    if unmodeled:
+        return abstain(Abstention.UNMODELED_NODES, template.subject, names(unmodeled, 3))
+    pools = cluster.node_pool_names()
+    if pools:
+        return abstain(Abstention.NODEPOOLS, template.subject, names(pools, 3))
     fields = [] if template.is_pod else field_lines(verdicts, spec, template.path)
-    message = cluster.verdicts.denial_message(verdicts, needs, template.subject, fields, generation)
+    judged = judged_line(sorted(t.name for t in cluster.templates.items()), len(nodes))
+    message = cluster.verdicts.denial_message(
+        verdicts, needs, template.subject, [*fields, judged], (cluster.templates.version, cluster.nodes.version)
+    )
+    return refuse(message, effective_mode(namespace, cluster, config), warnings_for(verdicts, spec, template.path))
+
+
+def _judge_pinned(
+    needs: PodNeeds, pin: Pin, subject: str, namespace: str, cluster: ClusterView, config: WebhookOptions
+) -> Verdict:
+    """A pod bound to named nodes is judged against them alone, never against a new node."""
+    nodes = {n.name: n for n in cluster.nodes.items()} if not pin.node_name else _one(cluster, pin.node_name)
+    verdict = judge_pinned(needs, pin, nodes)
+    if verdict.unknown:
+        return abstain(Abstention.UNKNOWN_NODE, subject, names(list(verdict.unknown), 3))
+    if verdict.serves:
+        return Verdict()
+    message = pinned_denial(verdict.judged, needs, subject)
     mode = effective_mode(namespace, cluster, config)
+    return refuse(message, mode, [whole_warning(line) for line in message.splitlines()[1:]])
+
+
+def _one(cluster: ClusterView, name: str) -> dict[str, LiveNode]:
+    node = cluster.nodes.get("", name)
+    return {name: node} if node is not None else {}
+
+
+def refuse(message: str, mode: str, warnings: list[str]) -> Verdict:
+    """A refusal as the mode answers it: denied; allowed with warnings and a finding; allowed with
+    the message and a finding (audit)."""
     if mode == "enforce":
         return Verdict.deny(message)
     if mode == "warn":
         # the warnings are for the person applying; the whole message is a finding, as in audit
-        warnings = warnings_for(verdicts, spec, template.path)
         return Verdict(warnings=warnings, finding=message, finding_mode=mode)
-    # audit: allowed with the message; a finding for the app to log, count and record as an event
     return Verdict(message=message, finding=message, finding_mode=mode)
+
+
+def abstain(abstention: Abstention, subject: str, detail: str = "") -> Verdict:
+    """Admitted without a verdict: said to the person applying, counted, and recorded in the API
+    server's audit log (the response's audit annotation)."""
+    metrics.UNCHECKED.labels(abstention.value).inc()
+    return Verdict(warnings=[whole_warning(not_judged(abstention, subject, detail))], abstained=abstention)
+
+
+def never_judged(obj: object, spec: Mapping[str, Any]) -> Abstention | None:
+    """The objects fitguard leaves to others whatever the cluster: placed by another scheduler, or
+    the mirror of a static pod the kubelet already runs."""
+    scheduler = spec.get("schedulerName")
+    if isinstance(scheduler, str) and scheduler not in ("", DEFAULT_SCHEDULER):
+        return Abstention.OTHER_SCHEDULER
+    meta = obj.get("metadata") if isinstance(obj, Mapping) else None
+    annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
+    if isinstance(annotations, Mapping) and MIRROR_ANNOTATION in annotations:
+        return Abstention.STATIC_POD
+    return None
+
+
+def with_daemon_tolerations(spec: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A DaemonSet's template as its pods will be: with the tolerations its controller adds."""
+    own = spec.get("tolerations")
+    if own is not None and not isinstance(own, list):
+        return spec  # malformed: the fit check names the field
+    added = [{"key": t.key, "operator": t.operator, "effect": t.effect} for t in daemon_tolerations(spec)]
+    return {**spec, "tolerations": [*(own or []), *added]}
+
+
+def selects(verdict: GroupVerdict) -> bool:
+    """Whether a DaemonSet puts a pod on the group's next node: refused for its size, not for its
+    node affinity, its tolerations or a group that cannot grow."""
+    if verdict.why_closed:
+        return False
+    return not any(r.taint is not None or not r.resource for r in verdict.reasons)
