@@ -41,8 +41,11 @@ def _explain(reason: Reason, needs: PodNeeds) -> str:
 
 def pinned_denial(judged: Sequence[NodeVerdict], needs: PodNeeds, subject: str = "pod") -> str:
     """A pod tied to named nodes, none of which can ever run it."""
-    lines = [f"{subject} does not fit the node it is bound to" if len(judged) == 1 else
-             f"{subject} does not fit any of the {len(judged)} nodes it is bound to"]
+    lines = [
+        f"{subject} does not fit the node it is bound to"
+        if len(judged) == 1
+        else f"{subject} does not fit any of the {len(judged)} nodes it is bound to"
+    ]
     lines += [explain_node(v, needs) for v in judged[:MAX_NAMES]]
     if len(judged) > MAX_NAMES:
         lines.append(f"and {len(judged) - MAX_NAMES} more nodes")

@@ -43,7 +43,9 @@ HOSTNAME_LABEL = "kubernetes.io/hostname"
 EKS_NODEGROUP_LABEL = "eks.amazonaws.com/nodegroup"
 KARPENTER_NODEPOOL_LABEL = "karpenter.sh/nodepool"
 DEFAULT_SCHEDULER = "default-scheduler"
-MIRROR_ANNOTATION = "kubernetes.io/config.mirror"  # a static pod's mirror (kubetypes.ConfigMirrorAnnotationKey)
+MIRROR_ANNOTATION = (
+    "kubernetes.io/config.mirror"  # a static pod's mirror (kubetypes.ConfigMirrorAnnotationKey)
+)
 UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")
 NO_EXECUTE = "NoExecute"
 
@@ -68,7 +70,7 @@ _WHY = {
     Abstention.STATIC_POD: "it is the mirror of a static pod the kubelet already runs",
     Abstention.UNKNOWN_NODE: "it is pinned to a node fitguard does not know",
     Abstention.UNMODELED_NODES: "it could run on nodes of no node group fitguard knows",
-    Abstention.NODEPOOLS: "Karpenter NodePools may launch a node for it, and fitguard does not model them yet",
+    Abstention.NODEPOOLS: "Karpenter NodePools may launch a node for it, and fitguard does not model them",
 }
 
 
@@ -123,7 +125,12 @@ class LiveNode:
     def kubelet_view(self) -> View:
         """What the kubelet checks a pod bound by `spec.nodeName` against: NoExecute taints only."""
         view = self.view
-        return View(view.allocatable, view.labels, tuple(t for t in view.taints if t.effect == NO_EXECUTE), LIVE_NODE_SOURCE)
+        return View(
+            view.allocatable,
+            view.labels,
+            tuple(t for t in view.taints if t.effect == NO_EXECUTE),
+            LIVE_NODE_SOURCE,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -297,9 +304,10 @@ def runs_on(spec: Mapping[str, Any], view: View, field: str = "spec") -> bool:
         view.labels
     ):
         return False
-    tolerations = parse_tolerations(spec.get("tolerations"), f"{field}.tolerations") + daemon_tolerations(spec)
+    tolerations = parse_tolerations(spec.get("tolerations"), f"{field}.tolerations") + daemon_tolerations(
+        spec
+    )
     return first_untolerated(view.taints, tolerations) is None
-
 
 
 def without_daemonset(template: NodeGroupTemplate, spec: Mapping[str, Any]) -> NodeGroupTemplate:
@@ -317,7 +325,9 @@ def without_daemonset(template: NodeGroupTemplate, spec: Mapping[str, Any]) -> N
             counted = False
         if not counted:
             return dict(overhead), pods
-        return {name: max(value - requests.get(name, 0), 0) for name, value in overhead.items()}, max(pods - 1, 0)
+        return {name: max(value - requests.get(name, 0), 0) for name, value in overhead.items()}, max(
+            pods - 1, 0
+        )
 
     actual, actual_pods = less(template.daemonset_overhead, template.daemonset_pods, template.actual)
     tagged, tagged_pods = less(

@@ -231,8 +231,11 @@ def _fields(raw: object, field: str) -> list[Predicate] | None:
         operator = expr.get("operator")
         if operator not in ("In", "NotIn") or not isinstance(values, list) or len(values) != 1:
             return None
-        # fields.OneTermEqualSelector: a field the node lacks reads as ""
-        wanted, equal = str(values[0]), operator == "In"
         key = NODE_NAME_FIELD if expr.get("key") == "metadata.name" else f"field:{expr.get('key')}"
-        predicates.append(lambda labels, k=key, v=wanted, eq=equal: (labels.get(k, "") == v) == eq)
+        predicates.append(_field_requirement(key, str(values[0]), operator == "In"))
     return predicates
+
+
+def _field_requirement(key: str, wanted: str, equal: bool) -> Predicate:
+    # fields.OneTermEqualSelector / OneTermNotEqualSelector: a field the node lacks reads as ""
+    return lambda labels: (labels.get(key, "") == wanted) == equal

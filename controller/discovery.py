@@ -14,11 +14,12 @@ from typing import Any
 
 from capacity import autoscaler_view as av
 from capacity.estimate import estimate_view, live_node_view, node_is_ready, node_labels
+from capacity.placement import runs_on
 from capacity.records import provider_instance_id
 from capacity.requests import pod_requests
 from capacity.resources import Resources, add
-from capacity.selectors import SelectorError, node_selector_map, node_selector_terms
-from capacity.taints import Taint, first_untolerated, parse_tolerations
+from capacity.selectors import SelectorError
+from capacity.taints import Taint
 from capacity.template import NodeGroupTemplate, View
 from capacity.template_pods import template_node_pods
 from capacity.template_taints import sanitize_taints
@@ -82,7 +83,7 @@ def daemonset_overhead(daemonsets: Iterable[Mapping[str, Any]], view: View) -> t
         meta = ds.get("metadata") or {}
         spec = ((ds.get("spec") or {}).get("template") or {}).get("spec") or {}
         try:
-            if not _runs_on(spec, view):
+            if not runs_on(spec, view, "spec.template.spec"):
                 continue
             add(total, pod_requests(spec, "spec.template.spec"))
         except (SelectorError, TypeError, ValueError) as err:
@@ -90,19 +91,6 @@ def daemonset_overhead(daemonsets: Iterable[Mapping[str, Any]], view: View) -> t
             continue
         pods += 1
     return total, pods
-
-
-def _runs_on(spec: Mapping[str, Any], view: View) -> bool:
-    if not node_selector_map(spec.get("nodeSelector"))(view.labels):
-        return False
-    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
-        "requiredDuringSchedulingIgnoredDuringExecution"
-    )
-    if required and not node_selector_terms(required.get("nodeSelectorTerms"), "nodeSelectorTerms")(
-        view.labels
-    ):
-        return False
-    return first_untolerated(view.taints, parse_tolerations(spec.get("tolerations"), "tolerations")) is None
 
 
 def autoscaler_view(group: AwsNodeGroup) -> View | None:

@@ -5,7 +5,8 @@ Exactly what a verdict needs is written: NodeGroupTemplates, SecurityGroupPolici
 and Namespaces with their labels, the VPC CNI ConfigMap's keys the webhook reads, Nodes (labels,
 taints, whether cordoned, allocatable) and Karpenter's NodePools where the cluster has them. Each
 object is cut down to those fields (no annotations, no managedFields, no other ConfigMap data);
-Secrets, pods and every other kind are never listed. The List records when it was taken and from which cluster.
+Secrets, pods and every other kind are never listed. The List records when it was taken and from
+which cluster.
 """
 
 from __future__ import annotations

@@ -48,7 +48,9 @@ def changed_template(name: str, change: Callable[[dict[str, Any]], None]) -> Cal
         objects = [
             o
             for o in base()
-            if not (o["kind"] == "Node" and o["metadata"]["labels"].get("eks.amazonaws.com/nodegroup") == name)
+            if not (
+                o["kind"] == "Node" and o["metadata"]["labels"].get("eks.amazonaws.com/nodegroup") == name
+            )
         ]
         for obj in objects:
             if obj["kind"] == "NodeGroupTemplate" and obj["metadata"]["name"] == name:

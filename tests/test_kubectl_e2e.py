@@ -53,6 +53,8 @@ SCRATCH_BUILD_REASONS = (
     "or use a larger type\n"
     "ng-general: Insufficient ephemeral-storage: requests 30Gi; an m5.xlarge node offers 17.8Gi: request "
     "less or use a larger type\n"
+    "judged every place it could run: 3 node groups (ng-batch, ng-burst, ng-general), 4 live nodes, no "
+    "Karpenter NodePools\n"
     "note: cluster-autoscaler may still scale it while it remembers an earlier node of the group, until it "
     "restarts\n"
 )
@@ -63,7 +65,8 @@ VIDEO_TRANSCODE_DENIAL = (
     'admission webhook "validate.fitguard.io" denied the request: Deployment video-transcode does not fit '
     "any node group\n"
     + SCRATCH_BUILD_REASONS.replace("30Gi", "40Gi").replace(
-        "note:", "fields to edit: spec.template.spec.containers[0].resources.limits.ephemeral-storage\nnote:"
+        "judged every",
+        "fields to edit: spec.template.spec.containers[0].resources.limits.ephemeral-storage\njudged every",
     )
 )
 

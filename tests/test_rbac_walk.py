@@ -12,9 +12,8 @@ resource/subresource with `*` forms, resource names only when the request has a 
 
 from __future__ import annotations
 
-import re
-
 import os
+import re
 import signal
 import subprocess
 import sys

@@ -224,16 +224,19 @@ def review(request: Mapping[str, Any], cluster: ClusterView, config: WebhookOpti
         # The API server's own validation rejects such an object; never deny out of confusion.
         metrics.UNCHECKED.labels("malformed").inc()
         return Verdict(warnings=[whole_warning(f"fitguard could not check this {template.subject}: {err}")])
+    judged = Judged(template, spec, kind, namespace, cluster, config)
     pin = pin_of(spec)
     if pin is not None:
-        return _judge_pinned(needs, pin, template.subject, namespace, cluster, config)
+        return _judge_pinned(judged, needs, pin)
     if not len(cluster.templates):
         metrics.UNCHECKED.labels("no templates").inc()
         return Verdict(warnings=[COLD_START])
     old = pod_template(kind, request.get("oldObject")) if kind == "DaemonSet" else None
     if old is not None:
         # its own old revision is no overhead for its new one: judged apart from the memo
-        templates: Iterable[NodeGroupTemplate] = [without_daemonset(t, old.spec) for t in cluster.templates.items()]
+        templates: Iterable[NodeGroupTemplate] = [
+            without_daemonset(t, old.spec) for t in cluster.templates.items()
+        ]
         verdicts = refusals(needs, templates)
     else:
         templates = Listed(cluster.templates)
@@ -245,27 +248,35 @@ def review(request: Mapping[str, Any], cluster: ClusterView, config: WebhookOpti
             warnings = memory_warnings(relied, needs, template.subject)
             return Verdict(warnings=[whole_warning(line) for line in warnings])
         return Verdict()
-    return _beyond_groups(needs, verdicts, template, spec, kind, namespace, cluster, config)
+    return _beyond_groups(judged, needs, verdicts)
 
 
-def _beyond_groups(
-    needs: PodNeeds,
-    verdicts: list[GroupVerdict],
-    template: PodTemplate,
-    spec: Mapping[str, Any],
-    kind: str,
-    namespace: str,
-    cluster: ClusterView,
-    config: WebhookOptions,
-) -> Verdict:
+@dataclass(frozen=True, slots=True)
+class Judged:
+    """The object under review and what it is judged with."""
+
+    template: PodTemplate
+    spec: Mapping[str, Any]  # its pod spec as its pods will be (injections, added tolerations)
+    kind: str
+    namespace: str
+    cluster: ClusterView
+    config: WebhookOptions
+
+    def refuse(self, message: str, warnings: list[str]) -> Verdict:
+        return refuse(message, effective_mode(self.namespace, self.cluster, self.config), warnings)
+
+
+def _beyond_groups(judged: Judged, needs: PodNeeds, verdicts: list[GroupVerdict]) -> Verdict:
     """No group's next node serves the object: the live nodes and the capacity fitguard does not
     model decide whether it is denied, admitted, or admitted unjudged."""
+    cluster, template = judged.cluster, judged.template
     nodes = cluster.nodes.items()
     membership = cluster.membership()
-    overheads = {t.name: (t.daemonset_overhead, t.daemonset_pods) for t in cluster.templates.items()}
+    groups = cluster.templates.items()
+    overheads = {t.name: (t.daemonset_overhead, t.daemonset_pods) for t in groups}
     if serving_node(needs, nodes, membership, overheads):
         return Verdict()  # a live node has room for it once what runs there now makes way
-    if kind == "DaemonSet":
+    if judged.kind == "DaemonSet":
         verdicts = [v for v in verdicts if selects(v)]
         if not verdicts and not any(placeable(needs, n.view) for n in nodes):
             return Verdict()  # it selects no node and no group: it makes no pod that could wait
@@ -275,27 +286,24 @@ def _beyond_groups(
     pools = cluster.node_pool_names()
     if pools:
         return abstain(Abstention.NODEPOOLS, template.subject, names(pools, 3))
-    fields = [] if template.is_pod else field_lines(verdicts, spec, template.path)
-    judged = judged_line(sorted(t.name for t in cluster.templates.items()), len(nodes))
-    message = cluster.verdicts.denial_message(
-        verdicts, needs, template.subject, [*fields, judged], (cluster.templates.version, cluster.nodes.version)
-    )
-    return refuse(message, effective_mode(namespace, cluster, config), warnings_for(verdicts, spec, template.path))
+    fields = [] if template.is_pod else field_lines(verdicts, judged.spec, template.path)
+    extra = [*fields, judged_line(sorted(t.name for t in groups), len(nodes))]
+    generation = (cluster.templates.version, cluster.nodes.version)
+    message = cluster.verdicts.denial_message(verdicts, needs, template.subject, extra, generation)
+    return judged.refuse(message, warnings_for(verdicts, judged.spec, template.path))
 
 
-def _judge_pinned(
-    needs: PodNeeds, pin: Pin, subject: str, namespace: str, cluster: ClusterView, config: WebhookOptions
-) -> Verdict:
+def _judge_pinned(judged: Judged, needs: PodNeeds, pin: Pin) -> Verdict:
     """A pod bound to named nodes is judged against them alone, never against a new node."""
-    nodes = {n.name: n for n in cluster.nodes.items()} if not pin.node_name else _one(cluster, pin.node_name)
+    cluster = judged.cluster
+    nodes = _one(cluster, pin.node_name) if pin.node_name else {n.name: n for n in cluster.nodes.items()}
     verdict = judge_pinned(needs, pin, nodes)
     if verdict.unknown:
-        return abstain(Abstention.UNKNOWN_NODE, subject, names(list(verdict.unknown), 3))
+        return abstain(Abstention.UNKNOWN_NODE, judged.template.subject, names(list(verdict.unknown), 3))
     if verdict.serves:
         return Verdict()
-    message = pinned_denial(verdict.judged, needs, subject)
-    mode = effective_mode(namespace, cluster, config)
-    return refuse(message, mode, [whole_warning(line) for line in message.splitlines()[1:]])
+    message = pinned_denial(verdict.judged, needs, judged.template.subject)
+    return judged.refuse(message, [whole_warning(line) for line in message.splitlines()[1:]])
 
 
 def _one(cluster: ClusterView, name: str) -> dict[str, LiveNode]:
