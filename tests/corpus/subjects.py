@@ -42,7 +42,7 @@ class Subject:
 
 
 def sources() -> list[dict[str, Any]]:
-    return list(yaml.safe_load(SOURCES.read_text()))
+    return list(yaml.load(SOURCES.read_text(), Loader=yaml.CSafeLoader))
 
 
 def workloads() -> Iterator[Subject]:
@@ -50,7 +50,7 @@ def workloads() -> Iterator[Subject]:
     else the index's `namespace` for its file (kubectl apply -n), else default."""
     for entry in sources():
         path = MANIFESTS / entry["file"]
-        for index, doc in enumerate(yaml.safe_load_all(path.read_text())):
+        for index, doc in enumerate(yaml.load_all(path.read_text(), Loader=yaml.CSafeLoader)):
             if not isinstance(doc, dict) or doc.get("kind") not in WORKLOAD_KINDS:
                 continue
             obj = copy.deepcopy(doc)
@@ -62,7 +62,7 @@ def workloads() -> Iterator[Subject]:
 
 def load_objects(path: Path) -> list[dict[str, Any]]:
     """A state file's objects: a List's items, or its documents."""
-    docs = [d for d in yaml.safe_load_all(path.read_text()) if d]
+    docs = [d for d in yaml.load_all(path.read_text(), Loader=yaml.CSafeLoader) if d]
     if len(docs) == 1 and docs[0].get("kind") == "List":
         return list(docs[0]["items"])
     return docs
