@@ -88,7 +88,9 @@ def check_denials(name: str, tmp_path: Path) -> tuple[list[tuple[str, str]], lis
     """One `fitguard check` over one multi-document file of every subject."""
     objects = cluster_objects(name)
     state = tmp_path / f"{name}-state.yaml"
-    state.write_text(yaml.dump({"apiVersion": "v1", "kind": "List", "items": objects}, Dumper=yaml.CSafeDumper))
+    state.write_text(
+        yaml.dump({"apiVersion": "v1", "kind": "List", "items": objects}, Dumper=yaml.CSafeDumper)
+    )
     judged = judged_on(name)
     manifest = tmp_path / "corpus.yaml"
     manifest.write_text(yaml.dump_all([s.obj for s in judged], Dumper=yaml.CSafeDumper))
@@ -251,7 +253,11 @@ def test_a_daemonset_pod_is_pinned_to_its_node_with_the_controllers_tolerations(
         "nodeSelectorTerms": [
             {
                 "matchFields": [
-                    {"key": "metadata.name", "operator": "In", "values": ["ip-10-1-10-101.us-west-2.compute.internal"]}
+                    {
+                        "key": "metadata.name",
+                        "operator": "In",
+                        "values": ["ip-10-1-10-101.us-west-2.compute.internal"],
+                    }
                 ]
             }
         ]
@@ -291,7 +297,11 @@ def test_a_daemonset_without_tolerations_skips_the_tainted_node_and_one_with_the
                     "nodeAffinity": {
                         controllers.REQUIRED: {
                             "nodeSelectorTerms": [
-                                {"matchFields": [{"key": "metadata.name", "operator": "NotIn", "values": ["x"]}]},
+                                {
+                                    "matchFields": [
+                                        {"key": "metadata.name", "operator": "NotIn", "values": ["x"]}
+                                    ]
+                                },
                             ]
                         }
                     }
@@ -311,7 +321,9 @@ def test_which_nodes_a_daemonset_runs_on(selector: dict[str, Any], runs: int) ->
         "apiVersion": "apps/v1",
         "kind": "DaemonSet",
         "metadata": {"name": "probe", "namespace": "monitoring"},
-        "spec": {"template": {"metadata": {"labels": {"app": "probe"}}, "spec": {"containers": [], **selector}}},
+        "spec": {
+            "template": {"metadata": {"labels": {"app": "probe"}}, "spec": {"containers": [], **selector}}
+        },
     }
     nodes = nodes_of(cluster_objects("mixed"))
     assert len(controllers.controller_pods(ds, "monitoring", nodes)) == runs

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 Obj = dict[str, Any]
@@ -224,7 +224,9 @@ def pod_from_template(template: Mapping[str, Any], namespace: str, owner: Obj) -
     return {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": copy.deepcopy(template["spec"])}
 
 
-def daemonset_pods(ds: Mapping[str, Any], namespace: str, nodes: list[Mapping[str, Any]]) -> Iterator[Obj]:
+def daemonset_pods(
+    ds: Mapping[str, Any], namespace: str, nodes: Sequence[Mapping[str, Any]]
+) -> Iterator[Obj]:
     """One pod per node the DaemonSet should run on, as syncNodes creates it."""
     template: Obj = copy.deepcopy(ds["spec"]["template"])
     add_daemon_tolerations(template.setdefault("spec", {}))
@@ -256,7 +258,7 @@ def deployment_pods(deployment: Mapping[str, Any], namespace: str) -> Iterator[O
         yield pod_from_template(template, namespace, owner)
 
 
-def controller_pods(obj: Mapping[str, Any], namespace: str, nodes: list[Mapping[str, Any]]) -> list[Obj]:
+def controller_pods(obj: Mapping[str, Any], namespace: str, nodes: Sequence[Mapping[str, Any]]) -> list[Obj]:
     """The pods the object's controller makes in `namespace` on a cluster of `nodes`. Raises
     ValueError for a workload kind this module does not restate."""
     kind = obj.get("kind")

@@ -5,7 +5,7 @@ states they are judged against."""
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -68,11 +68,11 @@ def load_objects(path: Path) -> list[dict[str, Any]]:
     return docs
 
 
-def nodes_of(objects: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+def nodes_of(objects: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     return [o for o in objects if o.get("kind") == "Node"]
 
 
-def subjects(cluster_objects: list[Mapping[str, Any]]) -> list[Subject]:
+def subjects(cluster_objects: Sequence[Mapping[str, Any]]) -> list[Subject]:
     """Every workload, then every pod its controller makes on the cluster's nodes."""
     nodes = nodes_of(cluster_objects)
     result = []
@@ -99,7 +99,10 @@ def _pinned_node(pod: Mapping[str, Any]) -> str:
 def needed_accounts() -> set[tuple[str, str]]:
     """(namespace, ServiceAccount) of every corpus pod: what the mutating webhook looks up."""
     return {
-        (w.namespace, str(w.obj["spec"]["template"]["spec"].get("serviceAccountName") or DEFAULT_SERVICE_ACCOUNT))
+        (
+            w.namespace,
+            str(w.obj["spec"]["template"]["spec"].get("serviceAccountName") or DEFAULT_SERVICE_ACCOUNT),
+        )
         for w in workloads()
     }
 
