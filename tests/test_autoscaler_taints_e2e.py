@@ -184,3 +184,33 @@ def test_a_group_at_zero_is_judged_without_the_taint_tags_the_running_autoscaler
     fake_kube.apply(ca_pod(now, [f"--ignore-taint={CILIUM}"]))
     assert autoscaler_taints(kubeconfig, capsys) == []
     assert until_allowed(webhook, True)["allowed"] is True
+
+
+@pytest.mark.usefixtures("cni_asg")
+def test_from_a_state_file_the_cluster_autoscaler_pod_in_it_gives_the_flags(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`fitguard controller --once --state` reads cluster-autoscaler's pod from the state file as it
+    would from the API: with `--startup-taint=...` among the chart's repeated extraArgs the group's
+    autoscaler view has no taint; with the pod's label not the one `--autoscaler-selector` asks for,
+    none is found and the taint stays."""
+    pod = ca_pod(
+        time.time() - 600, ["--startup-taint=ebs.csi.aws.com/agent-not-ready", f"--startup-taint={CILIUM}"]
+    )
+    state = tmp_path / "state.yaml"
+    state.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [pod]}))
+
+    def taints(*flags: str) -> list[dict[str, str]]:
+        capsys.readouterr()
+        code = fitguard_main(
+            ["controller", "--once", "-o", "json", "--state", str(state), *flags], only="controller"
+        )
+        report = json.loads(capsys.readouterr().out)
+        assert code == 0, report["errors"]
+        (group,) = report["nodeGroups"]
+        return list(group["spec"]["autoscaler"]["taints"])
+
+    assert taints() == []
+    assert taints("--autoscaler-selector=app=cluster-autoscaler") == [
+        {"key": CILIUM, "value": "true", "effect": "NoExecute"}
+    ]
