@@ -10,7 +10,7 @@ Pure.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 
 # Go's time.ParseDuration units, in nanoseconds
 _UNITS = {"ns": 1, "us": 10**3, "µs": 10**3, "μs": 10**3, "ms": 10**6, "s": 10**9, "m": 60 * 10**9}
@@ -48,24 +48,42 @@ def parse_go_duration(text: str) -> float:
     return sign * total / 1e9
 
 
-def flag_value(argv: Sequence[str], name: str) -> str | None:
-    """The value of a long flag as pflag parses a command line (`--name=v` or `--name v`, `_` read as
-    `-`, the last one wins), or None when it is not given. Parsing stops at `--`."""
-    value = None
+def flag_values(argv: Sequence[str], names: Collection[str]) -> dict[str, list[str]]:
+    """Every value given to each named flag, in the order given, as pflag collects a string-array
+    flag (spf13/pflag `string_array.go`: each occurrence appends its whole value, commas and all).
+    Each named flag takes a value: `--name=v`, or `--name v`, where the next word is the value
+    whatever it looks like (pflag `parseLongArg`); `_` in a name is read as `-`; parsing stops at
+    `--`; a named flag that is the last word has no value and adds none (pflag refuses such a command
+    line). A word that is no named flag is skipped, and so is no value of it (the words after an
+    unnamed flag are read as flags: a boolean flag takes no value)."""
+    wanted = set(names)
+    found: dict[str, list[str]] = {name: [] for name in names}
     args = list(argv)
-    for i, arg in enumerate(args):
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        i += 1
         if arg == "--":
             break
         if not arg.startswith("--"):
             continue
         key, eq, given = arg[2:].partition("=")
-        if key.replace("_", "-") != name:
+        key = key.replace("_", "-")
+        if key not in wanted:
             continue
         if eq:
-            value = given
-        elif i + 1 < len(args):
-            value = args[i + 1]
-    return value
+            found[key].append(given)
+        elif i < len(args):
+            found[key].append(args[i])
+            i += 1
+    return found
+
+
+def flag_value(argv: Sequence[str], name: str) -> str | None:
+    """The value of a long flag as pflag parses a command line (`--name=v` or `--name v`, `_` read as
+    `-`, the last one wins), or None when it is not given. Parsing stops at `--`."""
+    values = flag_values(argv, (name,))[name]
+    return values[-1] if values else None
 
 
 _SET_TERM = re.compile(r"^([^\s!=(),]+)\s+(in|notin)\s*\(([^)]*)\)$")

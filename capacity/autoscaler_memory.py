@@ -9,7 +9,11 @@ kubernetes/autoscaler cluster-autoscaler/processors/nodeinfosprovider):
   the time it was cached is more than the TTL), and only then builds one from the cloud provider
   (the ASG's tags). The cache is a map in the process: a restart forgets everything.
 - `isNodeGoodTemplateCandidate`: Ready, Ready for more than `stabilizationDelay` (1 minute), not
-  unschedulable, no `ToBeDeletedByClusterAutoscaler` taint.
+  unschedulable, no `ToBeDeletedByClusterAutoscaler` taint; and Ready as cluster-autoscaler sees it:
+  pkg/core/static_autoscaler.go `obtainNodeLists` hands over a node carrying a startup taint as a
+  NotReady copy (pkg/utils/taints/taints.go `FilterOutNodesWithStartupTaints`).
+- The node is cached as `SanitizedTemplateNodeInfoFromNodeInfo` made it: taints sanitised with the
+  process's own taint options (capacity/template_taints.py), which a process keeps for its life.
 - asg_tag_resource_node_info_provider.go `AsgTagResourceNodeInfoProvider.Process` (what the AWS
   provider installs): resources of the tag-built template that the remembered node lacks are added.
 - pkg/config/flags/flags.go: `--node-info-cache-expire-time` (default 87600h) and `--scan-interval`
@@ -27,6 +31,12 @@ from typing import Any
 
 from capacity.autoscaler_flags import flag_value, parse_go_duration
 from capacity.template import AutoscalerMemory, View
+from capacity.template_taints import (
+    DEFAULT_TAINT_CONFIG,
+    TaintOptions,
+    sanitize_taints,
+    taint_options_from_argv,
+)
 
 DEFAULT_SELECTOR = "app.kubernetes.io/name=aws-cluster-autoscaler"  # the Helm chart's pods, AWS provider
 EXPIRE_FLAG = "node-info-cache-expire-time"
@@ -40,8 +50,9 @@ AUTOSCALER_BINARY = "cluster-autoscaler"
 
 @dataclass(frozen=True, slots=True)
 class AutoscalerProcess:
-    """The running cluster-autoscaler as fitguard sees it: which pod, when its process started, and
-    how long it keeps a group's last node (seconds; None with `expire_error` when unreadable)."""
+    """The running cluster-autoscaler as fitguard sees it: which pod, when its process started, how
+    long it keeps a group's last node (seconds; None with `expire_error` when unreadable), and the
+    taints its flags tell it to leave out of templates."""
 
     pod: str  # namespace/name
     started: float  # epoch seconds
@@ -49,6 +60,7 @@ class AutoscalerProcess:
     expire_after: float | None
     expire_error: str = ""
     scan_interval: float = 10.0
+    taint_options: TaintOptions = DEFAULT_TAINT_CONFIG
 
 
 def _parse_time(value: object) -> float | None:
@@ -131,7 +143,9 @@ def process_of(pod: Mapping[str, Any]) -> AutoscalerProcess | None:
     except ValueError:
         scan_interval = parse_go_duration(DEFAULT_SCAN_INTERVAL)
     name = f"{meta.get('namespace') or 'default'}/{meta.get('name') or ''}"
-    return AutoscalerProcess(name, started, expire_text, expire_after, error, scan_interval)
+    return AutoscalerProcess(
+        name, started, expire_text, expire_after, error, scan_interval, taint_options_from_argv(argv)
+    )
 
 
 def running_autoscaler(pods: Iterable[Mapping[str, Any]]) -> AutoscalerProcess | None:
@@ -143,13 +157,17 @@ def running_autoscaler(pods: Iterable[Mapping[str, Any]]) -> AutoscalerProcess |
     return max(processes, key=lambda p: (p.started, p.pod), default=None)
 
 
-def is_template_candidate(node: Mapping[str, Any], now: float) -> bool:
+def is_template_candidate(
+    node: Mapping[str, Any], now: float, taint_options: TaintOptions = DEFAULT_TAINT_CONFIG
+) -> bool:
     """`isNodeGoodTemplateCandidate`: Ready for more than a minute, schedulable, not being deleted by
-    cluster-autoscaler. A Ready condition with no transition time has been Ready for ever."""
+    cluster-autoscaler, no startup taint (such a node is NotReady to cluster-autoscaler). A Ready
+    condition with no transition time has been Ready for ever."""
     spec = node.get("spec") or {}
     if spec.get("unschedulable"):
         return False
-    if any(isinstance(t, Mapping) and t.get("key") == TO_BE_DELETED_TAINT for t in spec.get("taints") or []):
+    keys = [str(t.get("key")) for t in spec.get("taints") or [] if isinstance(t, Mapping)]
+    if TO_BE_DELETED_TAINT in keys or any(taint_options.is_startup_taint(key) for key in keys):
         return False
     for condition in (node.get("status") or {}).get("conditions") or []:
         if isinstance(condition, Mapping) and condition.get("type") == "Ready":
@@ -184,6 +202,11 @@ def next_memory(
     fitguard say "forgotten" sooner than cluster-autoscaler forgets, never later."""
     last_seen = _parse_time(previous.last_seen) if previous is not None else None
     view = previous.view if previous is not None else None
+    if view is not None and process is not None:
+        # A node this process remembers was cached with its taint options: a record written while
+        # no cluster-autoscaler was found kept the taints its flags drop.
+        kept = sanitize_taints(view.taints, process.taint_options)
+        view = View(view.allocatable, view.labels, kept, view.source)
     if live is not None:
         stale = (
             last_seen is None

@@ -24,7 +24,7 @@ from capacity.quantity import MILLI, parse_quantity
 from capacity.resources import CPU, EPHEMERAL_STORAGE, MEMORY, POD_ENI, PODS, Resources
 from capacity.taints import Taint
 from capacity.template import View
-from capacity.template_taints import sanitize_taints
+from capacity.template_taints import DEFAULT_TAINT_CONFIG, TaintOptions, sanitize_taints
 
 MIB = 2**20
 GIB = 2**30
@@ -129,10 +129,10 @@ def node_is_ready(node: Mapping[str, Any]) -> bool:
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
 
-def live_node_view(node: Mapping[str, Any]) -> View:
+def live_node_view(node: Mapping[str, Any], taint_options: TaintOptions = DEFAULT_TAINT_CONFIG) -> View:
     """A live node as a template: its allocatable, its labels less the node-specific ones, its
-    taints as cluster-autoscaler sanitises them (capacity.template_taints). Raises
-    ValueError/TypeError on a malformed node."""
+    taints as cluster-autoscaler run with `taint_options` sanitises them (capacity.template_taints).
+    Raises ValueError/TypeError on a malformed node."""
     meta = node.get("metadata") or {}
     allocatable = (node.get("status") or {}).get("allocatable") or {}
     taints = [Taint.from_object(t) for t in (node.get("spec") or {}).get("taints") or []]
@@ -141,6 +141,6 @@ def live_node_view(node: Mapping[str, Any]) -> View:
         labels={
             str(k): str(v) for k, v in (meta.get("labels") or {}).items() if k not in NODE_SPECIFIC_LABELS
         },
-        taints=sanitize_taints(taints),
+        taints=sanitize_taints(taints, taint_options),
         source="live-node",
     )

@@ -8,13 +8,20 @@ a live node and the one built from tags (SanitizedTemplateNodeInfoFromNodeGroup)
 Dropped: cluster-autoscaler's own deletion marks, the node-condition taints (a fixed list, not every
 `node.kubernetes.io/` key: `node.kubernetes.io/out-of-service` is kept), and the startup and status
 taints (three built-in prefixes, plus keys and prefixes given by its flags). Everything else is kept.
+
+The flags are read from the running cluster-autoscaler's command line (`taint_options_from_argv`),
+as pkg/config/flags/flags.go `AutoscalingFlags.AddFlags` and `Options` declare and merge them:
+`--startup-taint`, `--ignore-taint` (deprecated, merged into the startup taints),
+`--startup-taint-prefix` and `--status-taint`, each a pflag string array (repeated, never split at
+commas). With no cluster-autoscaler found, only what every cluster-autoscaler drops is dropped.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from capacity.autoscaler_flags import flag_values
 from capacity.taints import Taint
 
 TO_BE_DELETED = "ToBeDeletedByClusterAutoscaler"  # ToBeDeletedTaint
@@ -60,6 +67,26 @@ class TaintOptions:
 
 
 DEFAULT_TAINT_CONFIG = TaintOptions()
+
+STARTUP_TAINT_FLAG = "startup-taint"
+IGNORE_TAINT_FLAG = "ignore-taint"
+STARTUP_TAINT_PREFIX_FLAG = "startup-taint-prefix"
+STATUS_TAINT_FLAG = "status-taint"
+TAINT_FLAGS = (STARTUP_TAINT_FLAG, IGNORE_TAINT_FLAG, STARTUP_TAINT_PREFIX_FLAG, STATUS_TAINT_FLAG)
+
+
+def taint_options_from_argv(argv: Sequence[str]) -> TaintOptions:
+    """The taint options of a cluster-autoscaler run with this command line: `AutoscalingFlags.Options`
+    sets StartupTaints to the `--ignore-taint` values followed by the `--startup-taint` ones, and
+    StartupTaintPrefixes and StatusTaints to their flags' values; `NewTaintConfig` adds the built-in
+    prefixes. An empty value is kept as given (an empty prefix makes every taint a startup taint,
+    as Go's strings.HasPrefix says)."""
+    given = flag_values(argv, TAINT_FLAGS)
+    return TaintOptions(
+        startup_taints=frozenset((*given[IGNORE_TAINT_FLAG], *given[STARTUP_TAINT_FLAG])),
+        startup_taint_prefixes=tuple(given[STARTUP_TAINT_PREFIX_FLAG]),
+        status_taints=frozenset(given[STATUS_TAINT_FLAG]),
+    )
 
 
 def is_dropped(taint: Taint, config: TaintOptions = DEFAULT_TAINT_CONFIG) -> bool:

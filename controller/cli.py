@@ -112,7 +112,9 @@ def _add_discovery_arguments(parser: Any) -> None:
         metavar="SELECTOR",
         help="label selector of cluster-autoscaler's pods (default: the Helm chart's, %(default)s): their "
         "start and --node-info-cache-expire-time tell which groups at zero it still builds from a "
-        "remembered live node; empty: do not look (every group at zero is judged by its tags)",
+        "remembered live node, and its --startup-taint, --ignore-taint, --startup-taint-prefix and "
+        "--status-taint which taints its templates leave out; empty: do not look (every group at zero "
+        "is judged by its tags, less only the taints every cluster-autoscaler leaves out)",
     )
     parser.add_argument(
         "--autoscaler-namespace",

@@ -22,7 +22,7 @@ from capacity.selectors import SelectorError
 from capacity.taints import Taint
 from capacity.template import NodeGroupTemplate, View
 from capacity.template_pods import template_node_pods
-from capacity.template_taints import sanitize_taints
+from capacity.template_taints import DEFAULT_TAINT_CONFIG, TaintOptions, sanitize_taints
 from controller.aws.records import AwsNodeGroup
 
 log = logging.getLogger(__name__)
@@ -93,8 +93,9 @@ def daemonset_overhead(daemonsets: Iterable[Mapping[str, Any]], view: View) -> t
     return total, pods
 
 
-def autoscaler_view(group: AwsNodeGroup) -> View | None:
-    """What cluster-autoscaler builds for the group with no node; None when it cannot build one."""
+def autoscaler_view(group: AwsNodeGroup, taint_options: TaintOptions = DEFAULT_TAINT_CONFIG) -> View | None:
+    """What cluster-autoscaler, run with `taint_options`, builds for the group with no node; None
+    when it cannot build one."""
     if group.shape is None or not group.availability_zones:
         return None
     region, zone = av.region_and_zone(list(group.availability_zones))
@@ -109,10 +110,12 @@ def autoscaler_view(group: AwsNodeGroup) -> View | None:
     view = av.build_autoscaler_view(
         group.shape, group.tags, region=region, zone=zone, managed=managed, requirements=group.requirements
     )
-    return av.sanitized_template(view)
+    return av.sanitized_template(view, taint_options)
 
 
-def estimated_actual_view(group: AwsNodeGroup, facts: FactsLookup) -> View:
+def estimated_actual_view(
+    group: AwsNodeGroup, facts: FactsLookup, taint_options: TaintOptions = DEFAULT_TAINT_CONFIG
+) -> View:
     """The actual view with no live node: the instance type, the root volume, EKS's reservations."""
     if group.shape is None:
         raise TemplateError("instance type unknown")
@@ -139,7 +142,7 @@ def estimated_actual_view(group: AwsNodeGroup, facts: FactsLookup) -> View:
         branch_enis=branch_enis,
         root_volume_gib=group.root_volume_gib,
         labels=labels,
-        taints=sanitize_taints(taints),  # as a live node's would be (capacity.estimate.live_node_view)
+        taints=sanitize_taints(taints, taint_options),  # as a live node's (estimate.live_node_view)
     )
 
 
@@ -164,18 +167,24 @@ def _declared_node_labels_and_taints(group: AwsNodeGroup) -> tuple[dict[str, str
     return labels, taints
 
 
-def actual_view(group: AwsNodeGroup, ready_nodes: list[Mapping[str, Any]], facts: FactsLookup) -> View:
+def actual_view(
+    group: AwsNodeGroup,
+    ready_nodes: list[Mapping[str, Any]],
+    facts: FactsLookup,
+    taint_options: TaintOptions = DEFAULT_TAINT_CONFIG,
+) -> View:
     """A live ready node when there is one (of the type cluster-autoscaler assumes, if any), else
-    the estimate. Raises TemplateError."""
+    the estimate; taints sanitised as cluster-autoscaler run with `taint_options` sanitises a
+    template's, so both views drop the same ones. Raises TemplateError."""
     if ready_nodes:
         wanted = group.instance_types[0] if group.instance_types else ""
         ordered = sorted(ready_nodes, key=lambda n: str((n.get("metadata") or {}).get("name")))
         same_type = [n for n in ordered if _labels(n).get("node.kubernetes.io/instance-type") == wanted]
         try:
-            return live_node_view((same_type or ordered)[0])
+            return live_node_view((same_type or ordered)[0], taint_options)
         except (TypeError, ValueError) as err:
             raise TemplateError(f"live node unreadable: {err}") from None
-    return estimated_actual_view(group, facts)
+    return estimated_actual_view(group, facts, taint_options)
 
 
 def _labels(node: Mapping[str, Any]) -> Mapping[str, str]:
@@ -188,14 +197,17 @@ def build_template(
     daemonsets: list[Mapping[str, Any]],
     facts: FactsLookup,
     scale_from_zero: str = "autoscaler",
+    *,
+    taint_options: TaintOptions = DEFAULT_TAINT_CONFIG,
 ) -> NodeGroupTemplate:
-    """The group's template from complete data. Raises TemplateError."""
+    """The group's template from complete data, with the running cluster-autoscaler's taint options
+    (its flags). Raises TemplateError."""
     if group.error:
         raise TemplateError(group.error)
     ready = [n for n in nodes if node_is_ready(n)]
-    actual = actual_view(group, ready, facts)
+    actual = actual_view(group, ready, facts, taint_options)
     overhead, ds_pods = daemonset_overhead(daemonsets, actual)
-    autoscaler = autoscaler_view(group)
+    autoscaler = autoscaler_view(group, taint_options)
     # cluster-autoscaler places DaemonSet pods by its own template's labels and taints
     on_template = template_node_pods(*daemonset_overhead(daemonsets, autoscaler)) if autoscaler else None
     return NodeGroupTemplate(
@@ -225,8 +237,11 @@ def build_templates(
     *,
     facts: FactsLookup,
     group_label: str = "",
+    taint_options: TaintOptions = DEFAULT_TAINT_CONFIG,
 ) -> list[GroupOutcome]:
-    """Every group's outcome, by name: fresh, or its last template kept with the reason."""
+    """Every group's outcome, by name: fresh, or its last template kept with the reason. Taints are
+    sanitised with `taint_options`: the running cluster-autoscaler's flags, or only what every
+    cluster-autoscaler drops when none was found."""
     groups = list(groups)
     daemonsets = list(daemonsets)
     grouped = group_nodes(nodes, groups, group_label)
@@ -240,6 +255,7 @@ def build_templates(
                 daemonsets,
                 facts,
                 before.scale_from_zero if before else "autoscaler",
+                taint_options=taint_options,
             )
         except TemplateError as err:
             kept = "kept its last template" if before else "no template yet"

@@ -20,6 +20,7 @@ from capacity.autoscaler_memory import (
 )
 from capacity.estimate import node_is_ready
 from capacity.template import NodeGroupTemplate, View
+from capacity.template_taints import DEFAULT_TAINT_CONFIG, TaintOptions
 from controller.aws.records import AwsNodeGroup
 from controller.discovery import FactsLookup, GroupOutcome, TemplateError, actual_view, group_nodes
 
@@ -87,15 +88,20 @@ def observe(
 
 
 def live_template(
-    group: AwsNodeGroup, nodes: list[Mapping[str, Any]], facts: FactsLookup, now: float
+    group: AwsNodeGroup,
+    nodes: list[Mapping[str, Any]],
+    facts: FactsLookup,
+    now: float,
+    taint_options: TaintOptions = DEFAULT_TAINT_CONFIG,
 ) -> View | None:
-    """The node cluster-autoscaler would cache as the group's template now: among its good template
-    candidates, the one fitguard's actual view would take. None when it has none."""
-    candidates = [n for n in nodes if node_is_ready(n) and is_template_candidate(n, now)]
+    """The node cluster-autoscaler (run with `taint_options`) would cache as the group's template
+    now: among its good template candidates, the one fitguard's actual view would take, its taints
+    sanitised. None when it has none."""
+    candidates = [n for n in nodes if node_is_ready(n) and is_template_candidate(n, now, taint_options)]
     if not candidates:
         return None
     try:
-        return actual_view(group, candidates, facts)
+        return actual_view(group, candidates, facts, taint_options)
     except TemplateError as err:
         log.warning("node group %s: live node unreadable for the memory record: %s", group.name, err)
         return None
@@ -118,6 +124,7 @@ def remember(
     groups = list(groups)
     by_name = {g.name: g for g in groups}
     grouped = group_nodes(nodes, groups, group_label)
+    taint_options = process.taint_options if process is not None else DEFAULT_TAINT_CONFIG
     result = []
     for outcome in outcomes:
         template = outcome.template
@@ -126,7 +133,7 @@ def remember(
             result.append(outcome)
             continue
         before = previous.get(outcome.name)
-        live = live_template(group, grouped.get(outcome.name, []), facts, now)
+        live = live_template(group, grouped.get(outcome.name, []), facts, now, taint_options)
         memory = next_memory(before.memory if before else None, live, process, now, sought)
         result.append(dataclasses.replace(outcome, template=dataclasses.replace(template, memory=memory)))
     return result

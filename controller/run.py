@@ -14,6 +14,7 @@ from capacity.autoscaler_memory import DEFAULT_SELECTOR
 from capacity.autoscaler_specs import default_discovery_tags, parse_auto_discovery_spec, parse_nodes_spec
 from capacity.expander import PRIORITY, PRIORITY_KEY, parse_priorities
 from capacity.template import NodeGroupTemplate
+from capacity.template_taints import DEFAULT_TAINT_CONFIG
 from controller.aws.clients import AwsClients
 from controller.aws.discovery import AwsDiscovery, DiscoveryError
 from controller.aws.records import AwsNodeGroup, DiscoverySelection
@@ -112,10 +113,7 @@ def run_once(
             stored = {str(o["metadata"]["name"]): o for o in objects.templates}
             write_statuses(writer, outcomes, stored)  # Discovered False, with the error, on every kept one
         return _report(outcomes, [], {}, {"": str(err)})
-    outcomes = build_templates(
-        groups, objects.nodes, objects.daemonsets, previous, facts=facts, group_label=options.node_group_label
-    )
-    outcomes = _remember(options, source, objects, groups, outcomes, previous=previous, facts=facts)
+    outcomes = _templates(options, source, objects, groups, previous=previous, facts=facts)
     if scaling is not None:
         outcomes = _mark_scaled_from_zero(outcomes, scaling.driver.config)
     changes, written = _sync_tags(options, clients, groups, outcomes, note)
@@ -183,18 +181,29 @@ class ScalingInputs:
     leader: Callable[[], bool] = lambda: True
 
 
-def _remember(
+def _templates(
     options: ControllerOptions,
     source: ClusterSource,
     objects: ClusterObjects,
     groups: list[AwsNodeGroup],
-    outcomes: list[GroupOutcome],
     *,
     previous: Mapping[str, NodeGroupTemplate],
     facts: Callable[[str], Any],
 ) -> list[GroupOutcome]:
-    """Each group's record of cluster-autoscaler's memory (controller/memory.py)."""
+    """Each group's template and its record of cluster-autoscaler's memory. The running
+    cluster-autoscaler is found first: its flags say which taints its templates leave out
+    (capacity/template_taints.py), its start whether it still remembers a group's last node
+    (controller/memory.py)."""
     process, sought = source.autoscaler(options.autoscaler_selector, options.autoscaler_namespace)
+    outcomes = build_templates(
+        groups,
+        objects.nodes,
+        objects.daemonsets,
+        previous,
+        facts=facts,
+        group_label=options.node_group_label,
+        taint_options=process.taint_options if process is not None else DEFAULT_TAINT_CONFIG,
+    )
     return remember(
         outcomes,
         groups,
