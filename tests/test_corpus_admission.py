@@ -45,7 +45,6 @@ from webhook.app import create_app
 from webhook.cluster import from_objects
 from webhook.review import WebhookOptions
 
-ISSUE_26 = "issue 26: DaemonSet pods pinned with matchFields are denied"
 EXEMPT = WebhookOptions().exempt_namespaces | {WebhookOptions().own_namespace}
 CHECK_TIMEOUT = 300  # ends a hang only: the corpus is judged in about a second
 
@@ -159,7 +158,6 @@ def webhook_denials(name: str) -> tuple[list[tuple[str, str]], list[Subject]]:
     return denials, judged
 
 
-@pytest.mark.xfail(strict=True, reason=ISSUE_26)
 @pytest.mark.parametrize("name", sorted(CLUSTERS))
 def test_fitguard_check_admits_every_add_on_and_every_pod_its_controller_makes(
     name: str, tmp_path: Path
@@ -170,29 +168,11 @@ def test_fitguard_check_admits_every_add_on_and_every_pod_its_controller_makes(
     assert not denials, denials_text(denials, len(judged))
 
 
-@pytest.mark.xfail(strict=True, reason=ISSUE_26)
 @pytest.mark.parametrize("name", sorted(CLUSTERS))
 def test_the_webhook_admits_every_add_on_and_every_pod_its_controller_makes(name: str) -> None:
     """The webhook's /mutate then /validate (pods) or /validate (workloads) deny none of them."""
     denials, judged = webhook_denials(name)
     assert not denials, denials_text(denials, len(judged))
-
-
-@pytest.mark.parametrize("name", sorted(CLUSTERS))
-def test_whatever_is_denied_today_is_a_daemonset_pod_refused_for_node_affinity(
-    name: str, tmp_path: Path
-) -> None:
-    """The admission tests above fail for issue 26's reason alone (and hold once it is fixed): the
-    only denials, through either way in, are of DaemonSet pods outside the exempt namespaces, for
-    node affinity; both ways agree on which."""
-    by_check, judged = check_denials(name, tmp_path)
-    by_webhook, _ = webhook_denials(name)
-    assert [where for where, _ in by_check] == [where for where, _ in by_webhook]
-    daemon_pods = {s.where for s in judged if s.is_daemon_pod and s.namespace not in EXEMPT}
-    assert {where for where, _ in by_webhook} <= daemon_pods
-    for where, message in by_webhook:
-        assert message.startswith("validate: pod does not fit any node group"), (where, message)
-        assert "didn't match Pod's node affinity" in message, (where, message)
 
 
 def test_the_corpus_files_are_the_published_bytes_with_their_provenance() -> None:
