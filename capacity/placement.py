@@ -24,7 +24,6 @@ Upstream, restated (docs/upstream.md has the commits):
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum
@@ -32,11 +31,10 @@ from typing import Any
 
 from capacity.fit import LIVE_NODE_SOURCE, PodNeeds, Reason, check_fit
 from capacity.quantity import parse_quantity
-from capacity.requests import pod_requests
 from capacity.resources import Resources
-from capacity.selectors import SelectorError, node_selector_map, node_selector_terms, with_node_name
+from capacity.selectors import with_node_name
 from capacity.string_maps import string_map
-from capacity.taints import Taint, Toleration, first_untolerated, parse_tolerations
+from capacity.taints import Taint, first_untolerated
 from capacity.template import NodeGroupTemplate, View
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
@@ -274,69 +272,47 @@ def unmodeled_nodes(needs: PodNeeds, nodes: Iterable[LiveNode], membership: Memb
     return sorted(n.name for n in nodes if not membership.group_of(n) and placeable(needs, n.view))
 
 
-# pkg/controller/daemon/util/daemonset_util.go AddOrUpdateDaemonPodTolerations: every DaemonSet pod
-# tolerates these, so a DaemonSet is judged with them (hostNetwork pods also network-unavailable).
-DAEMON_TOLERATIONS = (
-    Toleration("node.kubernetes.io/not-ready", "Exists", "", NO_EXECUTE),
-    Toleration("node.kubernetes.io/unreachable", "Exists", "", NO_EXECUTE),
-    Toleration("node.kubernetes.io/disk-pressure", "Exists", "", "NoSchedule"),
-    Toleration("node.kubernetes.io/memory-pressure", "Exists", "", "NoSchedule"),
-    Toleration("node.kubernetes.io/pid-pressure", "Exists", "", "NoSchedule"),
-    Toleration("node.kubernetes.io/unschedulable", "Exists", "", "NoSchedule"),
-)
-HOST_NETWORK_TOLERATION = Toleration("node.kubernetes.io/network-unavailable", "Exists", "", "NoSchedule")
+class Outcome(Enum):
+    """What the live nodes and the unmodelled capacity say of an object no group's next node serves."""
+
+    SERVED = "served"  # a live node takes it
+    SELECTS_NOTHING = "selects-nothing"  # a DaemonSet with no node or group to put a pod on
+    UNMODELED = "unmodeled"  # a node of no known group could take it
+    NODEPOOLS = "nodepools"  # a Karpenter NodePool might launch a node for it
+    REFUSED = "refused"  # every place it could run is known, and none serves it
 
 
-def daemon_tolerations(spec: Mapping[str, Any]) -> tuple[Toleration, ...]:
-    """The tolerations the DaemonSet controller adds to each pod of a template with this spec."""
-    return DAEMON_TOLERATIONS + ((HOST_NETWORK_TOLERATION,) if spec.get("hostNetwork") is True else ())
+@dataclass(frozen=True, slots=True)
+class Beyond:
+    outcome: Outcome
+    names: tuple[str, ...] = ()  # the unmodelled nodes or the NodePools
+    groups: tuple[str, ...] = ()  # every group judged, by name
+    nodes: int = 0  # the live nodes judged
 
 
-def runs_on(spec: Mapping[str, Any], view: View, field: str = "spec") -> bool:
-    """Whether a DaemonSet whose pod template has this spec puts a pod on a node of `view`:
-    nodeSelector, required node affinity and tolerations (the controller's added ones too, as
-    daemon_controller.go NodeShouldRunDaemonPod checks them). Raises SelectorError/TypeError."""
-    if not node_selector_map(spec.get("nodeSelector"))(view.labels):
-        return False
-    affinity = spec.get("affinity") or {}
-    required = (affinity.get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
-    if required and not node_selector_terms(required.get("nodeSelectorTerms"), f"{field}.nodeSelectorTerms")(
-        view.labels
-    ):
-        return False
-    tolerations = parse_tolerations(spec.get("tolerations"), f"{field}.tolerations") + daemon_tolerations(
-        spec
+def beyond_groups(
+    needs: PodNeeds,
+    nodes: list[LiveNode],
+    templates: Iterable[NodeGroupTemplate],
+    node_pools: list[str],
+    *,
+    daemonset_selects_a_group: bool | None = None,
+) -> Beyond:
+    """The verdict of the places beyond the known groups' next nodes, in the order of the rule:
+    a live node that serves; for a DaemonSet (`daemonset_selects_a_group` given), nothing selected;
+    capacity fitguard does not model; else refused, with the whole set judged."""
+    groups = list(templates)
+    membership = Membership(
+        {node: t.name for t in groups for node in t.node_names}, frozenset(t.name for t in groups)
     )
-    return first_untolerated(view.taints, tolerations) is None
-
-
-def without_daemonset(template: NodeGroupTemplate, spec: Mapping[str, Any]) -> NodeGroupTemplate:
-    """The template as it would be without the DaemonSet whose pod template has `spec`: a DaemonSet
-    being updated replaces its own pods, so its old revision is no overhead for its new one."""
-    try:
-        requests = pod_requests(spec, "spec.template.spec")
-    except (TypeError, ValueError):
-        return template
-
-    def less(overhead: Mapping[str, int], pods: int, view: View | None) -> tuple[Resources, int]:
-        try:
-            counted = view is not None and runs_on(spec, view)
-        except (SelectorError, TypeError, ValueError):
-            counted = False
-        if not counted:
-            return dict(overhead), pods
-        return {name: max(value - requests.get(name, 0), 0) for name, value in overhead.items()}, max(
-            pods - 1, 0
-        )
-
-    actual, actual_pods = less(template.daemonset_overhead, template.daemonset_pods, template.actual)
-    tagged, tagged_pods = less(
-        template.autoscaler_overhead or {}, template.autoscaler_overhead_pods or 0, template.autoscaler
-    )
-    return dataclasses.replace(
-        template,
-        daemonset_overhead=actual,
-        daemonset_pods=actual_pods,
-        autoscaler_overhead=tagged,
-        autoscaler_overhead_pods=tagged_pods,
-    )
+    overheads = {t.name: (t.daemonset_overhead, t.daemonset_pods) for t in groups}
+    if serving_node(needs, nodes, membership, overheads):
+        return Beyond(Outcome.SERVED)
+    if daemonset_selects_a_group is False and not any(placeable(needs, n.view) for n in nodes):
+        return Beyond(Outcome.SELECTS_NOTHING)
+    unmodeled = unmodeled_nodes(needs, nodes, membership)
+    if unmodeled:
+        return Beyond(Outcome.UNMODELED, tuple(unmodeled))
+    if node_pools:
+        return Beyond(Outcome.NODEPOOLS, tuple(node_pools))
+    return Beyond(Outcome.REFUSED, (), tuple(sorted(t.name for t in groups)), len(nodes))

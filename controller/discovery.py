@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from capacity import autoscaler_view as av
+from capacity.daemonsets import runs_on
 from capacity.estimate import estimate_view, live_node_view, node_is_ready, node_labels
-from capacity.placement import runs_on
 from capacity.records import provider_instance_id
 from capacity.requests import pod_requests
 from capacity.resources import Resources, add

@@ -118,6 +118,7 @@ def test_warn_mode_exits_0_with_the_warnings(tmp_path: Path) -> None:
         "warned": 2,
         "audit": 0,
         "exempt": 0,
+        "unjudged": 0,
         "denied": 0,
         "skipped": 0,
     }

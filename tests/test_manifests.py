@@ -270,7 +270,8 @@ def test_the_webhook_reads_what_a_review_needs_and_writes_only_events(
 ) -> None:
     """The webhook reads namespaces, ServiceAccounts, the VPC CNI ConfigMap, policies, templates,
     nodes and Karpenter's NodePools (every place a pod could run); its one write is events.k8s.io
-    Events (its warn and audit findings): create, and patch for a series. tests/test_rbac_walk.py checks these rules against every call a run makes."""
+    Events (its warn and audit findings): create, and patch for a series. tests/test_rbac_walk.py
+    checks these rules against every call a run makes."""
     rules = _rules_of(rendered["base"], "fitguard-webhook")
     granted = {
         (group, resource, verb)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from capacity.branch_eni import COOLDOWN_KEY
 from capacity.names import SGP_KIND, TEMPLATE_KIND, VPC_CNI_CONFIG_NAME, VPC_CNI_CONFIG_NAMESPACE
-from capacity.placement import LiveNode, Membership
+from capacity.placement import LiveNode
 from capacity.sgp import SecurityGroupPolicy, compile_policy, matching_groups
 from capacity.string_maps import string_map
 from capacity.template import NodeGroupTemplate
@@ -36,6 +36,7 @@ EMPTY: Mapping[str, str] = {}
 NODE_POOL_KIND = "NodePool"  # karpenter.sh/v1
 # How often a webhook in a cluster without Karpenter asks again whether NodePools are served.
 NODE_POOL_RECHECK_SECONDS = 60.0
+NODE_POOL_RETRY_SECONDS = 2.0  # after a failed question: the webhook is not ready until it is answered
 
 
 class ServiceAccountNotFound(LookupError):
@@ -80,7 +81,8 @@ class ClusterView:
     nodes: Store[LiveNode] = field(default_factory=lambda: Store("Node", LiveNode.from_object))
     node_pools: Store[str | None] = field(default_factory=lambda: Store(NODE_POOL_KIND, node_pool_name))
     verdicts: RefusalMemo = field(default_factory=RefusalMemo)
-    _membership: tuple[int, Membership] | None = field(default=None, init=False, repr=False)
+    # what the live nodes and NodePools said of a shape no group serves, per generation of all three
+    places: RefusalMemo = field(default_factory=RefusalMemo)
 
     def stores(self) -> dict[str, Store[Any]]:
         """Every store by the kind it holds (the keys are the kinds of a state file)."""
@@ -93,20 +95,6 @@ class ClusterView:
             "Node": self.nodes,
             NODE_POOL_KIND: self.node_pools,
         }
-
-    def membership(self) -> Membership:
-        """Which group each live node belongs to, derived once per generation of the templates."""
-        kept = self._membership
-        version = self.templates.version
-        if kept is not None and kept[0] == version:
-            return kept[1]
-        templates = self.templates.items()
-        membership = Membership(
-            {node: t.name for t in templates for node in t.node_names},
-            frozenset(t.name for t in templates),
-        )
-        self._membership = (version, membership)
-        return membership
 
     def node_pool_names(self) -> list[str]:
         return sorted(name for name in self.node_pools.items() if name)
@@ -200,7 +188,12 @@ def start_reflectors(view: ClusterView, api: ApiLike) -> list[Reflector]:
     return reflectors
 
 
-def watch_when_served(store: Store[Any], api: ApiLike, recheck: float = NODE_POOL_RECHECK_SECONDS) -> None:
+def watch_when_served(
+    store: Store[Any],
+    api: ApiLike,
+    recheck: float = NODE_POOL_RECHECK_SECONDS,
+    retry: float = NODE_POOL_RETRY_SECONDS,
+) -> None:
     """NodePools are a CRD of Karpenter's: where the API does not serve them the store is empty and
     synced (no NodePool can launch a node), and the question is asked again every `recheck`
     seconds; once they are served, a reflector keeps the store. A failed question leaves the store
@@ -213,8 +206,10 @@ def watch_when_served(store: Store[Any], api: ApiLike, recheck: float = NODE_POO
             if serves(api, NODE_POOL_KIND):
                 start_reflector(api, NODE_POOL_KIND, store)
                 return
-            if not store.synced or len(store):
-                store.replace([])
         except KubeError as err:
             log.warning("cannot tell whether the API serves NodePools: %s", err)
+            time.sleep(retry)
+            continue
+        if not store.synced or len(store):
+            store.replace([])
         time.sleep(recheck)

@@ -32,13 +32,13 @@ class RefusalMemo:
     def refusals(
         self, needs: PodNeeds, templates: Iterable[NodeGroupTemplate], generation: object
     ) -> list[GroupVerdict] | None:
-        return self._remembered((refusals, needs.key), generation, lambda: refusals(needs, templates))
+        return self.remember((refusals, needs.key), generation, lambda: refusals(needs, templates))
 
     def memory_reliance(
         self, needs: PodNeeds, templates: Iterable[NodeGroupTemplate], generation: object
     ) -> list[GroupVerdict] | None:
         """`capacity.serve.memory_reliance`, remembered the same way."""
-        return self._remembered(
+        return self.remember(
             (memory_reliance, needs.key), generation, lambda: memory_reliance(needs, templates)
         )
 
@@ -54,9 +54,10 @@ class RefusalMemo:
         generation, remembered per shape, subject and extra lines (the replicas of a workload that
         nothing serves are denied with the same text)."""
         key = (denial_message, needs.key, subject, tuple(extra))
-        return self._remembered(key, generation, lambda: denial_message(verdicts, needs, subject, extra))
+        return self.remember(key, generation, lambda: denial_message(verdicts, needs, subject, extra))
 
-    def _remembered(self, key: tuple[Any, ...], generation: object, compute: Callable[[], T]) -> T:
+    def remember(self, key: tuple[Any, ...], generation: object, compute: Callable[[], T]) -> T:
+        """`compute()` remembered under `key` for this generation (a new generation starts empty)."""
         with self._lock:
             current, memo = self._memo
             if generation != current:

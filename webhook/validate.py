@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from capacity.daemonsets import daemon_tolerations, without_daemonset
 from capacity.fit import PodNeeds, Reason
 from capacity.place_messages import judged_line, names, pinned_denial
 from capacity.placement import (
@@ -20,17 +21,14 @@ from capacity.placement import (
     MIRROR_ANNOTATION,
     Abstention,
     LiveNode,
+    Outcome,
     Pin,
-    daemon_tolerations,
+    beyond_groups,
     judge_pinned,
     not_judged,
     pin_of,
-    placeable,
-    serving_node,
-    unmodeled_nodes,
-    without_daemonset,
 )
-from capacity.serve import MAX_GROUP_LINES, GroupVerdict, memory_warnings, refusals
+from capacity.serve import MAX_GROUP_LINES, GroupVerdict, denial_message, memory_warnings, refusals
 from capacity.string_maps import string_map
 from capacity.template import NodeGroupTemplate
 from kube.store import Store
@@ -248,7 +246,7 @@ def review(request: Mapping[str, Any], cluster: ClusterView, config: WebhookOpti
             warnings = memory_warnings(relied, needs, template.subject)
             return Verdict(warnings=[whole_warning(line) for line in warnings])
         return Verdict()
-    return _beyond_groups(judged, needs, verdicts)
+    return _beyond_groups(judged, needs, verdicts, templates)
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,30 +264,42 @@ class Judged:
         return refuse(message, effective_mode(self.namespace, self.cluster, self.config), warnings)
 
 
-def _beyond_groups(judged: Judged, needs: PodNeeds, verdicts: list[GroupVerdict]) -> Verdict:
+def _beyond_groups(
+    judged: Judged, needs: PodNeeds, verdicts: list[GroupVerdict], templates: Iterable[NodeGroupTemplate]
+) -> Verdict:
     """No group's next node serves the object: the live nodes and the capacity fitguard does not
-    model decide whether it is denied, admitted, or admitted unjudged."""
+    model decide whether it is denied, admitted, or admitted unjudged. Remembered per pod shape
+    for one generation of templates, nodes and NodePools (a pod denied again is answered from it)."""
     cluster, template = judged.cluster, judged.template
-    nodes = cluster.nodes.items()
-    membership = cluster.membership()
-    groups = cluster.templates.items()
-    overheads = {t.name: (t.daemonset_overhead, t.daemonset_pods) for t in groups}
-    if serving_node(needs, nodes, membership, overheads):
-        return Verdict()  # a live node has room for it once what runs there now makes way
+    selects_a_group = None
     if judged.kind == "DaemonSet":
         verdicts = [v for v in verdicts if selects(v)]
-        if not verdicts and not any(placeable(needs, n.view) for n in nodes):
-            return Verdict()  # it selects no node and no group: it makes no pod that could wait
-    unmodeled = unmodeled_nodes(needs, nodes, membership)
-    if unmodeled:
-        return abstain(Abstention.UNMODELED_NODES, template.subject, names(unmodeled, 3))
-    pools = cluster.node_pool_names()
-    if pools:
-        return abstain(Abstention.NODEPOOLS, template.subject, names(pools, 3))
+        selects_a_group = bool(verdicts)
+    generation = (cluster.templates.version, cluster.nodes.version, cluster.node_pools.version)
+    beyond = cluster.places.remember(
+        ("beyond", needs.key, selects_a_group),
+        generation,
+        lambda: beyond_groups(
+            needs,
+            cluster.nodes.items(),
+            templates,
+            cluster.node_pool_names(),
+            daemonset_selects_a_group=selects_a_group,
+        ),
+    )
+    if beyond.outcome in (Outcome.SERVED, Outcome.SELECTS_NOTHING):
+        return Verdict()
+    if beyond.outcome is Outcome.UNMODELED:
+        return abstain(Abstention.UNMODELED_NODES, template.subject, names(list(beyond.names), 3))
+    if beyond.outcome is Outcome.NODEPOOLS:
+        return abstain(Abstention.NODEPOOLS, template.subject, names(list(beyond.names), 3))
     fields = [] if template.is_pod else field_lines(verdicts, judged.spec, template.path)
-    extra = [*fields, judged_line(sorted(t.name for t in groups), len(nodes))]
-    generation = (cluster.templates.version, cluster.nodes.version)
-    message = cluster.verdicts.denial_message(verdicts, needs, template.subject, extra, generation)
+    extra = (*fields, judged_line(beyond.groups, beyond.nodes))
+    message = cluster.places.remember(
+        ("denial", needs.key, template.subject, extra),
+        generation,
+        lambda: denial_message(verdicts, needs, template.subject, extra),
+    )
     return judged.refuse(message, warnings_for(verdicts, judged.spec, template.path))
 
 
