@@ -25,6 +25,7 @@ from webhook.cluster import (
     labels_of,
     parse_bool,
     start_reflectors,
+    watch_when_served,
 )
 
 CLUSTER = load_state(Path(__file__).resolve().parents[1] / "examples" / "cluster.yaml")
@@ -278,7 +279,7 @@ def test_a_view_filled_by_reflectors_holds_what_the_api_server_has(fake_kube: Fa
             "ConfigMap": 1,
             "NodeGroupTemplate": 3,
             "Node": 4,
-            "NodePool": 0,  # the fake API server serves no karpenter.sh: synced, empty
+            "NodePool": 0,
         }
         assert view.config_maps.get("kube-system", "other-config") is None
         assert view.namespace_labels("payments") == {"team": "payments"}
@@ -309,3 +310,73 @@ def test_wait_ready_returns_once_the_last_store_syncs() -> None:
     view.node_pools.replace([])
     thread.join(30)
     assert answer == [True]
+
+
+NODE_POOL = {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "default"}, "spec": {}}
+
+
+def test_node_pools_are_watched_where_the_api_serves_them(fake_kube: FakeKubeServer) -> None:  # noqa: F811
+    """Served: the store lists and watches NodePools (one created later arrives, one being deleted
+    launches nothing and is left out)."""
+    fake_kube.apply(copy.deepcopy(NODE_POOL))
+    store = ClusterView().node_pools
+    started: list[Any] = []
+    thread = threading.Thread(
+        target=watch_when_served, args=(store, fake_kube.api_client(), started, 0.1, 0.1)
+    )
+    thread.start()
+    try:
+        eventually(lambda: store.synced and len(store) == 1, "the NodePool listed")
+        thread.join(15)
+        assert not thread.is_alive() and len(started) == 1
+        fake_kube.apply({**NODE_POOL, "metadata": {"name": "gpu"}})
+        eventually(lambda: len(store) == 2, "a new NodePool watched")
+    finally:
+        for reflector in started:
+            reflector.stop()
+
+
+def test_a_cluster_without_karpenter_has_no_node_pools_until_it_serves_them(
+    fake_kube: FakeKubeServer,  # noqa: F811
+) -> None:
+    """Not served (404 on karpenter.sh/v1): the store is synced and empty, so the webhook is ready
+    and knows no NodePool can launch a node; asked again, a CRD installed later is watched."""
+    fake_kube.faults.fail(404, path="/apis/karpenter.sh/v1", count=None)
+    fake_kube.apply(copy.deepcopy(NODE_POOL))
+    store = ClusterView().node_pools
+    started: list[Any] = []
+    thread = threading.Thread(
+        target=watch_when_served, args=(store, fake_kube.api_client(), started, 0.2, 0.2), daemon=True
+    )
+    thread.start()
+    try:
+        eventually(lambda: store.synced, "an empty NodePool store")
+        assert len(store) == 0 and not started
+        fake_kube.faults.clear()
+        eventually(lambda: len(store) == 1, "the NodePools once served")
+    finally:
+        thread.join(15)
+        for reflector in started:
+            reflector.stop()
+
+
+def test_an_unanswered_question_leaves_the_webhook_not_ready(fake_kube: FakeKubeServer) -> None:  # noqa: F811
+    """A failed discovery (500) is not taken for "no Karpenter": the store stays unsynced, so the
+    webhook is not ready rather than blind to NodePools, until the question is answered."""
+    fault = fake_kube.faults.fail(500, path="/apis/karpenter.sh/v1", count=None)
+    store = ClusterView().node_pools
+    started: list[Any] = []
+    thread = threading.Thread(
+        target=watch_when_served, args=(store, fake_kube.api_client(), started, 0.1, 0.1), daemon=True
+    )
+    thread.start()
+    try:
+        eventually(lambda: len(fake_kube.requests.find(path="/apis/karpenter.sh/v1")) >= 3, "three questions")
+        assert not store.synced
+        assert fault in fake_kube.faults.armed()
+        fake_kube.faults.clear()
+        eventually(lambda: store.synced, "synced once answered")
+    finally:
+        thread.join(15)
+        for reflector in started:
+            reflector.stop()

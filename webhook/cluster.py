@@ -182,8 +182,12 @@ def start_reflectors(view: ClusterView, api: ApiLike) -> list[Reflector]:
         start_reflector(api, kind, stores[kind], namespace=namespace, field_selector=selector)
         for kind, namespace, selector in WATCHES
     ]
+    # the NodePools' reflector joins the list once the API serves them
     threading.Thread(
-        target=watch_when_served, args=(view.node_pools, api), name="nodepools-discovery", daemon=True
+        target=watch_when_served,
+        args=(view.node_pools, api, reflectors),
+        name="nodepools-discovery",
+        daemon=True,
     ).start()
     return reflectors
 
@@ -191,20 +195,22 @@ def start_reflectors(view: ClusterView, api: ApiLike) -> list[Reflector]:
 def watch_when_served(
     store: Store[Any],
     api: ApiLike,
+    started: list[Reflector],
     recheck: float = NODE_POOL_RECHECK_SECONDS,
     retry: float = NODE_POOL_RETRY_SECONDS,
 ) -> None:
     """NodePools are a CRD of Karpenter's: where the API does not serve them the store is empty and
     synced (no NodePool can launch a node), and the question is asked again every `recheck`
-    seconds; once they are served, a reflector keeps the store. A failed question leaves the store
-    as it was (unsynced at first: the webhook is not ready rather than blind to NodePools)."""
+    seconds; once they are served, a reflector keeps the store (appended to `started`). A failed
+    question is asked again after `retry` seconds and leaves the store as it was (unsynced at
+    first: the webhook is not ready rather than blind to NodePools)."""
     from kube.api import serves, start_reflector
     from kube.client import KubeError
 
     while True:
         try:
             if serves(api, NODE_POOL_KIND):
-                start_reflector(api, NODE_POOL_KIND, store)
+                started.append(start_reflector(api, NODE_POOL_KIND, store))
                 return
         except KubeError as err:
             log.warning("cannot tell whether the API serves NodePools: %s", err)

@@ -124,6 +124,12 @@ REGISTRY: tuple[ResourceType, ...] = (
         builtin=False,
         returns_deleted_object=True,
     ),
+    # Karpenter's NodePool CRD (kubernetes-sigs/karpenter pkg/apis/crds/karpenter.sh_nodepools.yaml:
+    # cluster-scoped, status subresource); a test of a cluster without Karpenter answers its group
+    # version 404 with a fault.
+    ResourceType(
+        "karpenter.sh", "v1", "nodepools", "NodePool", False, True, builtin=False, returns_deleted_object=True
+    ),
     ResourceType(
         "fitguard.io",
         "v1alpha1",
