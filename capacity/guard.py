@@ -27,6 +27,7 @@ from typing import Any
 
 from capacity.fit import AFFINITY_MISMATCH, PodNeeds, check_fit
 from capacity.names import EXHAUSTED_LABEL
+from capacity.selectors import required_node_terms
 from capacity.template import View
 
 DEFAULT_GRACE = 30.0
@@ -88,16 +89,8 @@ class PendingPod:
 
 def is_guarded(spec: Mapping[str, Any]) -> bool:
     """The pod's required node affinity holds `fitguard.io/branch-eni-exhausted DoesNotExist`."""
-    affinity = spec.get("affinity")
-    node_affinity = affinity.get("nodeAffinity") if isinstance(affinity, Mapping) else None
-    required = (
-        node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
-        if isinstance(node_affinity, Mapping)
-        else None
-    )
-    terms = required.get("nodeSelectorTerms") if isinstance(required, Mapping) else None
-    for term in terms if isinstance(terms, list) else ():
-        for expression in (term.get("matchExpressions") or ()) if isinstance(term, Mapping) else ():
+    for term in required_node_terms(spec):
+        for expression in term.get("matchExpressions") or ():
             if (
                 isinstance(expression, Mapping)
                 and expression.get("key") == EXHAUSTED_LABEL

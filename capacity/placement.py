@@ -32,7 +32,7 @@ from typing import Any
 from capacity.fit import LIVE_NODE_SOURCE, PodNeeds, Reason, check_fit
 from capacity.quantity import parse_quantity
 from capacity.resources import Resources
-from capacity.selectors import with_node_name
+from capacity.selectors import required_node_terms, with_node_name
 from capacity.string_maps import string_map
 from capacity.taints import Taint, first_untolerated
 from capacity.template import NodeGroupTemplate, View
@@ -146,7 +146,7 @@ def pin_of(spec: Mapping[str, Any]) -> Pin | None:
     node_name = spec.get("nodeName")
     if isinstance(node_name, str) and node_name:
         return Pin(node_name=node_name)
-    terms = _required_terms(spec)
+    terms = required_node_terms(spec)
     if not terms:
         return None
     names: set[str] = set()
@@ -159,18 +159,6 @@ def pin_of(spec: Mapping[str, Any]) -> Pin | None:
         names |= named
         hostnames |= hosts
     return Pin(names=frozenset(names), hostnames=frozenset(hostnames))
-
-
-def _required_terms(spec: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    affinity = spec.get("affinity")
-    node_affinity = affinity.get("nodeAffinity") if isinstance(affinity, Mapping) else None
-    required = (
-        node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
-        if isinstance(node_affinity, Mapping)
-        else None
-    )
-    terms = required.get("nodeSelectorTerms") if isinstance(required, Mapping) else None
-    return [t for t in terms or [] if isinstance(t, Mapping)] if isinstance(terms, list) else []
 
 
 def _named_in(requirements: object, key: str) -> frozenset[str]:

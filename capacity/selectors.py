@@ -239,3 +239,16 @@ def _fields(raw: object, field: str) -> list[Predicate] | None:
 def _field_requirement(key: str, wanted: str, equal: bool) -> Predicate:
     # fields.OneTermEqualSelector / OneTermNotEqualSelector: a field the node lacks reads as ""
     return lambda labels: (labels.get(key, "") == wanted) == equal
+
+
+def required_node_terms(spec: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """A pod spec's required node affinity terms as written (malformed parts left out)."""
+    affinity = spec.get("affinity")
+    node_affinity = affinity.get("nodeAffinity") if isinstance(affinity, Mapping) else None
+    required = (
+        node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+        if isinstance(node_affinity, Mapping)
+        else None
+    )
+    terms = required.get("nodeSelectorTerms") if isinstance(required, Mapping) else None
+    return [t for t in terms if isinstance(t, Mapping)] if isinstance(terms, list) else []
