@@ -10,10 +10,12 @@ import json
 import logging
 import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, generate_latest
+
+from cmdline import statushttp
 
 log = logging.getLogger(__name__)
 
@@ -30,20 +32,17 @@ class ControllerHttp:
         host, _, port = bind.rpartition(":")
         owner = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
+        class Handler(statushttp.StatusHandler):
+            logger = log
 
             def do_GET(self) -> None:
                 owner._get(self)
 
-            def log_message(self, format: str, *args: Any) -> None:
-                log.debug("http: " + format, *args)
-
         self._ready = ready
         self._snapshot = snapshot
         self._registries = (REGISTRY, *registries)
-        self.server = ThreadingHTTPServer((host or "0.0.0.0", int(port)), Handler)
-        self.server.daemon_threads = True
+        self.server = statushttp.StatusServer((host or "0.0.0.0", int(port)), Handler)
+        self.server.logger = log
         self._thread = threading.Thread(target=self.server.serve_forever, name="controller-http", daemon=True)
 
     @property

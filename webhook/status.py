@@ -15,9 +15,10 @@ import logging
 import socket
 import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
+from cmdline import statushttp
 from webhook.cluster import ClusterView
 from webhook.review import WebhookOptions
 
@@ -108,28 +109,18 @@ class StatusServer:
             if handler.command != "HEAD":
                 handler.wfile.write(body)
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def handle_one_request(self) -> None:
-                try:
-                    super().handle_one_request()
-                except Exception:  # a probe's bad request must never take the thread down
-                    log.exception("status port: request failed")
-                    self.close_connection = True
+        class Handler(statushttp.StatusHandler):
+            logger = log
 
             def __getattr__(self, name: str) -> Any:
                 if name.startswith("do_"):  # every method: unknown ones get 405, not 501
                     return lambda: respond(self)
                 raise AttributeError(name)
 
-            def log_message(self, format: str, *args: Any) -> None:
-                log.debug("status: " + format, *args)
-
-        self.server = ThreadingHTTPServer(listener.getsockname()[:2], Handler, bind_and_activate=False)
+        self.server = statushttp.StatusServer(listener.getsockname()[:2], Handler, bind_and_activate=False)
+        self.server.logger = log
         self.server.socket.close()
         self.server.socket = listener  # bound and listening in the master, shared by the workers
-        self.server.daemon_threads = True
         self._thread = threading.Thread(target=self.server.serve_forever, name="status-http", daemon=True)
 
     def start(self) -> StatusServer:
