@@ -1,4 +1,6 @@
-"""The controller's plain-HTTP endpoints: /healthz, /readyz, /metrics, /snapshotz.
+"""The controller's plain-HTTP endpoints: /healthz, /readyz, /metrics, and /snapshotz when a
+snapshot is given (`--snapshotz`; without it a 404: the port has no authentication, and the snapshot
+shows every node's books, the guard's state and the last cycle's templates).
 
 A tiny stdlib server (one thread per request): it serves probes and scrapes, nothing on the
 admission path, so Flask and TLS would add weight without use.
@@ -18,6 +20,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, 
 from cmdline import statushttp
 
 log = logging.getLogger(__name__)
+SNAPSHOTZ_OFF = b"/snapshotz is off (start with --snapshotz to serve it)\n"
 
 
 class ControllerHttp:
@@ -26,7 +29,7 @@ class ControllerHttp:
         bind: str,
         *,
         ready: Callable[[], str | None],
-        snapshot: Callable[[], dict[str, Any]],
+        snapshot: Callable[[], dict[str, Any]] | None,
         registries: tuple[CollectorRegistry, ...] = (),
     ) -> None:
         host, _, port = bind.rpartition(":")
@@ -70,6 +73,8 @@ class ControllerHttp:
         elif path == "/metrics":
             body = b"".join(generate_latest(registry) for registry in self._registries)
             self._send(handler, 200, body, CONTENT_TYPE_LATEST)
+        elif path == "/snapshotz" and self._snapshot is None:
+            self._send(handler, 404, SNAPSHOTZ_OFF, "text/plain")
         elif path == "/snapshotz":
             self._send(handler, 200, json.dumps(self._snapshot()).encode(), "application/json")
         else:

@@ -1,6 +1,6 @@
-"""The webhook's plain-HTTP status port (`--metrics-bind`): GET /healthz, /readyz, /metrics and
-/snapshotz, apart from the TLS admission port, so kubelet probes and Prometheus need no client
-certificate when the admission port demands one (`--client-ca`).
+"""The webhook's plain-HTTP status port (`--metrics-bind`): GET /healthz, /readyz, /metrics and,
+with `--snapshotz`, /snapshotz, apart from the TLS admission port, so kubelet probes and Prometheus
+need no client certificate when the admission port demands one (`--client-ca`).
 
 The gunicorn master binds the listening socket before it forks; every worker accepts on it from a
 thread of its own (as gunicorn's workers share the admission socket), so /readyz and /snapshotz are
@@ -25,6 +25,7 @@ from webhook.review import WebhookOptions
 log = logging.getLogger(__name__)
 DEFAULT_METRICS_BIND = "0.0.0.0:8080"  # the default of `fitguard webhook --metrics-bind`
 PATHS = ("/healthz", "/readyz", "/metrics", "/snapshotz")
+SNAPSHOTZ_OFF = b"/snapshotz is off (start with --snapshotz to serve it)\n"
 
 
 def waiting_for(cluster: ClusterView, tls_ready: Callable[[], bool]) -> list[str]:
@@ -69,6 +70,8 @@ def answer(
 
         data, content_type = metrics.render()
         return 200, data, content_type
+    if not config.snapshotz:
+        return 404, SNAPSHOTZ_OFF, "text/plain"
     body = json.dumps(snapshot(cluster, config), separators=(",", ":")).encode()
     return 200, body, "application/json"
 
