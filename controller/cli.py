@@ -34,9 +34,9 @@ def register(subparsers: Any) -> None:
             "scale-ups cluster-autoscaler cannot see. Without --once it also keeps the branch ENI "
             "books of every node from a watch of pods and nodes, labels exhausted nodes "
             "fitguard.io/branch-eni-exhausted=true, writes events and serves /healthz, /readyz, "
-            "/metrics (and /snapshotz with --snapshotz) on --metrics-bind. With --leader-elect only the holder of the "
-            "Lease writes; the others keep warm books. --once -o json prints {nodeGroups, tagSync, "
-            "scaleUps, scaling, errors}."
+            "/metrics (and /snapshotz with --snapshotz) on --metrics-bind. With --leader-elect "
+            "only the holder of the Lease writes; the others keep warm books. --once -o json "
+            "prints {nodeGroups, tagSync, scaleUps, scaling, errors}."
         ),
     )
     _add_run_arguments(parser.add_argument_group("run"))

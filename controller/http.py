@@ -73,12 +73,16 @@ class ControllerHttp:
         elif path == "/metrics":
             body = b"".join(generate_latest(registry) for registry in self._registries)
             self._send(handler, 200, body, CONTENT_TYPE_LATEST)
-        elif path == "/snapshotz" and self._snapshot is None:
-            self._send(handler, 404, SNAPSHOTZ_OFF, "text/plain")
         elif path == "/snapshotz":
-            self._send(handler, 200, json.dumps(self._snapshot()).encode(), "application/json")
+            self._send_snapshot(handler)
         else:
             self._send(handler, 404, b"not found\n", "text/plain")
+
+    def _send_snapshot(self, handler: BaseHTTPRequestHandler) -> None:
+        if self._snapshot is None:
+            self._send(handler, 404, SNAPSHOTZ_OFF, "text/plain")
+        else:
+            self._send(handler, 200, json.dumps(self._snapshot()).encode(), "application/json")
 
     @staticmethod
     def _send(handler: BaseHTTPRequestHandler, code: int, body: bytes, content_type: str) -> None:

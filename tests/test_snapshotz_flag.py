@@ -50,7 +50,9 @@ def test_the_base_manifests_leave_snapshotz_off() -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("flag", [False, True])
-def test_the_webhook_server_serves_snapshotz_with_the_flag(tls_files: TlsFiles, tmp_path: Path, flag: bool) -> None:
+def test_the_webhook_server_serves_snapshotz_with_the_flag(
+    tls_files: TlsFiles, tmp_path: Path, flag: bool
+) -> None:
     """`fitguard webhook` as the manifests start it: /snapshotz 404 with the one line; with
     --snapshotz, the policy from its state file. /readyz answers 200 both ways."""
     state = tmp_path / "state.yaml"
@@ -66,7 +68,8 @@ def test_the_webhook_server_serves_snapshotz_with_the_flag(tls_files: TlsFiles, 
 
 
 def _controller_get(snapshot: bool, path: str) -> tuple[int, bytes]:
-    http = ControllerHttp("127.0.0.1:0", ready=lambda: None, snapshot=(lambda: {"leader": True}) if snapshot else None)
+    shown = (lambda: {"leader": True}) if snapshot else None
+    http = ControllerHttp("127.0.0.1:0", ready=lambda: None, snapshot=shown)
     http.start()
     try:
         conn = http_client(http.port)

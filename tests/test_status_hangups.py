@@ -114,7 +114,10 @@ def _hang_up_many(port: int, rounds: int = 20, silent: bool = True) -> int:
 
 @pytest.mark.parametrize("which", ["webhook", "controller"])
 def test_clients_that_hang_up_log_no_error(
-    which: str, request: pytest.FixtureRequest, caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]
+    which: str,
+    request: pytest.FixtureRequest,
+    caplog: pytest.LogCaptureFixture,
+    capfd: pytest.CaptureFixture[str],
 ) -> None:
     """61 hang-ups of four kinds on one status port: no ERROR, no traceback on stderr, at most one
     DEBUG line each, and the port still answers /healthz."""
@@ -148,8 +151,8 @@ def test_hang_ups_through_the_webhook_server(tls_files: TlsFiles, tmp_path: Path
     """`fitguard webhook` as the manifests start it, at log level debug: after 60 hang-ups on its
     status port its stderr holds no ERROR line and no traceback, and /metrics still answers."""
     log = tmp_path / "stderr.log"
-    with log.open("wb") as stderr, running(tls_files, ["--state", str(ROOT / "examples" / "cluster.yaml"),
-                                                        "--log-level", "debug"], stderr=stderr) as server:  # fmt: skip
+    options = ["--state", str(ROOT / "examples" / "cluster.yaml"), "--log-level", "debug"]
+    with log.open("wb") as stderr, running(tls_files, options, stderr=stderr) as server:
         _hang_up_many(server.status_port, rounds=20, silent=False)  # its idle timeout is 30 s
         assert get_status(server, "/metrics")[0] == 200
     text = log.read_text(errors="replace")
