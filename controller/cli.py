@@ -34,9 +34,9 @@ def register(subparsers: Any) -> None:
             "scale-ups cluster-autoscaler cannot see. Without --once it also keeps the branch ENI "
             "books of every node from a watch of pods and nodes, labels exhausted nodes "
             "fitguard.io/branch-eni-exhausted=true, writes events and serves /healthz, /readyz, "
-            "/metrics and /snapshotz on --metrics-bind. With --leader-elect only the holder of the "
-            "Lease writes; the others keep warm books. --once -o json prints {nodeGroups, tagSync, "
-            "scaleUps, scaling, errors}."
+            "/metrics (and /snapshotz with --snapshotz) on --metrics-bind. With --leader-elect "
+            "only the holder of the Lease writes; the others keep warm books. --once -o json "
+            "prints {nodeGroups, tagSync, scaleUps, scaling, errors}."
         ),
     )
     _add_run_arguments(parser.add_argument_group("run"))
@@ -199,6 +199,12 @@ def _add_http_arguments(parser: Any) -> None:
         metavar="HOST:PORT",
         help="plain HTTP for /healthz, /readyz, /metrics, /snapshotz (default: %(default)s)",
     )
+    parser.add_argument(
+        "--snapshotz",
+        action="store_true",
+        help="serve GET /snapshotz there: every node's branch ENI books, the guard's state and the "
+        "last cycle, as JSON, to anyone who can reach the port (default: off, a 404)",
+    )
 
 
 def main(args: argparse.Namespace) -> int:
@@ -291,6 +297,7 @@ def run_forever(args: argparse.Namespace, options: Any, scaling: Any) -> int:
         controller=options,
         interval=args.interval,
         metrics_bind=args.metrics_bind,
+        snapshotz=args.snapshotz,
         leader_elect=args.leader_elect,
         branch_eni_release=args.branch_eni_release,
         manage_certificates=args.manage_certificates,

@@ -1,4 +1,6 @@
-"""The controller's plain-HTTP endpoints: /healthz, /readyz, /metrics, /snapshotz.
+"""The controller's plain-HTTP endpoints: /healthz, /readyz, /metrics, and /snapshotz when a
+snapshot is given (`--snapshotz`; without it a 404: the port has no authentication, and the snapshot
+shows every node's books, the guard's state and the last cycle's templates).
 
 A tiny stdlib server (one thread per request): it serves probes and scrapes, nothing on the
 admission path, so Flask and TLS would add weight without use.
@@ -10,12 +12,15 @@ import json
 import logging
 import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, generate_latest
 
+from cmdline import statushttp
+
 log = logging.getLogger(__name__)
+SNAPSHOTZ_OFF = b"/snapshotz is off (start with --snapshotz to serve it)\n"
 
 
 class ControllerHttp:
@@ -24,26 +29,23 @@ class ControllerHttp:
         bind: str,
         *,
         ready: Callable[[], str | None],
-        snapshot: Callable[[], dict[str, Any]],
+        snapshot: Callable[[], dict[str, Any]] | None,
         registries: tuple[CollectorRegistry, ...] = (),
     ) -> None:
         host, _, port = bind.rpartition(":")
         owner = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
+        class Handler(statushttp.StatusHandler):
+            logger = log
 
             def do_GET(self) -> None:
                 owner._get(self)
 
-            def log_message(self, format: str, *args: Any) -> None:
-                log.debug("http: " + format, *args)
-
         self._ready = ready
         self._snapshot = snapshot
         self._registries = (REGISTRY, *registries)
-        self.server = ThreadingHTTPServer((host or "0.0.0.0", int(port)), Handler)
-        self.server.daemon_threads = True
+        self.server = statushttp.StatusServer((host or "0.0.0.0", int(port)), Handler)
+        self.server.logger = log
         self._thread = threading.Thread(target=self.server.serve_forever, name="controller-http", daemon=True)
 
     @property
@@ -72,9 +74,15 @@ class ControllerHttp:
             body = b"".join(generate_latest(registry) for registry in self._registries)
             self._send(handler, 200, body, CONTENT_TYPE_LATEST)
         elif path == "/snapshotz":
-            self._send(handler, 200, json.dumps(self._snapshot()).encode(), "application/json")
+            self._send_snapshot(handler)
         else:
             self._send(handler, 404, b"not found\n", "text/plain")
+
+    def _send_snapshot(self, handler: BaseHTTPRequestHandler) -> None:
+        if self._snapshot is None:
+            self._send(handler, 404, SNAPSHOTZ_OFF, "text/plain")
+        else:
+            self._send(handler, 200, json.dumps(self._snapshot()).encode(), "application/json")
 
     @staticmethod
     def _send(handler: BaseHTTPRequestHandler, code: int, body: bytes, content_type: str) -> None:

@@ -46,6 +46,7 @@ class LoopOptions:
     interval: float = 60.0  # seconds between discovery cycles
     reconcile_interval: float = 5.0  # seconds between passes over the branch ENI books
     metrics_bind: str = "0.0.0.0:8080"
+    snapshotz: bool = False  # serve GET /snapshotz (controller/http.py says why it is off by default)
     leader_elect: bool = False
     namespace: str = field(default_factory=lambda: os.environ.get("POD_NAMESPACE", "fitguard-system"))
     branch_eni_release: str = "cooldown"
@@ -105,7 +106,7 @@ class ControllerLoop:
         self.http = ControllerHttp(
             options.metrics_bind,
             ready=self._waiting,
-            snapshot=self.snapshot,
+            snapshot=self.snapshot if options.snapshotz else None,
             registries=tuple(x.registry for x in sources if x is not None),
         )
 

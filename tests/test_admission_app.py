@@ -364,11 +364,12 @@ def test_each_review_is_counted_under_its_kind_operation_and_verdict(
     obj: dict[str, Any], request_: dict[str, Any], verdict: str
 ) -> None:
     """A fitting pod is `allow`, a refused one `deny`, an exempt one `allow`; a request whose kind
-    is not a map or names no kind, or whose operation is missing, is counted with empty labels (the
-    request counter too)."""
+    is not a map or names no kind, or whose operation is missing, is counted as kind or operation
+    `other`, as any value outside the label's closed set is (the request counter too)."""
     body = review(obj, **request_)
-    kind = "Pod" if isinstance(body["request"]["kind"], dict) and "kind" in body["request"]["kind"] else ""
-    operation = body["request"]["operation"] or ""
+    named = isinstance(body["request"]["kind"], dict) and "kind" in body["request"]["kind"]
+    kind = "Pod" if named else "other"
+    operation = body["request"]["operation"] or "other"
     labels = {"webhook": "validate", "kind": kind, "operation": operation, "verdict": verdict}
     allowed = "false" if verdict == "deny" else "true"
     req_labels = {"webhook": "validate", "operation": operation, "allowed": allowed, "dry_run": "false"}

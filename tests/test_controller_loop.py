@@ -54,6 +54,7 @@ def replicas(cluster: Any) -> Iterator[list[tuple[ControllerLoop, threading.Even
             interval=0.5,
             reconcile_interval=0.2,
             metrics_bind="127.0.0.1:0",
+            snapshotz=True,
             leader_elect=True,
             namespace=NAMESPACE,
             lease_duration=2.0,
@@ -148,6 +149,8 @@ def test_readyz_waits_until_every_cache_completed_its_first_list(
         wait_for(lambda: get(readyz)[0] == 200, "ready once both lists completed")
         assert loop.books.waiting_for() == []
         assert [r.fault for r in cluster.requests.find("GET", "/api/v1/pods", watch=False)][:1] == ["delay"]
+        # LoopOptions.snapshotz is off by default: the snapshot is not served (tests/test_snapshotz_flag.py)
+        assert get(f"http://127.0.0.1:{loop.http.port}/snapshotz")[0] == 404
     finally:
         stop.set()
 

@@ -185,6 +185,7 @@ class Running:
             interval=0.3,
             reconcile_interval=0.05,
             metrics_bind="127.0.0.1:0",
+            snapshotz=True,
             scaling=ScalingOptions(mode=mode),
             guard_grace=GRACE,
         )

@@ -433,7 +433,7 @@ def test_health_readiness_snapshot_and_metrics() -> None:
     view = from_objects([service_account("shop"), sg_policy("shop", ["sg-1"], {"podSelector": {}})])
 
     def get(path: str, cluster: ClusterView = view, tls: bool = True) -> tuple[int, bytes]:
-        code, body, _ = status.answer("GET", path, cluster, WebhookOptions(), lambda: tls)
+        code, body, _ = status.answer("GET", path, cluster, WebhookOptions(snapshotz=True), lambda: tls)
         return code, body
 
     assert get("/healthz") == (200, b"ok\n")

@@ -547,8 +547,9 @@ def test_client_certificate_is_required_when_a_client_ca_is_given(tmp_path: Path
                     request(webhook.port, context, "POST", "/validate", review_body("a"))
             assert request(webhook.port, signed, "POST", "/validate", review_body("s"))[0] == 200
         # probes and scrapes carry no client certificate: the plain status port answers them
-        for path in ("/healthz", "/readyz", "/metrics", "/snapshotz"):
+        for path in ("/healthz", "/readyz", "/metrics"):
             assert status_get(webhook, path)[0] == 200, path
+        assert status_get(webhook, "/snapshotz")[0] == 404  # served only with --snapshotz
         assert b"fitguard_admission_requests_total" in status_get(webhook, "/metrics")[1]
     finally:
         stop_webhook(webhook)

@@ -24,7 +24,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from tests.kustomize import render
 from tests.tlsfixtures import TlsFiles, client_ssl_context
@@ -106,6 +106,7 @@ def start(
     workers: int = 2,
     threads: int = 4,
     metrics_dir: Path | None = None,
+    stderr: IO[bytes] | None = None,
 ) -> Server:
     """Starts the webhook as the base manifests run it (their args, with the ports, TLS files and
     metrics directory of this test) plus `options` (e.g. `--state PATH` or `--kubeconfig PATH`);
@@ -120,7 +121,7 @@ def start(
                "--log-level", "warning", *options]  # fmt: skip
     # the fake apiserver is on loopback: a proxy from the environment must not get in between
     env = {**os.environ, "NO_PROXY": "127.0.0.1,localhost"}
-    process = subprocess.Popen(command, cwd=ROOT, pass_fds=(fd, status_fd), env=env)
+    process = subprocess.Popen(command, cwd=ROOT, pass_fds=(fd, status_fd), env=env, stderr=stderr)
     server = Server(
         listener.getsockname()[1], tls, process, metrics_dir, status.getsockname()[1], tuple(command), owned
     )
@@ -148,9 +149,10 @@ def running(
     workers: int = 2,
     threads: int = 4,
     metrics_dir: Path | None = None,
+    stderr: IO[bytes] | None = None,
 ) -> Iterator[Server]:
-    """A ready webhook, always stopped afterwards."""
-    server = start(tls, options, workers=workers, threads=threads, metrics_dir=metrics_dir)
+    """A ready webhook, always stopped afterwards; its log goes to `stderr` when given."""
+    server = start(tls, options, workers=workers, threads=threads, metrics_dir=metrics_dir, stderr=stderr)
     try:
         wait_ready(server, time.monotonic() + READY_SECONDS)
         yield server

@@ -181,11 +181,14 @@ class Admission:
         try:
             api_version, req = parse_review(body)
         except BadReview as err:
-            metrics.INVALID.labels(name, str(err.code)).inc()
+            metrics.INVALID.labels(name, metrics.bounded(str(err.code), metrics.INVALID_CODES)).inc()
             return _json({"message": err.message}, err.code)
         verdict, outcome = self._verdict(name, handler, req, mutating)
-        operation = str(req.get("operation") or "")
-        self._series_of(metrics.REVIEWS, name, _kind(req), operation, outcome).inc()
+        # label values from closed sets only (webhook/metrics.py): the request chooses none
+        operation = metrics.bounded(req.get("operation"), metrics.OPERATIONS)
+        kind = metrics.bounded(_kind(req), metrics.KINDS)
+        outcome = metrics.bounded(outcome, metrics.VERDICTS)
+        self._series_of(metrics.REVIEWS, name, kind, operation, outcome).inc()
         answer = review_response(api_version, req["uid"], verdict, mutating)
         self._series_of(
             metrics.REQUESTS,
@@ -217,7 +220,7 @@ class Admission:
         return verdict, outcome
 
     def _finding(self, req: Mapping[str, Any], message: str, mode: str) -> None:
-        metrics.AUDITED.labels(mode).inc()
+        metrics.AUDITED.labels(metrics.bounded(mode, metrics.VERDICTS)).inc()
         log.warning("%s: %s %s/%s: %s", mode, _kind(req), req.get("namespace"), _name(req), message)
         if self.audit is not None:
             self.audit(req, message)

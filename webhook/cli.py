@@ -58,7 +58,8 @@ def register(subparsers: Any) -> None:
             "  POST /mutate     pod-eni injection for pods matching a SecurityGroupPolicy, and the\n"
             "                   exhausted-node guard affinity\n"
             "  POST /validate   pod and pod-template fit against the node group templates\n"
-            "and, on the plain-HTTP --metrics-bind port, GET /healthz, /readyz, /metrics, /snapshotz.\n"
+            "and, on the plain-HTTP --metrics-bind port, GET /healthz, /readyz, /metrics (and\n"
+            "/snapshotz with --snapshotz).\n"
             "Policies, ServiceAccounts, namespaces and templates come from list+watch caches (the\n"
             "kubeconfig, or the in-cluster service account), or from --state FILE offline.\n"
             "TLS 1.2 or newer with ECDHE and AES-GCM or ChaCha20 only. Each worker polls the\n"
@@ -87,6 +88,13 @@ def _add_serving_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="HOST:PORT",
         help="plain HTTP for /healthz, /readyz, /metrics and /snapshotz, for probes and Prometheus, "
         "which need no client certificate there (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--snapshotz",
+        action="store_true",
+        help="serve GET /snapshotz on the status port: every cached policy (security group IDs, "
+        "selectors), template and this configuration, as JSON, to anyone who can reach the port "
+        "(default: off, a 404)",
     )
     parser.add_argument("--tls-cert", required=True, type=Path, metavar="PATH", help="serving certificate")
     parser.add_argument("--tls-key", required=True, type=Path, metavar="PATH", help="its private key")
@@ -173,6 +181,7 @@ def run(args: argparse.Namespace) -> int:
         eni_guard=args.eni_guard,
         own_namespace=args.namespace,
         allow_object_ignore=args.allow_object_ignore,
+        snapshotz=args.snapshotz,
     )
     options = ServeOptions(
         bind=args.bind,

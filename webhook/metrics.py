@@ -23,6 +23,32 @@ from prometheus_client import (
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 
+# Every label value comes from one of these closed sets, never from the request as sent: a value
+# outside its set is counted as OTHER. A label fed from the body (a kind, an operation) would
+# otherwise add a series for each distinct value a client invents, and each series costs memory in
+# every worker, bytes in the metrics directory (an emptyDir with a size limit) and in every scrape.
+OTHER = "other"
+WEBHOOKS = frozenset({"mutate", "validate"})
+# The kinds the webhooks review: Pod and those of webhook/validate.py's TEMPLATE_PATHS (not imported:
+# validate imports this module; tests/test_metric_labels.py keeps the two equal).
+KINDS = frozenset(
+    {"Pod", "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "ReplicationController", "Job", "CronJob"}
+)
+# admission.k8s.io/v1 AdmissionRequest.operation (k8s.io/api/admission/v1/types.go, Operation)
+OPERATIONS = frozenset({"CREATE", "UPDATE", "DELETE", "CONNECT"})
+# the HTTP errors webhook/app.py counts: not a review (400), too large (413), not JSON (415)
+INVALID_CODES = frozenset({"400", "413", "415"})
+VERDICTS = frozenset({"allow", "deny", "warn", "audit", "error"})
+BOOLEANS = frozenset({"true", "false"})
+UNCHECKED_WHY = frozenset({"no templates", "malformed"})
+COMPONENTS = frozenset({"webhook"})
+
+
+def bounded(value: object, allowed: frozenset[str]) -> str:
+    """`value` when it is one of `allowed`, else OTHER: the one way a label value is chosen."""
+    return value if isinstance(value, str) and value in allowed else OTHER
+
+
 REQUESTS = Counter(
     "fitguard_admission_requests_total",
     "Admission reviews answered, by webhook, operation, verdict and dry run.",
@@ -92,7 +118,24 @@ REVIEWS = Counter(
     "(allow, deny, warn, audit, error).",
     ["webhook", "kind", "operation", "verdict"],
 )
-VERDICTS = ("allow", "deny", "warn", "audit", "error")
+
+
+def label_values() -> dict[str, frozenset[str]]:
+    """Each label name of the metrics above and the values it may take (besides OTHER)."""
+    from cmdline import __version__
+
+    return {
+        "webhook": WEBHOOKS,
+        "kind": KINDS,
+        "operation": OPERATIONS,
+        "code": INVALID_CODES,
+        "verdict": VERDICTS,  # AUDITED's finding modes (warn, audit) are verdicts too
+        "allowed": BOOLEANS,
+        "dry_run": BOOLEANS,
+        "why": UNCHECKED_WHY,
+        "component": COMPONENTS,
+        "version": frozenset({__version__}),
+    }
 
 
 def set_build_info(component: str) -> None:

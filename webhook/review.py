@@ -35,6 +35,10 @@ class WebhookOptions:
     # label on namespaces only), not every pod author's.
     allow_object_ignore: bool = False
     max_body_bytes: int = MAX_BODY_BYTES
+    # Whether the status port serves GET /snapshotz (`--snapshotz`). Off: the snapshot holds every
+    # policy's security group IDs and selectors, every template and this configuration, and the
+    # status port has no authentication; anyone who reaches it would read them. Off, it is a 404.
+    snapshotz: bool = False
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:

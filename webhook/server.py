@@ -229,6 +229,7 @@ def serve(options: ServeOptions) -> int:
         raise SystemExit(
             f"fitguard webhook: cannot listen on --metrics-bind {options.metrics_bind}: {err}"
         ) from None
-    log.info("status port (/healthz, /readyz, /metrics, /snapshotz) on %s", options.metrics_bind)
+    log.info("status port (/healthz, /readyz, /metrics%s) on %s",
+             ", /snapshotz" if options.config.snapshotz else "", options.metrics_bind)  # fmt: skip
     WebhookServer(options, status_listener).run()
     return 0

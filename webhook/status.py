@@ -1,6 +1,6 @@
-"""The webhook's plain-HTTP status port (`--metrics-bind`): GET /healthz, /readyz, /metrics and
-/snapshotz, apart from the TLS admission port, so kubelet probes and Prometheus need no client
-certificate when the admission port demands one (`--client-ca`).
+"""The webhook's plain-HTTP status port (`--metrics-bind`): GET /healthz, /readyz, /metrics and,
+with `--snapshotz`, /snapshotz, apart from the TLS admission port, so kubelet probes and Prometheus
+need no client certificate when the admission port demands one (`--client-ca`).
 
 The gunicorn master binds the listening socket before it forks; every worker accepts on it from a
 thread of its own (as gunicorn's workers share the admission socket), so /readyz and /snapshotz are
@@ -15,15 +15,17 @@ import logging
 import socket
 import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
+from cmdline import statushttp
 from webhook.cluster import ClusterView
 from webhook.review import WebhookOptions
 
 log = logging.getLogger(__name__)
 DEFAULT_METRICS_BIND = "0.0.0.0:8080"  # the default of `fitguard webhook --metrics-bind`
 PATHS = ("/healthz", "/readyz", "/metrics", "/snapshotz")
+SNAPSHOTZ_OFF = b"/snapshotz is off (start with --snapshotz to serve it)\n"
 
 
 def waiting_for(cluster: ClusterView, tls_ready: Callable[[], bool]) -> list[str]:
@@ -68,6 +70,8 @@ def answer(
 
         data, content_type = metrics.render()
         return 200, data, content_type
+    if not config.snapshotz:
+        return 404, SNAPSHOTZ_OFF, "text/plain"
     body = json.dumps(snapshot(cluster, config), separators=(",", ":")).encode()
     return 200, body, "application/json"
 
@@ -108,28 +112,18 @@ class StatusServer:
             if handler.command != "HEAD":
                 handler.wfile.write(body)
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def handle_one_request(self) -> None:
-                try:
-                    super().handle_one_request()
-                except Exception:  # a probe's bad request must never take the thread down
-                    log.exception("status port: request failed")
-                    self.close_connection = True
+        class Handler(statushttp.StatusHandler):
+            logger = log
 
             def __getattr__(self, name: str) -> Any:
                 if name.startswith("do_"):  # every method: unknown ones get 405, not 501
                     return lambda: respond(self)
                 raise AttributeError(name)
 
-            def log_message(self, format: str, *args: Any) -> None:
-                log.debug("status: " + format, *args)
-
-        self.server = ThreadingHTTPServer(listener.getsockname()[:2], Handler, bind_and_activate=False)
+        self.server = statushttp.StatusServer(listener.getsockname()[:2], Handler, bind_and_activate=False)
+        self.server.logger = log
         self.server.socket.close()
         self.server.socket = listener  # bound and listening in the master, shared by the workers
-        self.server.daemon_threads = True
         self._thread = threading.Thread(target=self.server.serve_forever, name="status-http", daemon=True)
 
     def start(self) -> StatusServer:
