@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 import yaml
+from prometheus_client import REGISTRY
 
 from kube.statefile import load_state
 from webhook.app import create_app
@@ -402,6 +403,11 @@ def review(obj: Obj, operation: str = "CREATE", old: Obj | None = None) -> Obj:
     }
 
 
+def unchecked(why: str) -> float:
+    """fitguard_admission_unchecked_total{why} now (the in-process registry of the test's app)."""
+    return REGISTRY.get_sample_value("fitguard_admission_unchecked_total", {"why": why}) or 0.0
+
+
 def validate(objects: list[Obj], obj: Obj, operation: str = "CREATE", old: Obj | None = None) -> Obj:
     app = create_app(from_objects(objects), WebhookOptions(mode="enforce"))
     answer = app.test_client().post("/validate", json=review(obj, operation, old))
@@ -413,9 +419,13 @@ def validate(objects: list[Obj], obj: Obj, operation: str = "CREATE", old: Obj |
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_validate_denies_only_what_nothing_could_run(case: Case) -> None:
-    """/validate: each input's verdict; an unjudged one is allowed with a warning saying why and
-    an audit annotation naming the reason; a denial names what it judged."""
+    """/validate: each input's verdict; an unjudged one is allowed with a warning saying why, an
+    audit annotation naming the reason, and one more count of that reason in
+    fitguard_admission_unchecked_total; a denial names what it judged."""
+    counted = unchecked(case.abstained) if case.abstained else 0.0
     response = validate(state(case), case.obj, case.operation, case.old)
+    if case.abstained:
+        assert unchecked(case.abstained) == counted + 1
     message = (response.get("status") or {}).get("message", "")
     warnings = response.get("warnings") or []
     expected_allowed = case.verdict != "denied"

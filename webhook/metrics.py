@@ -21,6 +21,8 @@ from prometheus_client import (
     multiprocess,
 )
 
+from capacity.placement import Abstention
+
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 
 # Every label value comes from one of these closed sets, never from the request as sent: a value
@@ -40,7 +42,8 @@ OPERATIONS = frozenset({"CREATE", "UPDATE", "DELETE", "CONNECT"})
 INVALID_CODES = frozenset({"400", "413", "415"})
 VERDICTS = frozenset({"allow", "deny", "warn", "audit", "error"})
 BOOLEANS = frozenset({"true", "false"})
-UNCHECKED_WHY = frozenset({"no templates", "malformed"})
+# no templates yet, a malformed spec, and every reason fitguard abstains (capacity/placement.py)
+UNCHECKED_WHY = frozenset({"no templates", "malformed", *(a.value for a in Abstention)})
 COMPONENTS = frozenset({"webhook"})
 
 
@@ -90,7 +93,9 @@ AUDIT_DROPPED = Counter(
 )
 UNCHECKED = Counter(
     "fitguard_admission_unchecked_total",
-    "Objects allowed without a fit check, by why (no templates known yet, malformed spec).",
+    "Objects allowed without a verdict, by why: no templates known yet, a malformed spec, or one of the"
+    " reasons fitguard cannot know every place the object could run (other-scheduler, static-pod,"
+    " unknown-node, unmodeled-nodes, karpenter-nodepools).",
     ["why"],
 )
 
