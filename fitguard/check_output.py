@@ -89,6 +89,15 @@ def _indent(lines: list[str], prefix: str = "    ") -> list[str]:
     return [prefix + line for line in "\n".join(lines).splitlines()]
 
 
+def _denial_head(judgement: Judgement) -> str:
+    """kubectl's words before the message: a webhook's denial, or the API server's own refusal
+    (400: the object could not be decoded; 422: it is invalid, the message says so itself)."""
+    if judgement.webhook:
+        webhook = for_terminal(judgement.webhook)
+        return f'Error from server (Forbidden): admission webhook "{webhook}" denied the request: '
+    return "Error from server (BadRequest): " if judgement.code == 400 else ""
+
+
 def render_text(
     results: list[Result], header: Mapping[str, str], out: TextIO, problems: Sequence[Problem] = ()
 ) -> None:
@@ -108,10 +117,7 @@ def render_text(
             out.write(f"  Warning: {for_terminal(warning)}\n")
         if judgement.verdict == DENIED:
             lines = terminal_lines(judgement.message)
-            out.write(
-                f'  Error from server (Forbidden): admission webhook "{for_terminal(judgement.webhook)}" '
-                f"denied the request: {lines[0]}\n"
-            )
+            out.write(f"  {_denial_head(judgement)}{lines[0]}\n")
             out.writelines(line + "\n" for line in _indent(lines[1:]))
         elif judgement.verdict in (AUDITED, EXEMPT):
             label = "audit finding (mode audit: admitted)" if judgement.verdict == AUDITED else "exempt"

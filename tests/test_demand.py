@@ -230,7 +230,7 @@ def test_pending_pods_group_into_shapes_in_first_seen_order() -> None:
     assert malformed == [
         (
             PodRef("default", "bad", ""),
-            "spec.containers[0].resources.requests.cpu: invalid quantity 'lots' (not a Kubernetes quantity)",
+            "spec.containers[0].resources.requests.cpu: invalid quantity 'lots' (quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$')",
         )
     ]
     bare, none = pending_shapes([{"status": UNSCHEDULABLE}])

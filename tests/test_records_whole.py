@@ -263,7 +263,7 @@ def test_a_node_without_group_or_type_labels_is_whole_and_a_bad_pod_eni_is_named
         project_node(raw)
     assert (
         str(refused.value)
-        == f"status.allocatable.{POD_ENI}: invalid quantity 'lots' (not a Kubernetes quantity)"
+        == f"status.allocatable.{POD_ENI}: invalid quantity 'lots' (quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$')"
     )
 
 

@@ -289,7 +289,7 @@ def test_autoscaler_memory_parses_and_renders_whole() -> None:
         (
             {"allocatable": {"cpu": "x"}},
             ValueError,
-            "spec.m.allocatable.cpu: invalid quantity 'x' (not a Kubernetes quantity)",
+            "spec.m.allocatable.cpu: invalid quantity 'x' (quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$')",
         ),
         ({"taints": "none"}, TypeError, "spec.m.taints: expected a list"),
         (
@@ -541,17 +541,17 @@ def test_a_template_node_with_no_pods_renders_zero_pods() -> None:
         (
             {"metadata": {"name": "g"}, "spec": {"autoscaler": {"allocatable": {"cpu": "x"}}}},
             ValueError,
-            "spec.autoscaler.allocatable.cpu: invalid quantity 'x' (not a Kubernetes quantity)",
+            "spec.autoscaler.allocatable.cpu: invalid quantity 'x' (quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$')",
         ),
         (
             {"metadata": {"name": "g"}, "spec": {"daemonSetOverhead": {"cpu": "x"}}},
             ValueError,
-            "spec.daemonSetOverhead.cpu: invalid quantity 'x' (not a Kubernetes quantity)",
+            "spec.daemonSetOverhead.cpu: invalid quantity 'x' (quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$')",
         ),
         (
             {"metadata": {"name": "g"}, "spec": {"autoscalerOverhead": {"cpu": "x"}}},
             ValueError,
-            "spec.autoscalerOverhead.cpu: invalid quantity 'x' (not a Kubernetes quantity)",
+            "spec.autoscalerOverhead.cpu: invalid quantity 'x' (quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$')",
         ),
     ],
 )
