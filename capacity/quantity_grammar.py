@@ -15,9 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 # quantity.go's three errors, worded as the API server words them
-FORMAT_WRONG = (
-    "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
-)
+FORMAT_WRONG = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
 NUMERIC = "unable to parse numeric part of quantity"
 SUFFIX = "unable to parse quantity's suffix"
 
@@ -27,7 +25,11 @@ _BINARY = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
 _DECIMAL = {"": 0, "n": -9, "u": -6, "m": -3, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
 _INT64 = 2**63
 # Go's unicode.IsSpace, which strings.TrimSpace trims (Python's str.strip also trims \x1c-\x1f)
-GO_SPACE = "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+GO_SPACE = (
+    "\t\n\v\f\r \x85\xa0\u1680"
+    + "".join(map(chr, range(0x2000, 0x200B)))  # U+2000..U+200A
+    + "\u2028\u2029\u202f\u205f\u3000"
+)
 
 
 class GrammarError(ValueError):
