@@ -81,7 +81,7 @@ def _parse(text: str) -> int:
     power2 = 1
     if parts.base == 2:
         power2 = 2**parts.exponent
-    elif abs(parts.exponent) > _MAX_EXPONENT:
+    elif parts.exponent > _MAX_EXPONENT:  # a negative one only makes the value round up to 1m
         raise QuantityOutOfRange(text, why="exponent out of range")
     else:
         power10 += parts.exponent
