@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 import yaml
 from yaml.composer import Composer
 from yaml.constructor import SafeConstructor
-from yaml.events import AliasEvent
+from yaml.events import AliasEvent, ScalarEvent
 from yaml.resolver import Resolver
 
 try:
@@ -140,7 +140,8 @@ class _CountingComposer(Composer):
             self._check_frames(mark)
             return node
         mark = self.peek_event().start_mark
-        if len(self._frames) >= MAX_DEPTH:
+        # the open frames are the collections around this node: a collection may be the 128th
+        if not self.check_event(ScalarEvent) and len(self._frames) >= MAX_DEPTH:
             raise InputLimitError(f"nested deeper than {MAX_DEPTH} levels", mark.line + 1)
         frame = [1, 0]
         self._frames.append(frame)

@@ -103,6 +103,13 @@ def write_inputs(directory: Path) -> dict[str, list[str]]:
         "empty-state.yaml": "",
         "empty-list.yaml": "apiVersion: v1\nkind: List\nitems: []\n",
         "good.yaml": pod("web-0"),
+        "names.yaml": pod("web\\n1 object(s) checked\\e[31m\\e]0;owned\\a"),
+        "malformed-templates.yaml": "apiVersion: v1\nkind: List\nitems:\n"
+        + "".join(
+            f"- {{apiVersion: fitguard.io/v1alpha1, kind: NodeGroupTemplate, metadata: {{name: ng-{i}}}, "
+            "spec: {actual: {allocatable: {cpu: lots}}}}\n"
+            for i in range(3)
+        ),
     }
     for name, text in files.items():
         (directory / name).write_text(text, encoding="utf-8")
@@ -116,6 +123,13 @@ def write_inputs(directory: Path) -> dict[str, list[str]]:
         "binary state (16 KiB)": ["-f", good, "--state", str(directory / "binary.yaml")],
         "0-byte state": ["-f", good, "--state", str(directory / "empty-state.yaml")],
         "empty List as the state": ["-f", good, "--state", str(directory / "empty-list.yaml")],
+        "3 malformed templates as the state": [
+            "-f",
+            good,
+            "--state",
+            str(directory / "malformed-templates.yaml"),
+        ],
+        "newline, ANSI and OSC in a name": ["-f", str(directory / "names.yaml"), "--state", state],
         "a good manifest and state (for comparison)": ["-f", good, "--state", state],
     }
 
