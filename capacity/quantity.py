@@ -2,8 +2,9 @@
 
 Why not `kubernetes.utils.parse_quantity`: it accepts strings the API server rejects (`1.5e3m`,
 `1e`-less forms aside), returns Decimal (slow on the admission path), and importing it loads the
-whole API client into a package that must stay free of I/O libraries. The grammar below is the
-one in k8s.io/apimachinery/pkg/api/resource/quantity.go.
+whole API client into a package that must stay free of I/O libraries. Which strings are quantities
+is capacity/quantity_grammar.py, restated from k8s.io/apimachinery/pkg/api/resource/quantity.go
+ParseQuantity; a refusal carries ParseQuantity's own error text.
 
 A quantity is held as an `int` count of thousandths ("milli-units"), rounded up, exactly as the
 API server canonicalises it ("0.1m will be rounded up to 1m"). Python ints are unbounded, so
@@ -13,22 +14,19 @@ API server canonicalises it ("0.1m will be rounded up to 1m"). Python ints are u
 from __future__ import annotations
 
 import math
-import re
 from functools import lru_cache
+
+from capacity.quantity_grammar import GrammarError, scan
 
 MILLI = 1000
 
-_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
-_DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
-
-# sign, number (digits, digits., digits.digits, .digits), then a binary or decimal suffix or an
-# exponent. `2E` is exa, `2E3` is an exponent: the regex tries the suffix first and backtracks.
-_SUFFIXES = "Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E"
-_QUANTITY = re.compile(rf"([+-]?)(\d+(?:\.\d*)?|\.\d+)(?:({_SUFFIXES})|[eE]([+-]?\d+))?")
 # Far beyond any real resource (2^63 bytes is 8Ei) yet small enough that no input can make us
-# build a giant integer.
+# build a giant integer. The API server accepts such quantities (inf.Dec holds them), but the
+# scheduler counts in int64 (Quantity.MilliValue overflows): fitguard cannot judge them either.
 _MAX_DIGITS = 64
 _MAX_EXPONENT = 64
+# quantity.go ParseQuantity: a binary-suffixed quantity is capped, silently, at this many units
+_BINARY_CAP = 2**63 - 1
 
 
 class QuantityError(ValueError):
@@ -43,11 +41,18 @@ class QuantityError(ValueError):
         super().__init__(f"{where}invalid quantity {value!r}{because}")
 
 
+class QuantityOutOfRange(QuantityError):
+    """A quantity the API server accepts but that is beyond what the scheduler can count (int64
+    milli-units) and beyond what fitguard holds: it can be neither judged nor misread."""
+
+
 def parse_quantity(value: object, field: str = "") -> int:
     """The quantity in milli-units, rounded up. Raises QuantityError naming `field`."""
     if isinstance(value, bool):
         raise QuantityError(value, field, "not a number or string")
     if isinstance(value, int):
+        if abs(value) >= 10**_MAX_DIGITS:
+            raise QuantityOutOfRange(value, field, "too many digits")
         return value * MILLI
     if isinstance(value, float):
         # JSON numbers are allowed by the API's int-or-string decoding of quantities.
@@ -58,34 +63,34 @@ def parse_quantity(value: object, field: str = "") -> int:
         raise QuantityError(value, field, "not a number or string")
     try:
         return _parse(value)
-    except QuantityError as err:
-        raise QuantityError(value, field, err.why) from None  # the field added, the reason kept once
+    except QuantityError as err:  # the field added, the reason and the kind of error kept
+        raise type(err)(value, field, err.why) from None
 
 
 @lru_cache(maxsize=4096)
 def _parse(text: str) -> int:
-    match = _QUANTITY.fullmatch(text)
-    if match is None:
-        raise QuantityError(text, why="not a Kubernetes quantity")
-    sign, number, suffix, exponent = match.groups()
-    whole, _, fraction = number.partition(".")
-    digits = (whole + fraction).lstrip("0") or "0"
+    try:
+        parts = scan(text)
+    except GrammarError as err:
+        raise QuantityError(text, why=str(err)) from None
+    digits = (parts.num + parts.denom).lstrip("0") or "0"
     if len(digits) > _MAX_DIGITS:
-        raise QuantityError(text, why="too many digits")
+        raise QuantityOutOfRange(text, why="too many digits")
     mantissa = int(digits)
-    power10 = 3 - len(fraction)  # milli-units
+    power10 = 3 - len(parts.denom)  # milli-units
     power2 = 1
-    if exponent is not None:
-        e = int(exponent)
-        if abs(e) > _MAX_EXPONENT:
-            raise QuantityError(text, why="exponent out of range")
-        power10 += e
-    elif suffix in _BINARY:
-        power2 = _BINARY[suffix]
+    if parts.base == 2:
+        power2 = 2**parts.exponent
+    elif parts.exponent > _MAX_EXPONENT:  # a negative one only makes the value round up to 1m
+        raise QuantityOutOfRange(text, why="exponent out of range")
     else:
-        power10 += _DECIMAL[suffix or ""]
+        power10 += parts.exponent
+    if -power10 > len(digits) + 19:  # below one milli-unit (2^60 < 10^19): no giant divisor
+        return 1 if mantissa and not parts.negative else 0
     scaled = mantissa * power2
-    if sign == "-":
+    if parts.base == 2 and scaled > _BINARY_CAP * 10 ** (3 - power10):
+        scaled, power10 = _BINARY_CAP, 3
+    if parts.negative:
         scaled = -scaled
     if power10 >= 0:
         factor: int = 10**power10

@@ -23,73 +23,110 @@ EXIT_ADMITTED, EXIT_DENIED, EXIT_USAGE = 0, 1, 2
 
 
 class UnreadableCluster(Exception):
-    """The state file or the cluster could not be read."""
+    """The state file or the cluster could not be read, or describes nothing to judge against."""
+
+    def __init__(self, message: str, source: str) -> None:
+        super().__init__(message)
+        self.source = source
 
 
 def _fail(message: str) -> int:
-    print(f"fitguard check: {message}", file=sys.stderr)
+    from cmdline.safe_text import for_terminal
+
+    print(f"fitguard check: {for_terminal(message)}", file=sys.stderr)
     return EXIT_USAGE
+
+
+def _usable(objects: list[dict[str, Any]], source: str) -> None:
+    from fitguard.state_usable import missing_capacity
+
+    gap = missing_capacity(objects)
+    if gap is not None:
+        raise UnreadableCluster(f"{source}: {gap}", source)
 
 
 def _cluster(args: argparse.Namespace) -> tuple[Any, dict[str, str], str]:
     """(cluster view, what the output says about its source, the default namespace)."""
     from fitguard.state_export import provenance
+    from webhook.cluster import from_objects
 
     if args.state is not None:
-        from webhook.cluster import from_state_file
+        from kube.statefile import StateFileError, read_state_file
 
+        try:
+            state = read_state_file(args.state)
+        except StateFileError as err:
+            raise UnreadableCluster(str(err), str(args.state)) from None
+        _usable(state.objects, str(args.state))
         header = {"state": str(args.state)}
-        header.update({f"state {key}": value for key, value in provenance(args.state).items()})
-        return from_state_file(args.state), header, args.namespace or "default"
+        header.update({f"state {key}": value for key, value in provenance(state.annotations).items()})
+        return from_objects(state.objects), header, args.namespace or "default"
     from fitguard.state_export import export_state
     from kube.client import KubeError
     from kube.state_listing import identify
-    from webhook.cluster import from_objects
 
     try:
         identity = identify(args.kubeconfig, args.context)
-        state = export_state(args.kubeconfig, args.context, identity=identity)
+        exported = export_state(args.kubeconfig, args.context, identity=identity)
     except KubeError as err:
-        raise UnreadableCluster(f"cannot read the cluster: {err}") from None
+        raise UnreadableCluster(f"cannot read the cluster: {err}", "cluster") from None
+    _usable(exported["items"], f"the cluster {identity.server}")
     header = {"cluster": identity.server, "context": identity.context}
     # kubectl's order (client-go clientcmd DirectClientConfig.Namespace): -n, the context's, default
-    return from_objects(state["items"]), header, args.namespace or identity.namespace
+    return from_objects(exported["items"]), header, args.namespace or identity.namespace
+
+
+def _report(
+    args: argparse.Namespace, out: TextIO, results: list[Any], header: dict[str, str], problems: list[Any]
+) -> int:
+    """Writes the report in the chosen format and each problem as one line on standard error. With
+    problems, the text report appears only when some object was judged (the JSON and JUnit reports
+    always do, saying error), and the status is 2 whatever the verdicts."""
+    from fitguard.check_output import RENDERERS
+
+    for problem in problems:
+        _fail(problem.message)
+    if results or not problems or args.output != "text":
+        RENDERERS[args.output](results, header, out, problems)
+    if problems:
+        return EXIT_USAGE
+    return (
+        EXIT_DENIED if any(r.judgement is not None and r.judgement.denied for r in results) else EXIT_ADMITTED
+    )
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    from fitguard.check_output import RENDERERS, Result
+    from fitguard.check_output import Problem, Result
     from fitguard.judge import Judge
-    from fitguard.manifests import ManifestError, read_manifests
-    from kube.statefile import StateFileError
+    from fitguard.manifests import read_inputs
     from webhook.review import WebhookOptions
 
+    out = out or sys.stdout
     if args.state is not None and args.context is not None:
         return _fail("--context needs --kubeconfig (or the default kubeconfig), not --state")
-    try:
-        located = read_manifests(args.filename)
-    except ManifestError as err:
-        return _fail(str(err))
+    located, unreadable = read_inputs(args.filename)
+    problems = [Problem(err.file, str(err)) for err in unreadable]
     try:
         cluster, header, namespace = _cluster(args)
-    except (StateFileError, UnreadableCluster) as err:
-        return _fail(str(err))
+    except UnreadableCluster as err:
+        return _report(args, out, [], {"mode": args.mode}, [*problems, Problem(err.source, str(err))])
     header = {**header, "mode": args.mode}
     judge = Judge(cluster, WebhookOptions(mode=args.mode))
     results = []
     for item in located:
         own = str((item.obj.get("metadata") or {}).get("namespace") or namespace)
         if args.namespace and own != args.namespace and judge.judges(item.obj):
-            # as kubectl refuses it (cli-runtime resource/visitor.go RequireNamespace)
-            return _fail(f"{item.location}: the object's namespace {own} does not match -n {args.namespace}")
+            # as kubectl refuses it (cli-runtime resource/visitor.go RequireNamespace): nothing applied
+            message = f"{item.location}: the object's namespace {own} does not match -n {args.namespace}"
+            return _report(args, out, [], header, [Problem(item.file, message)])
         try:
             judgement = judge.judge(item.obj, namespace) if judge.judges(item.obj) else None
         except ValueError as err:  # the webhook refused the review itself (e.g. over its size limit)
-            return _fail(f"{item.location}: {item.obj.get('kind')} could not be reviewed: {err}")
+            kind = item.obj.get("kind")
+            problems.append(Problem(item.file, f"{item.location}: {kind} could not be reviewed: {err}"))
+            continue
         results.append(Result(item, own, judgement))
-    RENDERERS[args.output](results, header, out or sys.stdout)
-    return (
-        EXIT_DENIED if any(r.judgement is not None and r.judgement.denied for r in results) else EXIT_ADMITTED
-    )
+    return _report(args, out, results, header, problems)
 
 
 def demo(out: TextIO, examples: Path) -> int:

@@ -6,14 +6,27 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
+from cmdline.safe_text import for_terminal, for_xml, terminal_lines
 from fitguard.judge import AUDITED, DENIED, EXEMPT, UNJUDGED, WARNED, Judgement
 from fitguard.manifests import Located
 
 SKIPPED = "skipped"
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """An input that could not be judged at all: a manifest file, the state, the cluster. `message`
+    is the one line `fitguard check` prints for it on standard error."""
+
+    source: str
+    message: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"source": self.source, "message": self.message}
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,91 +95,128 @@ def summary_line(results: list[Result]) -> str:
     )
 
 
-def _indent(text: str, prefix: str = "    ") -> list[str]:
-    return [prefix + line for line in text.splitlines()]
+def _indent(lines: list[str], prefix: str = "    ") -> list[str]:
+    # the escaped lines hold no line break of any kind: splitlines only drops a trailing empty one
+    return [prefix + line for line in "\n".join(lines).splitlines()]
 
 
-def render_text(results: list[Result], header: Mapping[str, str], out: TextIO) -> None:
+def _denial_head(judgement: Judgement) -> str:
+    """kubectl's words before the message: a webhook's denial, or the API server's own refusal
+    (400: the object could not be decoded; 422: it is invalid, the message says so itself)."""
+    if judgement.webhook:
+        webhook = for_terminal(judgement.webhook)
+        return f'Error from server (Forbidden): admission webhook "{webhook}" denied the request: '
+    return "Error from server (BadRequest): " if judgement.code == 400 else ""
+
+
+def render_text(
+    results: list[Result], header: Mapping[str, str], out: TextIO, problems: Sequence[Problem] = ()
+) -> None:
     """One block per judged object: `file:line (document N)`, the object, the verdict as
-    `kubectl apply` would print it; skipped objects are only counted."""
+    `kubectl apply` would print it; skipped objects are only counted. Everything taken from the
+    input is escaped for the terminal (cmdline/safe_text.py): a message keeps its own line breaks,
+    indented, and nothing else can start a line. `problems` go to standard error (fitguard/check.py)."""
     for key, value in header.items():
-        out.write(f"# {key}: {value}\n")
+        out.write(f"# {for_terminal(key)}: {for_terminal(value)}\n")
     for result in results:
         judgement = result.judgement
         if judgement is None:
             continue
-        out.write(f"{result.source.location}: {result.subject}: {judgement.verdict}\n")
+        where = f"{for_terminal(result.source.location)}: {for_terminal(result.subject)}"
+        out.write(f"{where}: {judgement.verdict}\n")
         for warning in judgement.warnings:
-            out.write(f"  Warning: {warning}\n")
+            out.write(f"  Warning: {for_terminal(warning)}\n")
         if judgement.verdict == DENIED:
-            lines = judgement.message.splitlines() or [""]
-            out.write(
-                f'  Error from server (Forbidden): admission webhook "{judgement.webhook}" denied the '
-                f"request: {lines[0]}\n"
-            )
-            out.writelines(line + "\n" for line in _indent("\n".join(lines[1:])))
+            lines = terminal_lines(judgement.message)
+            out.write(f"  {_denial_head(judgement)}{lines[0]}\n")
+            out.writelines(line + "\n" for line in _indent(lines[1:]))
         elif judgement.verdict in (AUDITED, EXEMPT):
             label = "audit finding (mode audit: admitted)" if judgement.verdict == AUDITED else "exempt"
-            lines = judgement.message.splitlines() or [""]
+            lines = terminal_lines(judgement.message)
             out.write(f"  {label}: {lines[0]}\n")
-            out.writelines(line + "\n" for line in _indent("\n".join(lines[1:])))
+            out.writelines(line + "\n" for line in _indent(lines[1:]))
     out.write(summary_line(results) + "\n")
 
 
-def render_json(results: list[Result], header: Mapping[str, str], out: TextIO) -> None:
+def render_json(
+    results: list[Result], header: Mapping[str, str], out: TextIO, problems: Sequence[Problem] = ()
+) -> None:
+    """JSON escapes every control character and, written as ASCII, every other one: nothing needs
+    escaping here. `error` (the first problem's message, or null) says whether all input was judged."""
     body = {
         **header,
         "results": [result.to_json() for result in results],
         "summary": summary(results),
         "abstentions": abstentions(results),
+        "error": problems[0].message if problems else None,
+        "errors": [problem.to_json() for problem in problems],
     }
     json.dump(body, out, indent=2)
     out.write("\n")
 
 
-def render_junit(results: list[Result], header: Mapping[str, str], out: TextIO) -> None:
+def render_junit(
+    results: list[Result], header: Mapping[str, str], out: TextIO, problems: Sequence[Problem] = ()
+) -> None:
     """JUnit XML: one testsuite, one testcase per object; a denial is a failure, a skipped kind
-    a skipped testcase, warnings and audit findings go to system-out."""
+    a skipped testcase, warnings and audit findings go to system-out; each input that could not be
+    judged an error testcase. Names and messages are escaped where XML 1.0 forbids a character
+    (cmdline/safe_text.py), so the report always parses."""
     counts = summary(results)
     suite = ET.Element(
         "testsuite",
         name="fitguard check",
-        tests=str(len(results)),
+        tests=str(len(results) + len(problems)),
         failures=str(counts[DENIED]),
-        errors="0",
+        errors=str(len(problems)),
         skipped=str(counts[SKIPPED]),
     )
     properties = ET.SubElement(suite, "properties")
     for key, value in header.items():
-        ET.SubElement(properties, "property", name=key, value=value)
+        ET.SubElement(properties, "property", name=for_xml(key), value=for_xml(value))
     for result in results:
+        _junit_case(suite, result)
+    for problem in problems:
         case = ET.SubElement(
-            suite,
-            "testcase",
-            classname=result.source.file,
-            name=f"{result.subject} ({result.source.location})",
+            suite, "testcase", classname=for_xml(problem.source), name=for_xml(f"{problem.source} (input)")
         )
-        judgement = result.judgement
-        if judgement is None:
-            ET.SubElement(case, "skipped", message=f"fitguard does not judge {result.source.obj.get('kind')}")
-            continue
-        if judgement.verdict == DENIED:
-            failure = ET.SubElement(
-                case, "failure", message=judgement.message.splitlines()[0] if judgement.message else "denied"
-            )
-            failure.set("type", "denied")
-            failure.text = judgement.message
-        notes = [f"Warning: {w}" for w in judgement.warnings]
-        if judgement.verdict in (AUDITED, EXEMPT):
-            notes.append(f"{judgement.verdict}: {judgement.message}")
-        if notes:
-            ET.SubElement(case, "system-out").text = "\n".join(notes)
-    root = ET.Element("testsuites", tests=str(len(results)), failures=str(counts[DENIED]))
+        error = ET.SubElement(case, "error", message=for_xml(problem.message), type="input")
+        error.text = for_xml(problem.message)
+    root = ET.Element(
+        "testsuites",
+        tests=suite.get("tests", "0"),
+        failures=str(counts[DENIED]),
+        errors=str(len(problems)),
+    )
     root.append(suite)
     ET.indent(root)
     out.write('<?xml version="1.0" encoding="UTF-8"?>\n')
     out.write(ET.tostring(root, encoding="unicode"))
     out.write("\n")
+
+
+def _junit_case(suite: ET.Element, result: Result) -> None:
+    case = ET.SubElement(
+        suite,
+        "testcase",
+        classname=for_xml(result.source.file),
+        name=for_terminal(f"{result.subject} ({result.source.location})"),
+    )
+    judgement = result.judgement
+    if judgement is None:
+        message = f"fitguard does not judge {for_terminal(result.source.obj.get('kind'))}"
+        ET.SubElement(case, "skipped", message=message)
+        return
+    if judgement.verdict == DENIED:
+        first = judgement.message.split("\n")[0] if judgement.message else "denied"
+        failure = ET.SubElement(case, "failure", message=for_terminal(first))
+        failure.set("type", "denied")
+        failure.text = for_xml(judgement.message)
+    notes = [f"Warning: {w}" for w in judgement.warnings]
+    if judgement.verdict in (AUDITED, EXEMPT):
+        notes.append(f"{judgement.verdict}: {judgement.message}")
+    if notes:
+        ET.SubElement(case, "system-out").text = for_xml("\n".join(notes))
 
 
 RENDERERS = {"text": render_text, "json": render_json, "junit": render_junit}

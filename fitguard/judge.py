@@ -10,13 +10,13 @@ the webhook's, not a copy of them. Requests are marked dryRun: a check records n
 from __future__ import annotations
 
 import base64
-import copy
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from capacity.placement import Abstention
+from fitguard.apiserver_quantities import normalised
 from webhook.app import ABSTAINED_ANNOTATION, create_app
 from webhook.cluster import ClusterView
 from webhook.mutate import apply_patch
@@ -75,8 +75,12 @@ class Judge:
         return dict(body["response"])
 
     def judge(self, obj: Mapping[str, Any], namespace: str) -> Judgement:
-        """The verdict on `obj` created in `namespace` (its own metadata.namespace wins)."""
-        doc: dict[str, Any] = copy.deepcopy(dict(obj))
+        """The verdict on `obj` created in `namespace` (its own metadata.namespace wins). An object
+        the API server itself refuses (fitguard/apiserver_quantities.py) never reaches a webhook:
+        it is denied with the API server's code and message, and no webhook name."""
+        doc, refusal = normalised(obj)
+        if refusal is not None:
+            return Judgement(DENIED, refusal.message, code=refusal.code)
         meta = doc.setdefault("metadata", {})
         namespace = str(meta.get("namespace") or namespace)
         meta["namespace"] = namespace  # the apiserver fills it in before any webhook sees the object

@@ -9,19 +9,28 @@ import json
 import sys
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from kube.bounded import InputLimitError, check_json_depth, check_size, json_value, read_text, yaml_documents
+
 STDIN = "-"
+STDIN_NAME = "<stdin>"
+MAX_STDIN = 32 * 2**20  # characters, as kube/bounded.py's MAX_BYTES for a file
 # the extensions kubectl reads from a directory
 EXTENSIONS = (".yaml", ".yml", ".json")
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class ManifestError(ValueError):
-    """Input that cannot be read, with `file:line:` in front of the reason."""
+    """Input that cannot be read, with `file:line:` in front of the reason; `file` is the input's
+    name (`<stdin>` for standard input)."""
+
+    def __init__(self, message: str, file: str) -> None:
+        super().__init__(message)
+        self.file = file
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,17 +58,19 @@ def _objects(doc: object, file: str, document: int, line: int, item_lines: list[
     if doc is None:
         return  # an empty document (a stray `---`) is no object
     if not isinstance(doc, Mapping):
-        raise ManifestError(f"{file}:{line}: document {document} is a {type(doc).__name__}, not an object")
+        raise ManifestError(
+            f"{file}:{line}: document {document} is a {type(doc).__name__}, not an object", file
+        )
     if not _is_list(doc):
         if not doc.get("kind") or not doc.get("apiVersion"):
-            raise ManifestError(f"{file}:{line}: document {document} has no kind or apiVersion")
+            raise ManifestError(f"{file}:{line}: document {document} has no kind or apiVersion", file)
         if not isinstance(doc.get("metadata", {}), Mapping):
-            raise ManifestError(f"{file}:{line}: document {document}: metadata must be an object")
+            raise ManifestError(f"{file}:{line}: document {document}: metadata must be an object", file)
         yield Located(dict(doc), file, document, line)
         return
     items = doc.get("items") or []
     if not isinstance(items, list):
-        raise ManifestError(f"{file}:{line}: document {document}: items must be a list")
+        raise ManifestError(f"{file}:{line}: document {document}: items must be a list", file)
     for i, entry in enumerate(items):
         at = item_lines[i] if i < len(item_lines) else line
         if (
@@ -70,7 +81,8 @@ def _objects(doc: object, file: str, document: int, line: int, item_lines: list[
         ):
             raise ManifestError(
                 f"{file}:{at}: document {document}, item {i + 1}: "
-                "not an object with kind, apiVersion and metadata"
+                "not an object with kind, apiVersion and metadata",
+                file,
             )
         yield Located(dict(entry), file, document, at, i + 1)
 
@@ -97,13 +109,16 @@ def _parse_json(text: str, file: str) -> list[Located] | None:
             position += 1
         if position >= len(text):
             return found
+        line = text.count("\n", 0, position) + 1
         try:
-            doc, end = decoder.raw_decode(text, position)
+            doc, end = json_value(partial(decoder.raw_decode, text, position))
+            check_json_depth(doc)
         except json.JSONDecodeError as err:
             if document == 0:
                 return None  # maybe YAML (flow style starts with `{` too)
-            raise ManifestError(f"{file}:{err.lineno}: not JSON: {err.msg}") from None
-        line = text.count("\n", 0, position) + 1
+            raise ManifestError(f"{file}:{err.lineno}: not JSON: {err.msg}", file) from None
+        except InputLimitError as err:
+            raise ManifestError(f"{file}:{line}: {err.reason}", file) from None
         for entry in doc if isinstance(doc, list) else [doc]:
             document += 1
             found.extend(_objects(entry, file, document, line, []))
@@ -111,31 +126,29 @@ def _parse_json(text: str, file: str) -> list[Located] | None:
 
 
 def parse_manifests(text: str, file: str) -> list[Located]:
-    """Every object in one input's text."""
+    """Every object in one input's text, read within kube/bounded.py's limits."""
+    try:
+        check_size(text)
+    except InputLimitError as err:
+        raise ManifestError(f"{file}: {err}", file) from None
     if text.lstrip().startswith(("{", "[")):
         parsed = _parse_json(text, file)
         if parsed is not None:
             return parsed
     found: list[Located] = []
-    loader = _Loader(text)
     try:
-        document = 0
-        while loader.check_node():
-            node = loader.get_node()
-            document += 1
-            if node is None:
-                continue
-            doc = loader.construct_document(node)
-            found.extend(_objects(doc, file, document, node.start_mark.line + 1, _item_lines(node)))
+        for document, (node, doc) in enumerate(yaml_documents(text), start=1):
+            if node is not None:
+                found.extend(_objects(doc, file, document, node.start_mark.line + 1, _item_lines(node)))
+    except InputLimitError as err:
+        raise ManifestError(f"{file}:{err.line or 0}: {err.reason}", file) from None
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         line = mark.line + 1 if mark is not None else 0
-        reason = " ".join(str(part) for part in (err.context, err.problem) if part)
-        raise ManifestError(f"{file}:{line}: not valid YAML: {reason}") from None
+        reason = " ".join(" ".join(str(part).split()) for part in (err.context, err.problem) if part)
+        raise ManifestError(f"{file}:{line}: not valid YAML: {reason}", file) from None
     except yaml.YAMLError as err:
-        raise ManifestError(f"{file}: not valid YAML: {err}") from None
-    finally:
-        loader.dispose()
+        raise ManifestError(f"{file}: not valid YAML: {' '.join(str(err).split())}", file) from None
     return found
 
 
@@ -144,26 +157,50 @@ def files_under(path: Path) -> list[Path]:
     return sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in EXTENSIONS)
 
 
-def read_manifests(paths: Iterable[str], stdin: Any = None) -> list[Located]:
-    """Every object of every `-f` argument, in order; raises ManifestError for unreadable input."""
+def _read_file(file: Path) -> list[Located]:
+    try:
+        text = read_text(file)
+    except OSError as err:
+        raise ManifestError(f"{file}: cannot read: {err.strerror or err}", str(file)) from None
+    except InputLimitError as err:
+        raise ManifestError(f"{file}: cannot read: {err}", str(file)) from None
+    return parse_manifests(text, str(file))
+
+
+def _read_stdin(stdin: Any) -> list[Located]:
+    text = (stdin or sys.stdin).read(MAX_STDIN + 1)
+    if len(text) > MAX_STDIN:
+        raise ManifestError(f"{STDIN_NAME}: cannot read: larger than {MAX_STDIN // 2**20} MiB", STDIN_NAME)
+    return parse_manifests(text, STDIN_NAME)
+
+
+def read_inputs(paths: Iterable[str], stdin: Any = None) -> tuple[list[Located], list[ManifestError]]:
+    """Every object of every `-f` argument, in order, and every input that could not be read (one
+    error per file: the other files of a directory are still read)."""
     found: list[Located] = []
+    problems: list[ManifestError] = []
     for raw in paths:
         if raw == STDIN:
-            text = (stdin or sys.stdin).read()
-            found.extend(parse_manifests(text, "<stdin>"))
-            continue
-        path = Path(raw)
-        if path.is_dir():
-            files = files_under(path)
-            if not files:
-                raise ManifestError(f"{path}: no {', '.join(EXTENSIONS)} files in this directory")
+            readers: list[Any] = [lambda: _read_stdin(stdin)]
         else:
-            files = [path]
-        for file in files:
+            path = Path(raw)
+            files = files_under(path) if path.is_dir() else [path]
+            if not files:
+                problems.append(
+                    ManifestError(f"{path}: no {', '.join(EXTENSIONS)} files in this directory", str(path))
+                )
+            readers = [lambda file=file: _read_file(file) for file in files]
+        for read in readers:
             try:
-                text = file.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError) as err:
-                reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
-                raise ManifestError(f"{file}: cannot read: {reason}") from None
-            found.extend(parse_manifests(text, str(file)))
+                found.extend(read())
+            except ManifestError as err:
+                problems.append(err)
+    return found, problems
+
+
+def read_manifests(paths: Iterable[str], stdin: Any = None) -> list[Located]:
+    """Every object of every `-f` argument, in order; raises the first ManifestError."""
+    found, problems = read_inputs(paths, stdin)
+    if problems:
+        raise problems[0]
     return found

@@ -122,17 +122,9 @@ def export_state(
     }
 
 
-def provenance(path: str | Path) -> dict[str, str]:
-    """What an exported state file records about itself (empty for a hand-written one)."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            doc = next(iter(yaml.safe_load_all(handle)), None)
-    except (OSError, yaml.YAMLError, UnicodeDecodeError):
-        return {}
-    meta = doc.get("metadata") if isinstance(doc, Mapping) else None
-    annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
-    if not isinstance(annotations, Mapping):
-        return {}
+def provenance(annotations: Mapping[str, str]) -> dict[str, str]:
+    """What an exported state file records about itself, from its List's annotations (empty for a
+    hand-written one)."""
     return {key.removeprefix(f"{GROUP}/"): str(annotations[key]) for key in PROVENANCE if key in annotations}
 
 
@@ -144,6 +136,14 @@ def run(args: argparse.Namespace) -> int:
     except KubeError as err:
         print(f"fitguard state export: {err}", file=sys.stderr)
         return 1
+    from fitguard.state_usable import missing_capacity
+
+    gap = missing_capacity(state["items"])
+    if gap is not None:
+        # written all the same (it is what the cluster holds), but `fitguard check` will refuse it
+        print(
+            f"fitguard state export: warning: {gap}; `fitguard check` refuses such a state", file=sys.stderr
+        )
     text = yaml.safe_dump(state, sort_keys=False, default_flow_style=False)
     header = "# fitguard state: read by `fitguard check --state` and `fitguard webhook --state`\n"
     if args.output in (None, "-"):

@@ -12,7 +12,7 @@ import copy
 import io
 import json
 from collections.abc import Callable
-from contextlib import redirect_stdout
+from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -185,19 +185,12 @@ CASES = [
     Case("no-sgp-template-t3", payments_deployment("other"), True),
     Case("namespace-audit", WORKLOADS["scratch-build"], True, default_namespace_mode("audit")),
     Case("namespace-warn", WORKLOADS["scratch-build"], True, default_namespace_mode("warn")),
-    Case("cold-start", WORKLOADS["scratch-build"], True, no_templates, says="fitguard knows no node group"),
     Case(
         "max-size-zero",
         pod("eni", {POD_ENI: "1"}),
         False,
         changed_template("ng-general", spec_set(maxSize=0, nodes=0)),
         says="ng-general: max size is 0",
-    ),
-    Case(
-        "malformed-quantity",
-        pod("bad", {"cpu": "lots"}),
-        True,
-        says="spec.containers[0].resources.requests.cpu",
     ),
     # pods meet /mutate first: pod-eni injected by a SecurityGroupPolicy decides the verdict
     Case("mutated-pod-fits", WORKLOADS["payments-api-0"], True),
@@ -274,3 +267,31 @@ def test_check_and_the_webhook_give_the_same_verdict_message_and_warnings(case: 
     if case.says:
         shown = webhook[1] if (not case.allowed or webhook[1]) else "\n".join(webhook[2])
         assert case.says in shown
+
+
+def test_where_check_and_the_webhook_part_the_check_is_stricter(tmp_path: Path) -> None:
+    """Two inputs only `fitguard check` can meet, answered as CI needs: a state without templates
+    (the webhook admits with its cold-start warning; check refuses the state, exit 2, saying what is
+    missing) and a quantity the API server cannot decode (the webhook, which never receives one
+    from a real API server, says it could not check; check denies it as the API server does, 400)."""
+    cold = Case("cold-start", WORKLOADS["scratch-build"], True, no_templates)
+    allowed, _, warnings = through_webhook(cold)
+    assert allowed and any("fitguard knows no node group" in w for w in warnings)
+    malformed = Case("malformed-quantity", pod("bad", {"cpu": "lots"}), True)
+    allowed, _, warnings = through_webhook(malformed)
+    assert allowed and any("could not check" in w for w in warnings)
+    state = tmp_path / "state.yaml"
+    state.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": cold.state()}))
+    manifest = tmp_path / "manifest.yaml"
+    manifest.write_text(yaml.safe_dump(cold.obj))
+    err = io.StringIO()
+    with redirect_stdout(io.StringIO()), redirect_stderr(err):
+        status = main(["check", "-f", str(manifest), "--state", str(state)])
+    assert status == 2
+    assert "no NodeGroupTemplates in it: nothing to judge pods against" in err.getvalue()
+    status, (allowed, message, _) = through_check(malformed, tmp_path)
+    assert (status, allowed) == (1, False)
+    assert message == (
+        'Pod in version "v1" cannot be handled as a Pod: quantities must match the regular expression '
+        "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+    )

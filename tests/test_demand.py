@@ -19,6 +19,7 @@ from capacity.demand import (
     shape_key,
 )
 from capacity.names import EXHAUSTED_LABEL
+from capacity.quantity_grammar import FORMAT_WRONG
 from capacity.resources import POD_ENI
 from capacity.template import NodeGroupTemplate, View
 
@@ -230,7 +231,7 @@ def test_pending_pods_group_into_shapes_in_first_seen_order() -> None:
     assert malformed == [
         (
             PodRef("default", "bad", ""),
-            "spec.containers[0].resources.requests.cpu: invalid quantity 'lots' (not a Kubernetes quantity)",
+            "spec.containers[0].resources.requests.cpu: invalid quantity 'lots' (" + FORMAT_WRONG + ")",
         )
     ]
     bare, none = pending_shapes([{"status": UNSCHEDULABLE}])

@@ -6,6 +6,7 @@ import pytest
 
 from capacity import estimate
 from capacity.quantity import parse_quantity
+from capacity.quantity_grammar import FORMAT_WRONG
 from capacity.taints import Taint
 from capacity.template import View
 
@@ -159,4 +160,4 @@ def test_a_live_nodes_bad_allocatable_names_its_field() -> None:
     """live_node_view's error names status.allocatable.<resource> with the value and reason."""
     with pytest.raises(ValueError) as raised:
         estimate.live_node_view({"status": {"allocatable": {"cpu": "x"}}})
-    assert str(raised.value) == "status.allocatable.cpu: invalid quantity 'x' (not a Kubernetes quantity)"
+    assert str(raised.value) == "status.allocatable.cpu: invalid quantity 'x' (" + FORMAT_WRONG + ")"

@@ -26,6 +26,7 @@ from capacity.planner import (
     plan,
 )
 from capacity.quantity import parse_quantity
+from capacity.quantity_grammar import FORMAT_WRONG
 from capacity.resources import POD_ENI
 from capacity.taints import Taint
 from capacity.template import NodeGroupTemplate
@@ -406,8 +407,8 @@ def test_headroom_rules_are_parsed_whole() -> None:
             "pod-eni, cpu, memory, ephemeral-storage",
         ),
         ("ng:cpu=-1", "headroom 'ng:cpu=-1': cpu must not be negative"),
-        ("ng:cpu=lots", "headroom.cpu: invalid quantity 'lots' (not a Kubernetes quantity)"),
-        ("ng:cpu=1=2", "headroom.cpu: invalid quantity '1=2' (not a Kubernetes quantity)"),
+        ("ng:cpu=lots", "headroom.cpu: invalid quantity 'lots' (" + FORMAT_WRONG + ")"),
+        ("ng:cpu=1=2", "headroom.cpu: invalid quantity '1=2' (" + FORMAT_WRONG + ")"),
         (
             "a:b:cpu=1",
             "headroom 'a:b:cpu=1': 'b:cpu=1' is not RESOURCE=AMOUNT with RESOURCE one of "

@@ -7,14 +7,18 @@ import pytest
 
 from capacity.quantity import QuantityError, canonical_quantity, format_quantity, parse_quantity
 
+FORMAT_WRONG = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+
 GI = 2**30 * 1000  # one GiB in milli-units
 
 
 @pytest.mark.parametrize(
     ("value", "field", "message"),
     [
-        ("1x", "spec.cpu", "spec.cpu: invalid quantity '1x' (not a Kubernetes quantity)"),
-        ("1x", "", "invalid quantity '1x' (not a Kubernetes quantity)"),
+        ("1x", "spec.cpu", f"spec.cpu: invalid quantity '1x' ({FORMAT_WRONG})"),
+        ("1x", "", f"invalid quantity '1x' ({FORMAT_WRONG})"),
+        ("1e", "", "invalid quantity '1e' (unable to parse quantity's suffix)"),
+        ("Pi", "", "invalid quantity 'Pi' (unable to parse numeric part of quantity)"),
         (True, "limits.memory", "limits.memory: invalid quantity True (not a number or string)"),
         (float("inf"), "", "invalid quantity inf (not finite)"),
         ("1e65", "f", "f: invalid quantity '1e65' (exponent out of range)"),

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from capacity.quantity_grammar import FORMAT_WRONG
 from capacity.records import (
     NodeRecord,
     PodRecord,
@@ -261,10 +262,7 @@ def test_a_node_without_group_or_type_labels_is_whole_and_a_bad_pod_eni_is_named
     raw["status"]["allocatable"][POD_ENI] = "lots"
     with pytest.raises(ValueError) as refused:
         project_node(raw)
-    assert (
-        str(refused.value)
-        == f"status.allocatable.{POD_ENI}: invalid quantity 'lots' (not a Kubernetes quantity)"
-    )
+    assert str(refused.value) == f"status.allocatable.{POD_ENI}: invalid quantity 'lots' ({FORMAT_WRONG})"
 
 
 @pytest.mark.parametrize(

@@ -4,6 +4,7 @@ really be used for a new pod."""
 import pytest
 
 from capacity.quantity import parse_quantity
+from capacity.quantity_grammar import FORMAT_WRONG
 from capacity.taints import Taint
 from capacity.template import AutoscalerMemory, NodeGroupTemplate, View
 from capacity.view_match import MissingResource, autoscaler_scales_from_zero, missing_resources
@@ -289,7 +290,7 @@ def test_autoscaler_memory_parses_and_renders_whole() -> None:
         (
             {"allocatable": {"cpu": "x"}},
             ValueError,
-            "spec.m.allocatable.cpu: invalid quantity 'x' (not a Kubernetes quantity)",
+            "spec.m.allocatable.cpu: invalid quantity 'x' (" + FORMAT_WRONG + ")",
         ),
         ({"taints": "none"}, TypeError, "spec.m.taints: expected a list"),
         (
@@ -541,17 +542,17 @@ def test_a_template_node_with_no_pods_renders_zero_pods() -> None:
         (
             {"metadata": {"name": "g"}, "spec": {"autoscaler": {"allocatable": {"cpu": "x"}}}},
             ValueError,
-            "spec.autoscaler.allocatable.cpu: invalid quantity 'x' (not a Kubernetes quantity)",
+            "spec.autoscaler.allocatable.cpu: invalid quantity 'x' (" + FORMAT_WRONG + ")",
         ),
         (
             {"metadata": {"name": "g"}, "spec": {"daemonSetOverhead": {"cpu": "x"}}},
             ValueError,
-            "spec.daemonSetOverhead.cpu: invalid quantity 'x' (not a Kubernetes quantity)",
+            "spec.daemonSetOverhead.cpu: invalid quantity 'x' (" + FORMAT_WRONG + ")",
         ),
         (
             {"metadata": {"name": "g"}, "spec": {"autoscalerOverhead": {"cpu": "x"}}},
             ValueError,
-            "spec.autoscalerOverhead.cpu: invalid quantity 'x' (not a Kubernetes quantity)",
+            "spec.autoscalerOverhead.cpu: invalid quantity 'x' (" + FORMAT_WRONG + ")",
         ),
     ],
 )

@@ -8,12 +8,14 @@ This module must not import prometheus_client (directly or through webhook.app) 
 
 from __future__ import annotations
 
+import functools
 import gc
 import logging
 import os
 import shutil
 import socket
 import ssl
+import sys
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,6 +26,7 @@ from typing import Any
 from gunicorn.app.base import BaseApplication
 
 from capacity.names import WEBHOOK_REPORTER
+from cmdline.safe_text import for_terminal
 from webhook.review import WebhookOptions
 from webhook.tls import (
     DEFAULT_RELOAD_INTERVAL_SECONDS,
@@ -44,6 +47,7 @@ GRACEFUL_TIMEOUT_SECONDS = 20
 SYNC_WAIT_SECONDS = 15.0
 # A worker silent this long is restarted; the apiserver gives up on a webhook after at most 30 s.
 WORKER_TIMEOUT_SECONDS = 30
+EXIT_USAGE = 2
 
 
 @dataclass(frozen=True)
@@ -93,14 +97,16 @@ def check_certificate(cert: Path, key: Path, client_ca: Path | None = None) -> N
         )
 
 
-def build_app(options: ServeOptions) -> tuple[Any, Any]:
+def build_app(options: ServeOptions, state_objects: list[dict[str, Any]] | None = None) -> tuple[Any, Any]:
     """The admission app of one worker and the view of the cluster it answers from (which the
-    worker's status port reports on)."""
+    worker's status port reports on). `state_objects`: the state file as the master read it."""
     from webhook import cluster
     from webhook.app import create_app
 
     audit = None
-    if options.state is not None:
+    if state_objects is not None:
+        view = cluster.from_objects(state_objects)
+    elif options.state is not None:
         view = cluster.from_state_file(options.state)
     else:
         from kube.client import load_api_client
@@ -204,10 +210,28 @@ class WebhookServer(BaseApplication):
         return self.certificate.context()
 
 
+def read_state(path: Path) -> list[dict[str, Any]]:
+    """The state file's objects, read once in the master (exit status 2 for a file that cannot be
+    read, as for any usage or input error): a binary file, one nested too deep or an alias bomb
+    ends the command with one line before any worker starts, rather than failing every worker's
+    boot in a loop; the workers inherit the objects through the fork."""
+    from kube.statefile import StateFileError, load_state
+
+    if not path.is_file():
+        raise SystemExit(f"fitguard webhook: state file {for_terminal(path)} not found")
+    try:
+        return load_state(path)
+    except StateFileError as err:
+        print(f"fitguard webhook: {for_terminal(err)}", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE) from None
+
+
 def serve(options: ServeOptions) -> int:
     check_certificate(options.tls_cert, options.tls_key, options.client_ca)
-    if options.state is not None and not options.state.is_file():
-        raise SystemExit(f"fitguard webhook: state file {options.state} not found")
+    factory: Callable[[ServeOptions], tuple[Any, Any]] = build_app
+    if options.state is not None:
+        factory = functools.partial(build_app, state_objects=read_state(options.state))
+
     if options.state is None:
         # a kubeconfig that cannot be loaded would fail every worker's boot with a traceback:
         # say so once, here, before any worker starts
@@ -231,5 +255,5 @@ def serve(options: ServeOptions) -> int:
         ) from None
     log.info("status port (/healthz, /readyz, /metrics%s) on %s",
              ", /snapshotz" if options.config.snapshotz else "", options.metrics_bind)  # fmt: skip
-    WebhookServer(options, status_listener).run()
+    WebhookServer(options, status_listener, factory).run()
     return 0
