@@ -12,6 +12,7 @@ A `Trickler` thread feeds every held connection a byte a second and notes when t
 
 from __future__ import annotations
 
+import contextlib
 import selectors
 import socket
 import ssl
@@ -46,10 +47,8 @@ def client_hello(host: str = "localhost") -> bytes:
     context = ssl.create_default_context()
     incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
     tls = context.wrap_bio(incoming, outgoing, server_hostname=host)
-    try:
+    with contextlib.suppress(ssl.SSLWantReadError):  # it waits for the server's answer
         tls.do_handshake()
-    except ssl.SSLWantReadError:
-        pass
     return outgoing.read()
 
 
@@ -99,12 +98,11 @@ class Trickler:
         for conn in self.conns:
             # non-blocking: a readable TLS socket may carry only session tickets, no data
             conn.sock.setblocking(False)
-            selector.register(conn, selectors.EVENT_READ)
+            selector.register(conn, selectors.EVENT_READ, conn)
         next_byte = time.monotonic() + self.period
         while not self._stop.is_set() and selector.get_map():
             for key, _ in selector.select(timeout=max(0.0, next_byte - time.monotonic())):
-                conn = key.fileobj
-                assert isinstance(conn, SlowConn)
+                conn = key.data
                 if self._read(conn):
                     selector.unregister(conn)
             if time.monotonic() >= next_byte:

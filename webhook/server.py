@@ -51,6 +51,9 @@ WORKER_TIMEOUT_SECONDS = 30
 HANDSHAKE_TIMEOUT_SECONDS = 5.0
 HEADER_TIMEOUT_SECONDS = 5.0
 BODY_TIMEOUT_SECONDS = 5.0
+# gthread with a request buffering front: a slow client holds a descriptor, never a thread (measured
+# against the alternatives in docs/design.md, "Serving").
+WORKER_CLASS = "webhook.worker.BufferingWorker"
 # Connections one worker holds at most (gunicorn's worker_connections default); more wait in the
 # kernel's backlog. A held connection costs a file descriptor, its TLS state and at most 64 KiB of
 # header (webhook/framing.py) or the body limit of buffered request.
@@ -182,7 +185,7 @@ class WebhookServer(BaseApplication):
         settings: dict[str, Any] = {
             "bind": [self.options.bind],
             "workers": self.options.workers,
-            "worker_class": "webhook.worker.BufferingWorker",
+            "worker_class": WORKER_CLASS,
             "threads": self.options.threads,
             "worker_connections": self.options.max_connections,
             # certfile and keyfile turn TLS on; the contexts themselves come from ssl_context
