@@ -58,8 +58,10 @@ def test_expect_continue_is_reported_while_the_body_is_awaited() -> None:
 def test_the_admission_port_is_blocked_only_after_the_saturation_bound() -> None:
     """A review waiting for a thread, or every connection slot taken, longer than
     SATURATION_SECONDS makes the worker not ready, with the reason; a front loop silent for seconds
-    too; all clear again once the pool starts the review and a slot frees up."""
-    pressure = Pressure(PressureLimits(threads=8, connections=4), now=0.0)
+    too, and one that has not turned yet at once; all clear again once the pool starts the review
+    and a slot frees up."""
+    pressure = Pressure(PressureLimits(threads=8, connections=4))
+    assert pressure.blocked(0.0) == ["admission front loop (not started: the worker is starting)"]
     pressure.submitted(0.0)
     pressure.turned(0.0, connections=4)
     assert pressure.blocked(SATURATION_SECONDS) == []

@@ -1,5 +1,6 @@
 """Slow and malicious clients of the admission port (issue 30): `fitguard webhook` started with the
-manifests' flags, 2 workers of 8 threads and the default connection timeouts (5 s each).
+manifests' flags, 2 workers of 8 threads, and connection timeouts of 8 s (the defaults are 5 s: a
+little more leaves room to open 64 TLS connections on a busy machine before the first one is due).
 
 What a slow client may hold is a file descriptor, never a worker thread: while 64 slow connections
 are held (tests/slowclients.py: stalled handshakes, bodies and headers trickled a byte a second),
@@ -33,7 +34,9 @@ pytestmark = pytest.mark.slow
 
 # The apiserver's timeout for /mutate (manifests/base/webhook-configurations.yaml; /validate has 5 s).
 APISERVER_TIMEOUT = 3.0
-TIMEOUT = 5.0  # the default --tls-handshake-timeout, --header-timeout and --body-timeout
+TIMEOUT = 8.0  # --tls-handshake-timeout, --header-timeout and --body-timeout here
+TIMEOUTS = ["--tls-handshake-timeout", str(TIMEOUT), "--header-timeout", str(TIMEOUT),
+            "--body-timeout", str(TIMEOUT)]  # fmt: skip
 # A deadline is enforced on the worker loop's next turn, which comes at least once a second.
 TURN = 1.0
 SLOW = 64
@@ -86,7 +89,7 @@ def open_many(server: Server, count: int) -> list[SlowConn]:
 
 @pytest.fixture
 def slow_server(tls_files: TlsFiles, state: Path) -> Iterator[Server]:
-    with running(tls_files, ["--state", str(state)], workers=2, threads=8) as server:
+    with running(tls_files, ["--state", str(state), *TIMEOUTS], workers=2, threads=8) as server:
         yield server
 
 
@@ -142,9 +145,12 @@ def test_readyz_says_not_ready_while_the_admission_port_is_full_and_recovers(
     the admission connections; once the server dropped the slow connections (their timeout), it is
     200 again and reviews are answered. With a bound off by a large factor (or none), the slots
     never fill and /readyz stays 200."""
-    options = ["--state", str(state), "--tls-handshake-timeout", "3", "--max-connections", "4"]
+    options = ["--state", str(state), *TIMEOUTS, "--max-connections", "4"]
     with running(tls_files, options, workers=2, threads=8) as server:
-        assert readyz(server) == (200, "ok\n")
+        both_ready = wait_for(
+            lambda: [readyz(server) for _ in range(8)], lambda got: {*got} == {(200, "ok\n")}
+        )
+        assert both_ready
         slow = [open_slow("handshake", server.port, client_ssl_context(tls_files.ca_path)) for _ in range(8)]
         trickler = Trickler(slow).start()
         try:

@@ -29,12 +29,12 @@ class PressureLimits:
 class Pressure:
     """Thread-safe: the front loop and the worker threads write, the status thread reads."""
 
-    def __init__(self, limits: PressureLimits, now: float) -> None:
+    def __init__(self, limits: PressureLimits) -> None:
         self.limits = limits
         self._lock = threading.Lock()
         self._queued: deque[float] = deque()  # when each request still waiting for a thread came
         self._full_since: float | None = None  # since when every connection slot is taken
-        self._turned = now  # the front loop's last turn
+        self._turned: float | None = None  # the front loop's last turn; None before the first
 
     def submitted(self, now: float) -> None:
         """A whole request was handed to the thread pool (which starts them in this order)."""
@@ -73,6 +73,8 @@ class Pressure:
                 f"admission connections (all {self.limits.connections} held for "
                 f"{now - full_since:.1f} s; new ones wait in the backlog)"
             )
-        if now - turned > LOOP_SILENCE_SECONDS:
+        if turned is None:  # the status port answers while the worker still loads the app
+            reasons.append("admission front loop (not started: the worker is starting)")
+        elif now - turned > LOOP_SILENCE_SECONDS:
             reasons.append(f"admission front loop (silent for {now - turned:.1f} s)")
         return reasons

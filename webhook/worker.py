@@ -39,9 +39,7 @@ class BufferingWorker(ThreadWorker):
     def init_process(self) -> None:
         self.limits: FrontLimits = self.app.front_limits()
         self.front: set[BufferedConn] = set()
-        self.pressure = Pressure(
-            PressureLimits(self.cfg.threads, self.cfg.worker_connections), time.monotonic()
-        )
+        self.pressure = Pressure(PressureLimits(self.cfg.threads, self.cfg.worker_connections))
         self.app.pressure = self.pressure  # read by WebhookServer.load, for the status port
         super().init_process()
 
