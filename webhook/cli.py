@@ -54,7 +54,8 @@ def register(subparsers: Any) -> None:
         help="serve the mutating and validating admission webhook",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description=(
-            "Serve the admission webhook over HTTPS (gunicorn, gthread workers):\n"
+            "Serve the admission webhook over HTTPS (gunicorn, gthread workers behind a\n"
+            "request buffering front: a pool thread gets a request only once all of it arrived):\n"
             "  POST /mutate     pod-eni injection for pods matching a SecurityGroupPolicy, and the\n"
             "                   exhausted-node guard affinity\n"
             "  POST /validate   pod and pod-template fit against the node group templates\n"
@@ -111,6 +112,50 @@ def _add_serving_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help="require a client certificate signed by a CA in this PEM file (the apiserver presents one "
         "when its admission configuration names it); reloaded like the certificate (default: off)",
+    )
+    _add_connection_arguments(parser)
+
+
+# as webhook/server.py; not imported, to keep --help light
+HANDSHAKE_TIMEOUT_SECONDS = HEADER_TIMEOUT_SECONDS = BODY_TIMEOUT_SECONDS = 5.0
+MAX_CONNECTIONS = 1000
+
+
+def _add_connection_arguments(parser: argparse.ArgumentParser) -> None:
+    """What one admission connection may take: a client slower than these is dropped, and never
+    holds a worker thread while it is slow."""
+    parser.add_argument(
+        "--tls-handshake-timeout",
+        type=_seconds,
+        default=HANDSHAKE_TIMEOUT_SECONDS,
+        metavar="SECONDS",
+        help="a TLS handshake not done this long after the connection was accepted is dropped "
+        "(default: %(default)s)",
+    )
+    parser.add_argument(
+        "--header-timeout",
+        type=_seconds,
+        default=HEADER_TIMEOUT_SECONDS,
+        metavar="SECONDS",
+        help="a request header not all received this long after its first byte (or after the "
+        "handshake, for a connection's first request) is answered 408 and the connection closed "
+        "(default: %(default)s)",
+    )
+    parser.add_argument(
+        "--body-timeout",
+        type=_seconds,
+        default=BODY_TIMEOUT_SECONDS,
+        metavar="SECONDS",
+        help="the same for a request body, counted from the end of its header; writing the answer "
+        "is bounded by it too (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--max-connections",
+        type=_positive,
+        default=MAX_CONNECTIONS,
+        metavar="N",
+        help="admission connections each worker holds at most; more wait in the kernel's backlog "
+        "(default: %(default)s)",
     )
 
 
@@ -198,5 +243,9 @@ def run(args: argparse.Namespace) -> int:
         client_ca=args.client_ca,
         tls_reload_interval=args.tls_reload_interval,
         metrics_bind=args.metrics_bind,
+        handshake_timeout=args.tls_handshake_timeout,
+        header_timeout=args.header_timeout,
+        body_timeout=args.body_timeout,
+        max_connections=args.max_connections,
     )
     return serve(options)

@@ -1,6 +1,6 @@
-"""Serving the app with gunicorn over TLS: gthread workers, each with its own caches (threads do not
-survive fork, so every worker lists and watches for itself) and its own reloading serving
-certificate, metrics summed across them.
+"""Serving the app with gunicorn over TLS: gthread workers with a request buffering front
+(webhook/worker.py), each with its own caches (threads do not survive fork, so every worker lists
+and watches for itself) and its own reloading serving certificate, metrics summed across them.
 
 This module must not import prometheus_client (directly or through webhook.app) before
 `prepare_metrics_dir` has set $PROMETHEUS_MULTIPROC_DIR: the library reads it once, at import.
@@ -17,6 +17,7 @@ import socket
 import ssl
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -48,6 +49,19 @@ SYNC_WAIT_SECONDS = 15.0
 # A worker silent this long is restarted; the apiserver gives up on a webhook after at most 30 s.
 WORKER_TIMEOUT_SECONDS = 30
 EXIT_USAGE = 2
+# The apiserver's whole call, dial and handshake included, must fit in the webhook configuration's
+# timeoutSeconds (3 s for /mutate, 5 s for /validate in manifests/base/webhook-configurations.yaml):
+# a connection slower than 5 s at any step cannot be the apiserver's in time, so it is dropped.
+HANDSHAKE_TIMEOUT_SECONDS = 5.0
+HEADER_TIMEOUT_SECONDS = 5.0
+BODY_TIMEOUT_SECONDS = 5.0
+# gthread with a request buffering front: a slow client holds a descriptor, never a thread (measured
+# against the alternatives in docs/design.md, "Serving").
+WORKER_CLASS = "webhook.worker.BufferingWorker"
+# Connections one worker holds at most (gunicorn's worker_connections default); more wait in the
+# kernel's backlog. A held connection costs a file descriptor, its TLS state and at most 64 KiB of
+# header (webhook/framing.py) or the body limit of buffered request.
+MAX_CONNECTIONS = 1000
 
 
 @dataclass(frozen=True)
@@ -68,6 +82,10 @@ class ServeOptions:
     client_ca: Path | None = None  # None: no client certificate asked for
     tls_reload_interval: float = DEFAULT_RELOAD_INTERVAL_SECONDS
     metrics_bind: str = "0.0.0.0:8080"  # plain HTTP: /healthz, /readyz, /metrics, /snapshotz
+    handshake_timeout: float = HANDSHAKE_TIMEOUT_SECONDS
+    header_timeout: float = HEADER_TIMEOUT_SECONDS
+    body_timeout: float = BODY_TIMEOUT_SECONDS
+    max_connections: int = MAX_CONNECTIONS
 
 
 def prepare_metrics_dir(path: Path | None) -> Path:
@@ -153,14 +171,29 @@ class WebhookServer(BaseApplication):
         self.status_listener = status_listener  # bound in the master; every worker accepts on it
         self.factory = factory
         self.certificate: ReloadingCertificate | None = None  # set in each worker, after the fork
+        self.pressure: Any = None  # the worker's webhook.pressure.Pressure, set by the worker class
         super().__init__()
+
+    def front_limits(self) -> Any:
+        """The request buffering front's limits, for webhook.worker.BufferingWorker."""
+        from webhook.front import FrontLimits
+
+        options = self.options
+        return FrontLimits(
+            handshake=options.handshake_timeout,
+            header=options.header_timeout,
+            body=options.body_timeout,
+            keepalive=options.keepalive,
+            max_body=options.config.max_body_bytes + 1,  # what the app reads at most (webhook/app.py)
+        )
 
     def load_config(self) -> None:
         settings: dict[str, Any] = {
             "bind": [self.options.bind],
             "workers": self.options.workers,
-            "worker_class": "gthread",
+            "worker_class": WORKER_CLASS,
             "threads": self.options.threads,
+            "worker_connections": self.options.max_connections,
             # certfile and keyfile turn TLS on; the contexts themselves come from ssl_context
             "certfile": str(self.options.tls_cert),
             "keyfile": str(self.options.tls_key),
@@ -197,7 +230,9 @@ class WebhookServer(BaseApplication):
         if self.status_listener is not None:
             from webhook.status import StatusServer
 
-            StatusServer(self.status_listener, view, self.options.config, certificate.ready).start()
+            pressure = self.pressure
+            serving = (lambda: pressure.blocked(time.monotonic())) if pressure is not None else None
+            StatusServer(self.status_listener, view, self.options.config, certificate.ready, serving).start()
         return app
 
     def ssl_context(

@@ -26,13 +26,19 @@ log = logging.getLogger(__name__)
 DEFAULT_METRICS_BIND = "0.0.0.0:8080"  # the default of `fitguard webhook --metrics-bind`
 PATHS = ("/healthz", "/readyz", "/metrics", "/snapshotz")
 SNAPSHOTZ_OFF = b"/snapshotz is off (start with --snapshotz to serve it)\n"
+Serving = Callable[[], list[str]]  # why the admission port cannot answer now; empty when it can
 
 
-def waiting_for(cluster: ClusterView, tls_ready: Callable[[], bool]) -> list[str]:
-    """What keeps this worker from being ready: stores not yet listed, no valid certificate."""
+def waiting_for(
+    cluster: ClusterView, tls_ready: Callable[[], bool], serving: Serving | None = None
+) -> list[str]:
+    """What keeps this worker from being ready: stores not yet listed, no valid certificate, an
+    admission port that cannot answer in time (webhook/pressure.py)."""
     waiting = [kind for kind, store in cluster.stores().items() if not store.synced]
     if not tls_ready():
         waiting.append("certificate")
+    if serving is not None:
+        waiting.extend(serving())
     return waiting
 
 
@@ -50,7 +56,13 @@ def snapshot(cluster: ClusterView, config: WebhookOptions) -> dict[str, Any]:
 
 
 def answer(
-    method: str, path: str, cluster: ClusterView, config: WebhookOptions, tls_ready: Callable[[], bool]
+    method: str,
+    path: str,
+    cluster: ClusterView,
+    config: WebhookOptions,
+    tls_ready: Callable[[], bool],
+    *,
+    serving: Serving | None = None,
 ) -> tuple[int, bytes, str]:
     """(status, body, content type) of one request to the status port."""
     path = path.split("?", 1)[0]
@@ -61,7 +73,7 @@ def answer(
     if path == "/healthz":
         return 200, b"ok\n", "text/plain"
     if path == "/readyz":
-        waiting = waiting_for(cluster, tls_ready)
+        waiting = waiting_for(cluster, tls_ready, serving)
         if waiting:
             return 503, f"waiting for: {', '.join(waiting)}\n".encode(), "text/plain"
         return 200, b"ok\n", "text/plain"
@@ -100,9 +112,12 @@ class StatusServer:
         cluster: ClusterView,
         config: WebhookOptions,
         tls_ready: Callable[[], bool],
+        serving: Serving | None = None,
     ) -> None:
         def respond(handler: BaseHTTPRequestHandler) -> None:
-            code, body, content_type = answer(handler.command, handler.path, cluster, config, tls_ready)
+            code, body, content_type = answer(
+                handler.command, handler.path, cluster, config, tls_ready, serving=serving
+            )
             handler.send_response(code)
             handler.send_header("Content-Type", content_type)
             handler.send_header("Content-Length", str(len(body)))
