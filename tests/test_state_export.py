@@ -233,3 +233,48 @@ def test_the_webhook_answers_the_same_from_the_export_as_from_the_live_api(
         ("video-transcode", "denied"),
         ("video-transcode", "warned"),
     ]
+
+
+def test_nodes_and_node_pools_are_exported_as_the_webhook_reads_them(
+    fake_kube: FakeKubeServer, tmp_path: Path
+) -> None:
+    """Issue 26: the state holds every place a pod could run. A Node keeps its labels, taints,
+    cordon and allocatable (not its status conditions, addresses or images); a Karpenter NodePool
+    keeps its name, spec and a deletion in progress."""
+    seed(fake_kube)
+    node = copy.deepcopy(next(o for o in CLUSTER if o["kind"] == "Node"))
+    node["spec"]["taints"] = [{"key": "dedicated", "value": "x", "effect": "NoSchedule"}]
+    node["spec"]["unschedulable"] = True
+    node["status"]["addresses"] = [{"type": "InternalIP", "address": "10.0.1.11"}]
+    node["metadata"]["annotations"] = {"node.alpha.kubernetes.io/ttl": "0"}
+    fake_kube.apply(node)
+    pool = {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodePool",
+        "metadata": {"name": "default", "annotations": {"karpenter.sh/nodepool-hash": "1"}},
+        "spec": {"template": {"spec": {"requirements": []}}, "limits": {"cpu": "100"}},
+    }
+    fake_kube.apply(copy.deepcopy(pool))
+    kubeconfig = fake_kube.write_kubeconfig(tmp_path / "kubeconfig")
+    run = export(kubeconfig, tmp_path / "state.yaml")
+    assert run.returncode == 0, run.stderr
+    items = yaml.safe_load((tmp_path / "state.yaml").read_text())["items"]
+    exported = next(
+        i for i in items if i["kind"] == "Node" and i["metadata"]["name"] == node["metadata"]["name"]
+    )
+    assert exported == {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": node["metadata"]["name"], "labels": node["metadata"]["labels"]},
+        "spec": {"taints": node["spec"]["taints"], "unschedulable": True},
+        "status": {"allocatable": node["status"]["allocatable"]},
+    }
+    assert [i for i in items if i["kind"] == "NodePool"] == [
+        {
+            "apiVersion": "karpenter.sh/v1",
+            "kind": "NodePool",
+            "metadata": {"name": "default"},
+            "spec": pool["spec"],
+        }
+    ]
+    assert sum(i["kind"] == "Node" for i in items) == sum(o["kind"] == "Node" for o in CLUSTER)
