@@ -54,6 +54,10 @@ def pinned_denial(judged: Sequence[NodeVerdict], needs: PodNeeds, subject: str =
 
 def judged_line(groups: Sequence[str], nodes: int, node_pools: int = 0) -> str:
     """What a denial judged: every node group by name, the live nodes counted, the NodePools."""
-    group_part = f"{len(groups)} node groups ({names(groups)})" if groups else "no node groups"
-    pools = f"{node_pools} Karpenter NodePools" if node_pools else "no Karpenter NodePools"
-    return f"judged every place it could run: {group_part}, {nodes} live nodes, {pools}"
+    group_part = f"{counted(len(groups), 'node group')} ({names(groups)})" if groups else "no node groups"
+    pools = counted(node_pools, "Karpenter NodePool") if node_pools else "no Karpenter NodePools"
+    return f"judged every place it could run: {group_part}, {counted(nodes, 'live node')}, {pools}"
+
+
+def counted(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"

@@ -27,6 +27,7 @@ from kube.statefile import load_state
 from webhook.app import create_app
 from webhook.cluster import from_objects
 from webhook.review import WebhookOptions
+from webhook.validate import review as validate_review
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = load_state(ROOT / "examples" / "cluster.yaml")
@@ -482,3 +483,23 @@ def test_check_gives_the_same_verdicts_from_a_state_file(tmp_path: Path) -> None
                 expected_abstentions[case.abstained] = expected_abstentions.get(case.abstained, 0) + 1
         assert body["abstentions"] == dict(sorted(expected_abstentions.items()))
     assert got == {c.id: (c.verdict, c.abstained or None) for c in CASES if c.operation == "CREATE"}
+
+
+def test_a_daemonset_update_and_a_create_of_the_same_shape_each_get_their_own_words() -> None:
+    """An update is judged without its own old revision, apart from the memo: the same shape
+    refused on update (nothing of its own on the node) and then on create (its 1200m counted)
+    is told each its own figures, whichever comes first."""
+    view = from_objects(
+        [
+            *copy.deepcopy(list(small_group_state())),
+            *(o for o in DEMO if o["kind"] in ("Namespace", "ServiceAccount")),
+        ]
+    )
+    config = WebhookOptions(mode="enforce")
+    update = review(daemonset("agent", "2100m"), "UPDATE", daemonset("agent", "1200m"))["request"]
+    create = review(daemonset("agent", "2100m"))["request"]
+    updated = validate_review(update, view, config)
+    created = validate_review(create, view, config)
+    assert not updated.allowed and not created.allowed
+    assert "ng-small: Insufficient cpu: requests 2100m; a node offers 2: request less" in updated.message
+    assert "a node offers 800m after 1200m of DaemonSets" in created.message

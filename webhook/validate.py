@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from capacity.daemonsets import daemon_tolerations, without_daemonset
 from capacity.fit import PodNeeds, Reason
@@ -20,6 +20,7 @@ from capacity.placement import (
     DEFAULT_SCHEDULER,
     MIRROR_ANNOTATION,
     Abstention,
+    Beyond,
     LiveNode,
     Outcome,
     Pin,
@@ -38,6 +39,7 @@ from webhook.mutate import FARGATE_LABEL, PodError, apply_patch_shared, mutate_p
 from webhook.review import Verdict, WebhookOptions, effective_mode, request_namespace
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 # Where each workload kind keeps its pod template (apps/v1, batch/v1, core/v1).
 TEMPLATE_PATHS: dict[str, tuple[str, ...]] = {
@@ -230,6 +232,7 @@ def review(request: Mapping[str, Any], cluster: ClusterView, config: WebhookOpti
         metrics.UNCHECKED.labels("no templates").inc()
         return Verdict(warnings=[COLD_START])
     old = pod_template(kind, request.get("oldObject")) if kind == "DaemonSet" else None
+    judged = dataclasses.replace(judged, remembered=old is None)
     if old is not None:
         # its own old revision is no overhead for its new one: judged apart from the memo
         templates: Iterable[NodeGroupTemplate] = [
@@ -259,6 +262,13 @@ class Judged:
     namespace: str
     cluster: ClusterView
     config: WebhookOptions
+    # judged by the templates in the store, so the memo may answer (not a DaemonSet's update, which
+    # is judged without its own old revision)
+    remembered: bool = True
+
+    def remember(self, key: tuple[Any, ...], generation: object, compute: Callable[[], T]) -> T:
+        """`compute()`, from the memo of the places beyond the groups when it may answer."""
+        return self.cluster.places.remember(key, generation, compute) if self.remembered else compute()
 
     def refuse(self, message: str, warnings: list[str]) -> Verdict:
         return refuse(message, effective_mode(self.namespace, self.cluster, self.config), warnings)
@@ -276,17 +286,12 @@ def _beyond_groups(
         verdicts = [v for v in verdicts if selects(v)]
         selects_a_group = bool(verdicts)
     generation = (cluster.templates.version, cluster.nodes.version, cluster.node_pools.version)
-    beyond = cluster.places.remember(
-        ("beyond", needs.key, selects_a_group),
-        generation,
-        lambda: beyond_groups(
-            needs,
-            cluster.nodes.items(),
-            templates,
-            cluster.node_pool_names(),
-            daemonset_selects_a_group=selects_a_group,
-        ),
-    )
+
+    def judge() -> Beyond:
+        nodes, pools = cluster.nodes.items(), cluster.node_pool_names()
+        return beyond_groups(needs, nodes, templates, pools, daemonset_selects_a_group=selects_a_group)
+
+    beyond = judged.remember(("beyond", needs.key, selects_a_group), generation, judge)
     if beyond.outcome in (Outcome.SERVED, Outcome.SELECTS_NOTHING):
         return Verdict()
     if beyond.outcome is Outcome.UNMODELED:
@@ -295,7 +300,7 @@ def _beyond_groups(
         return abstain(Abstention.NODEPOOLS, template.subject, names(list(beyond.names), 3))
     fields = [] if template.is_pod else field_lines(verdicts, judged.spec, template.path)
     extra = (*fields, judged_line(beyond.groups, beyond.nodes))
-    message = cluster.places.remember(
+    message = judged.remember(
         ("denial", needs.key, template.subject, extra),
         generation,
         lambda: denial_message(verdicts, needs, template.subject, extra),
