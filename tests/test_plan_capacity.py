@@ -28,7 +28,10 @@ from controller.discovery import actual_view
 
 NOW = 1_700_000_000.0
 GI = 2**30 * 1000  # milli-units
-RULE = "fitguard takes fewest nodes, then most pods, then the group's name where cluster-autoscaler picks at random"
+RULE = (
+    "fitguard takes fewest nodes, then most pods, then the group's name "
+    "where cluster-autoscaler picks at random"
+)
 
 
 def view_group(name: str, view: dict[str, Any], max_size: int = 10) -> NodeGroupTemplate:
@@ -192,9 +195,8 @@ def test_a_tie_the_priority_expander_left_carries_no_waste_score() -> None:
 
 def test_a_plan_that_broke_a_tie_says_which_rule_it_used() -> None:
     """Two equal groups and one pod: ng-a grows, and the plan names ng-b and the rule."""
-    templates = [
-        view_group(name, {"allocatable": {"cpu": "2", "memory": "4Gi", "pods": "29"}}) for name in ("ng-b", "ng-a")
-    ]
+    offer = {"allocatable": {"cpu": "2", "memory": "4Gi", "pods": "29"}}
+    templates = [view_group(name, offer) for name in ("ng-b", "ng-a")]
     p = plan([pods("p", 1, {"cpu": "1", "memory": "1Gi"})], templates, now=NOW)
     tie = f"tied with ng-b at least-waste 1.250: {RULE}"
     assert grown(p) == [up("ng-a", 1, ["default/p-0"], tieBreak=tie)]

@@ -32,7 +32,10 @@ from capacity.template import NodeGroupTemplate
 
 NOW = 1_700_000_000.0
 PER_SCALE_UP = "max nodes per scale-up reached"
-RULE = "fitguard takes fewest nodes, then most pods, then the group's name where cluster-autoscaler picks at random"
+RULE = (
+    "fitguard takes fewest nodes, then most pods, then the group's name "
+    "where cluster-autoscaler picks at random"
+)
 
 
 def group(
@@ -818,7 +821,9 @@ def test_the_estimate_counts_no_more_than_the_pods_a_limited_group_holds() -> No
             "maxSize": 2,
             "pods": ["default/p-0", "default/p-1"],
             "reasons": ["pods"],
-            "tieBreak": f"tied with ng-a2, ng-a3, ng-a4, ng-a5, ng-a6, ng-a7, ng-a8 at least-waste 1.333: {RULE}",
+            "tieBreak": (
+                f"tied with ng-a2, ng-a3, ng-a4, ng-a5, ng-a6, ng-a7, ng-a8 at least-waste 1.333: {RULE}"
+            ),
         },
         {
             "nodeGroup": "ng-a2",
