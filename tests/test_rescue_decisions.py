@@ -277,7 +277,10 @@ def test_pods_missing_a_namespace_uid_or_owner_fields_are_deleted_with_empty_pre
         Deletion("rescue", "default", "stuck", "", "", "n1", why, ObjectRef("ReplicaSet", "rs", "default"))
     ]
     pods = [pod("w", scheduled=None), bare_pod("done", owner="Job", phase="Succeeded", eni=1)]
-    held = "finished 300 s ago and still holds 1 branch ENI(s) on n1, where 1 are awaited: deleted to release them"
+    held = (
+        "finished 300 s ago and still holds 1 branch ENI(s) on n1, where 1 are awaited: "
+        "deleted to release them"
+    )
     assert reclaim_candidates(
         pods, now=NOW, after=0.0, window=WINDOW, waiting_grace=0.0, release=ON_DELETE
     ) == [Deletion("reclaim", "default", "done", "", "", "n1", held, ObjectRef("Job", "", "default"))]
