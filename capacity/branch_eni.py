@@ -19,8 +19,9 @@ Facts from aws/amazon-vpc-resource-controller-k8s:
   (Reconcile) keeps the current value when the key is later removed or unparsable;
 - pkg/provider/branch/provider.go: the cooled-down delete queue is processed every 30 s
   (deleteQueueRequeueRequest), so a branch ENI is free at the latest cooldown + 30 s after release;
-- PR #48 (issue #33, v1.1.0): Succeeded/Failed pods push their branch ENIs to the cooldown queue
-  when they finish; before it, only the pod's deletion did.
+- PR #48 (v1.1.0): Succeeded/Failed pods push their branch ENIs to the cooldown queue, stamped
+  when the controller processes the terminal phase (pkg/provider/branch/trunk/trunk.go
+  PushBranchENIsToCoolDownQueue): dated by the pod's latest status time (pod_status.released_at).
 
 Pure and incremental: every pod event costs O(1); the clock is the caller's `now` (epoch seconds).
 """

@@ -1,9 +1,12 @@
 """Choosing which node group to grow when several could take the pods: cluster-autoscaler's expanders.
 
-- `least-waste` (cluster-autoscaler expander/waste/waste.go): for each option, wasted cpu fraction
-  (cpu of the new nodes - cpu the pods request) / cpu of the new nodes, the same for memory, summed;
-  the least wins. cluster-autoscaler then picks at random among ties; we break ties by fewer nodes,
-  more pods, then the group's name, so two replicas choose alike.
+- `least-waste` (cluster-autoscaler expander/waste/waste.go `BestOptions`): for each option, wasted
+  cpu fraction (cpu of the new nodes - cpu the pods request) / cpu of the new nodes, the same for
+  memory, summed; the least wins. A node's cpu and memory are its capacity, not its allocatable
+  (`resourcesForNode` reads `Status.Capacity`). Among options left equal, cluster-autoscaler's chain
+  falls back to the random expander (expander/factory/chain.go, expander_factory.go `Build`); we
+  break ties by fewest nodes, then most pods, then the group's name (`TIE_BREAK`), so two replicas
+  choose alike, and the choice says it was a tie.
 - `priority` (expander/priority/priority.go): ConfigMap `cluster-autoscaler-priority-expander`, key
   `priorities`, a YAML map of integer priority to a list of regular expressions searched in the node
   group's name; only the options of the highest matching priority survive, a group no expression
@@ -97,8 +100,41 @@ def usable(group: str, expanders: Sequence[str], priorities: Priorities) -> bool
     return PRIORITY not in expanders or not priorities or priority_of(group, priorities) is not None
 
 
+# fitguard's rule where cluster-autoscaler picks at random among the options the expanders left
+TIE_BREAK = "fewest nodes, then most pods, then the group's name"
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """The option the expander chain chose: `scored` whether least-waste compared it, `tied` the other
+    groups the chain left equal with it (by name), which `TIE_BREAK` decided between."""
+
+    option: Option
+    scored: bool = False
+    tied: tuple[str, ...] = ()
+
+    def explain(self) -> str:
+        """How a tie was decided, for the plan ("" when the expanders left one option): the groups
+        tied, on which least-waste score, and `TIE_BREAK`."""
+        if not self.tied:
+            return ""
+        on = f" at least-waste {self.option.waste:.3f}" if self.scored else ""
+        return (
+            f"tied with {', '.join(self.tied)}{on}: fitguard takes {TIE_BREAK} "
+            "where cluster-autoscaler picks at random"
+        )
+
+
 def best_option(options: Sequence[Option], expanders: Sequence[str], priorities: Priorities) -> Option | None:
+    choice = choose(options, expanders, priorities)
+    return None if choice is None else choice.option
+
+
+def choose(options: Sequence[Option], expanders: Sequence[str], priorities: Priorities) -> Choice | None:
+    """The expander chain over `options` (expander/factory/chain.go `BestOption`: each filter in
+    turn, done once one option is left), then `TIE_BREAK` among those left."""
     survivors = list(options)
+    scored = False
     for name in expanders:
         if len(survivors) <= 1:
             break
@@ -109,6 +145,9 @@ def best_option(options: Sequence[Option], expanders: Sequence[str], priorities:
         elif name == LEAST_WASTE:
             least = min(o.waste for o in survivors)
             survivors = [o for o in survivors if o.waste == least]
+            scored = True
     if not survivors:
         return None
-    return min(survivors, key=lambda o: (o.nodes, -o.pods, o.group))
+    best = min(survivors, key=lambda o: (o.nodes, -o.pods, o.group))
+    tied = tuple(sorted(o.group for o in survivors if o is not best))
+    return Choice(best, scored, tied)

@@ -7,21 +7,23 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from capacity.demand import PodRef
-from capacity.expander import PRIORITY, Option, best_option, priority_of
+from capacity.expander import PRIORITY, Option, choose, priority_of
 from capacity.packing import Bin, Shape, pack_new_nodes
 from capacity.plan_groups import PlanGroup
 from capacity.plan_types import PlannerOptions
 from capacity.resources import CPU, MEMORY
 
 Grown = dict[str, tuple[int, list[Bin], list[PodRef]]]  # group -> (nodes added, their bins, pods)
+Choices = dict[str, str]  # group -> the tie its choice broke, if any (capacity.expander.Choice.explain)
 
 
 def grow(
     work: Sequence[Shape], groups: Mapping[str, PlanGroup], config: PlannerOptions, pos: Mapping[str, int]
-) -> tuple[Grown, dict[tuple[int, str], str]]:
+) -> tuple[Grown, dict[tuple[int, str], str], Choices]:
     """Grows one group at a time until no group helps: every candidate's option is estimated, the
     best `SHORTLIST` are packed exactly, and the expander chooses among those."""
     grown: Grown = {}
+    choices: Choices = {}
     limited: dict[tuple[int, str], str] = {}  # (shape, group) -> why the group's limit left it out
     by_index = {s.index: s for s in work}
     candidates = [g for g in groups.values() if not g.skip and g.limit > 0]
@@ -38,9 +40,12 @@ def grow(
             memory = sum(s.shape.needs.requests.get(MEMORY, 0) * n for s, n in placements)
             pods = sum(n for _, n in placements)
             options[g.template.name] = (_as_option(g, opened, pods, cpu, memory), bins, placements, capped)
-        best = best_option([o for o, *_ in options.values()], config.expanders, config.priorities)
-        if best is None:
+        choice = choose([o for o, *_ in options.values()], config.expanders, config.priorities)
+        if choice is None:
             break
+        best = choice.option
+        if choice.tied:
+            choices[best.group] = choice.explain()
         _, bins, placements, capped = options[best.group]
         taken: list[PodRef] = []
         for s, n in placements:
@@ -49,7 +54,7 @@ def grow(
         for s in capped:
             limited[(s.index, best.group)] = groups[best.group].limit_reason
         candidates = [g for g in candidates if g.template.name != best.group]
-    return grown, limited
+    return grown, limited, choices
 
 
 # How many groups per round are packed exactly (the rest only estimated): exact packing of every
@@ -58,10 +63,10 @@ SHORTLIST = 8
 
 
 def _as_option(g: PlanGroup, nodes: int, pods: int, cpu: int, memory: int) -> Option:
-    allocatable = g.template.actual.allocatable if g.template.actual else {}
-    return Option(
-        g.template.name, nodes, pods, cpu, memory, allocatable.get(CPU, 0), allocatable.get(MEMORY, 0)
-    )
+    """The option scored on the new node's capacity (expander/waste/waste.go resourcesForNode)."""
+    view = g.template.actual
+    node_cpu, node_memory = (view.capacity_of(CPU), view.capacity_of(MEMORY)) if view else (0, 0)
+    return Option(g.template.name, nodes, pods, cpu, memory, node_cpu, node_memory)
 
 
 def _shortlist(
@@ -97,10 +102,24 @@ def _shortlist(
             g, min(nodes, g.limit), 1, int(need[pos[CPU]] * share), int(need[pos[MEMORY]] * share)
         )
         estimates.append((option, g))
-    ranked = sorted(estimates, key=lambda e: (e[0].waste, e[0].nodes, e[0].group))
-    if PRIORITY in config.expanders and config.priorities:
-        ranked.sort(key=lambda e: -(priority_of(e[1].template.name, config.priorities) or 0))
-    return [g for _, g in ranked[:SHORTLIST]]
+    return _best_estimates(estimates, config)
+
+
+def _best_estimates(estimates: Sequence[tuple[Option, PlanGroup]], config: PlannerOptions) -> list[PlanGroup]:
+    """The first `SHORTLIST` by (priority when the priority expander is used, estimated waste), and
+    every estimate equal to the last of them on both: the estimate is a fluid bound (optimistic for
+    a group its limit caps), so it ranks but never decides between equals; exact packing does."""
+    with_priority = PRIORITY in config.expanders and bool(config.priorities)
+
+    def rank(e: tuple[Option, PlanGroup]) -> tuple[int, float]:
+        priority = (priority_of(e[0].group, config.priorities) or 0) if with_priority else 0
+        return -priority, e[0].waste
+
+    ranked = sorted(estimates, key=lambda e: (*rank(e), e[0].nodes, e[0].group))
+    if len(ranked) <= SHORTLIST:
+        return [g for _, g in ranked]
+    cut = rank(ranked[SHORTLIST - 1])
+    return [g for i, (o, g) in enumerate(ranked) if i < SHORTLIST or rank((o, g)) == cut]
 
 
 def _option(

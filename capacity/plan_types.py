@@ -88,6 +88,7 @@ class ScaleUp:
     max_size: int
     pods: tuple[PodRef, ...] = ()
     reasons: tuple[str, ...] = ()  # "pods", or a headroom line
+    tie_break: str = ""  # the tie between groups its choice broke (capacity.expander.Choice.explain)
 
     def info(self) -> str:
         """cluster-autoscaler's ScaleUpInfo as its events print it: `{ng-batch 0->1 (max: 10)}`."""
@@ -101,6 +102,7 @@ class ScaleUp:
             "maxSize": self.max_size,
             "pods": [p.key for p in self.pods],
             "reasons": list(self.reasons),
+            **({"tieBreak": self.tie_break} if self.tie_break else {}),
         }
 
 

@@ -105,7 +105,7 @@ def plan(
     on_the_way = _place_on_the_way(work, way_bins, groups)
 
     # 3. new nodes, one group at a time
-    grown, limited = grow(work, groups, config, pos)
+    grown, limited, choices = grow(work, groups, config, pos)
 
     headroom_lines = keep_headroom(
         rules=config.headroom,
@@ -117,7 +117,7 @@ def plan(
         node_by_name=node_by_name,
     )
     return Plan(
-        scale_ups=_scale_ups(grown, groups, headroom_lines),
+        scale_ups=_scale_ups(grown, groups, headroom_lines, choices),
         on_existing={k: tuple(v) for k, v in on_existing.items()},
         on_the_way={k: tuple(v) for k, v in on_the_way.items()},
         not_helped=_not_helped(work, groups, grown, limited),
@@ -187,9 +187,13 @@ def _first_fit_into(
 
 
 def _scale_ups(
-    grown: Grown, groups: Mapping[str, PlanGroup], headroom_lines: Sequence[HeadroomLine]
+    grown: Grown,
+    groups: Mapping[str, PlanGroup],
+    headroom_lines: Sequence[HeadroomLine],
+    choices: Mapping[str, str],
 ) -> tuple[ScaleUp, ...]:
-    """One scale-up per grown group, by name, with its pods and the headroom rules that grew it."""
+    """One scale-up per grown group, by name, with its pods, the headroom rules that grew it and
+    the tie its choice broke, if any."""
     scale_ups = []
     for name, (added, _, pods) in sorted(grown.items()):
         t = groups[name].template
@@ -197,7 +201,15 @@ def _scale_ups(
             h.reason for h in headroom_lines if h.node_group == name and h.added
         ]
         scale_ups.append(
-            ScaleUp(name, t.desired_size, t.desired_size + added, t.max_size, tuple(pods), tuple(reasons))
+            ScaleUp(
+                name,
+                t.desired_size,
+                t.desired_size + added,
+                t.max_size,
+                tuple(pods),
+                tuple(reasons),
+                choices.get(name, ""),
+            )
         )
     return tuple(scale_ups)
 

@@ -11,10 +11,12 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Mapping
-from datetime import datetime
 from typing import Any
 
 from capacity.names import EXHAUSTED_LABEL, KEEP_LABEL, TERMINAL_PHASES
+from capacity.pod_status import list_field as _list
+from capacity.pod_status import map_field as _map
+from capacity.pod_status import parse_time, released_at, scheduling, started
 from capacity.quantity import milli_to_units, parse_quantity
 from capacity.requests import pod_requests
 from capacity.resources import CPU, EPHEMERAL_STORAGE, MEMORY, POD_ENI, parse_resources
@@ -34,33 +36,6 @@ NODE_GROUP_LABELS = (
     "karpenter.sh/provisioner-name",
 )
 MILLI = 1000
-
-
-def parse_time(value: object) -> float | None:
-    """An RFC 3339 timestamp as the API prints it (`2024-05-01T12:00:00Z`) to epoch seconds."""
-    if value is None or value == "":
-        return None
-    if not isinstance(value, str):
-        raise TypeError(f"timestamp: expected a string, got {type(value).__name__}")
-    return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-
-
-def _map(raw: Mapping[str, Any], key: str) -> Mapping[str, Any]:
-    value = raw.get(key)
-    if type(value) is dict or value is None:  # the common cases, without the abstract class check
-        return value or {}
-    if not isinstance(value, Mapping):
-        raise TypeError(f"{key}: expected a map, got {type(value).__name__}")
-    return value
-
-
-def _list(raw: Mapping[str, Any], key: str) -> list[Any]:
-    value = raw.get(key)
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise TypeError(f"{key}: expected a list, got {type(value).__name__}")
-    return value
 
 
 def _intern(value: object) -> str:
@@ -182,45 +157,6 @@ class PodRecord:
     __hash__ = None  # type: ignore[assignment]  # mutable-looking record: compared, never hashed
 
 
-def _finished_at(status: Mapping[str, Any]) -> float | None:
-    """When a terminal pod finished: its last container's finishedAt, else the Ready condition's
-    last transition (a pod that never ran a container has only conditions)."""
-    latest: float | None = None
-    for key in ("initContainerStatuses", "containerStatuses"):
-        for cs in _list(status, key):
-            terminated = _map(_map(cs, "state"), "terminated")
-            finished = parse_time(terminated.get("finishedAt"))
-            if finished is not None and (latest is None or finished > latest):
-                latest = finished
-    if latest is not None:
-        return latest
-    for condition in _list(status, "conditions"):
-        if condition.get("type") in ("Ready", "ContainersReady"):
-            return parse_time(condition.get("lastTransitionTime"))
-    return None
-
-
-def _started(status: Mapping[str, Any]) -> bool:
-    for key in ("initContainerStatuses", "containerStatuses"):
-        for cs in _list(status, key):
-            state = _map(cs, "state")
-            if "running" in state or "terminated" in state or "terminated" in _map(cs, "lastState"):
-                return True
-    return False
-
-
-def _scheduling(status: Mapping[str, Any]) -> tuple[float | None, str | None]:
-    """(when PodScheduled became True, the scheduler's message while it is Unschedulable)."""
-    for condition in _list(status, "conditions"):
-        if condition.get("type") != "PodScheduled":
-            continue
-        if condition.get("status") == "True":
-            return parse_time(condition.get("lastTransitionTime")), None
-        if condition.get("reason") == "Unschedulable":
-            return None, str(condition.get("message") or "Unschedulable")
-    return None, None
-
-
 def project_pod(obj: Mapping[str, Any]) -> PodRecord:
     """The record of a pod; raises TypeError/ValueError on a malformed one (callers count and skip)."""
     meta = _map(obj, "metadata")
@@ -237,7 +173,7 @@ def project_pod(obj: Mapping[str, Any]) -> PodRecord:
     if owner is None and owners and isinstance(owners[0], Mapping):
         owner = owners[0]
     phase = _intern(status.get("phase") or "Pending")
-    scheduled_at, unschedulable = _scheduling(status)
+    scheduled_at, unschedulable = scheduling(status)
     enis = _branch_enis(_map(meta, "annotations").get(POD_ENI_ANNOTATION))  # parsed once
     return PodRecord(
         uid=uid,
@@ -248,8 +184,8 @@ def project_pod(obj: Mapping[str, Any]) -> PodRecord:
         pod_eni=-((-requests.get(POD_ENI, 0)) // MILLI),
         eni_count=len(enis),
         eni_ids=eni_ids_of(enis),
-        started=_started(status),
-        finished_at=_finished_at(status) if phase in TERMINAL_PHASES else None,
+        started=started(status),
+        finished_at=released_at(status) if phase in TERMINAL_PHASES else None,
         deleted_at=parse_time(meta.get("deletionTimestamp")),
         created_at=parse_time(meta.get("creationTimestamp")),
         scheduled_at=scheduled_at,

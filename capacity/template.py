@@ -14,22 +14,44 @@ from datetime import datetime
 from typing import Any
 
 from capacity.names import API_VERSION, TEMPLATE_KIND
-from capacity.resources import Resources, parse_resources, to_quantities
+from capacity.quantity import MILLI
+from capacity.resources import CPU, MEMORY, Resources, parse_resources, to_quantities
 from capacity.string_maps import string_map
 from capacity.taints import Taint
 from capacity.template_pods import template_node_pods
 
 SOURCES = ("live-node", "launch-template", "manual", "tags", "autoscaler-memory")
+# The capacity a view publishes: what cluster-autoscaler's least-waste expander scores a node by
+# (expander/waste/waste.go resourcesForNode reads Status.Capacity cpu and memory, nothing else).
+SCORED_CAPACITY = (CPU, MEMORY)
+MIB = 2**20
+
+
+def live_capacity(node: Mapping[str, Any]) -> Resources:
+    """A live node's `status.capacity` cpu and memory (milli-units). Raises ValueError/TypeError."""
+    raw = (node.get("status") or {}).get("capacity") or {}
+    if not isinstance(raw, Mapping):
+        raise TypeError("status.capacity: expected a map")
+    return parse_resources({k: raw[k] for k in SCORED_CAPACITY if k in raw}, "status.capacity")
+
+
+def instance_capacity(vcpus: int, memory_mib: int) -> Resources:
+    """A new node's capacity from its instance type: its vCPUs and memory, as cluster-autoscaler's
+    AWS provider builds a template's (aws_manager.go buildNodeFromTemplate)."""
+    return {CPU: vcpus * MILLI, MEMORY: memory_mib * MIB * MILLI}
 
 
 @dataclass(frozen=True, slots=True)
 class View:
-    """A node as one party sees it: allocatable (milli-units), labels, taints, and its source."""
+    """A node as one party sees it: allocatable (milli-units), labels, taints, and its source;
+    `capacity` the cpu and memory of the node's `status.capacity` where known (least-waste scores
+    those: capacity/expander.py)."""
 
     allocatable: Resources
     labels: Mapping[str, str] = field(default_factory=dict)
     taints: tuple[Taint, ...] = ()
     source: str = "manual"
+    capacity: Resources = field(default_factory=dict)
     # What the fit check compiles from this view (views are immutable, and a pod is checked
     # against hundreds of them per review): see capacity.fit.offer_of.
     memo: dict[int, Any] = field(default_factory=dict, init=False, compare=False, repr=False)
@@ -45,13 +67,23 @@ class View:
             labels=labels,
             taints=tuple(Taint.from_object(t) for t in taints if isinstance(t, Mapping)),
             source=str(raw.get("source") or default_source),
+            capacity=parse_resources(raw.get("capacity"), f"{field_path}.capacity"),
         )
+
+    def capacity_of(self, name: str) -> int:
+        """The node's capacity of `name`; its allocatable where the view names no capacity of it, as
+        cluster-autoscaler's AWS node built from tags has (aws_manager.go buildNodeFromTemplate sets
+        allocatable to the capacity map itself)."""
+        value = self.capacity.get(name)
+        return self.allocatable.get(name, 0) if value is None else value
 
     def to_object(self, with_source: bool = True) -> dict[str, Any]:
         obj: dict[str, Any] = {}
         if with_source:
             obj["source"] = self.source
         obj["allocatable"] = to_quantities(self.allocatable)
+        if self.capacity:
+            obj["capacity"] = to_quantities(self.capacity)
         obj["labels"] = dict(sorted(self.labels.items()))
         obj["taints"] = [t.to_object() for t in self.taints]
         return obj

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from capacity import autoscaler_view as av
@@ -20,7 +20,7 @@ from capacity.requests import pod_requests
 from capacity.resources import Resources, add
 from capacity.selectors import SelectorError
 from capacity.taints import Taint
-from capacity.template import NodeGroupTemplate, View
+from capacity.template import NodeGroupTemplate, View, instance_capacity, live_capacity
 from capacity.template_pods import template_node_pods
 from capacity.template_taints import DEFAULT_TAINT_CONFIG, TaintOptions, sanitize_taints
 from controller.aws.records import AwsNodeGroup
@@ -135,7 +135,7 @@ def estimated_actual_view(
         zones[0] if len(zones) == 1 else "",
         extra,
     )
-    return estimate_view(
+    view = estimate_view(
         vcpus=group.shape.vcpu,
         memory_mib=group.shape.memory_mib,
         max_pods=int(instance_facts.max_pods()),
@@ -144,6 +144,7 @@ def estimated_actual_view(
         labels=labels,
         taints=sanitize_taints(taints, taint_options),  # as a live node's (estimate.live_node_view)
     )
+    return replace(view, capacity=instance_capacity(group.shape.vcpu, group.shape.memory_mib))
 
 
 def _declared_node_labels_and_taints(group: AwsNodeGroup) -> tuple[dict[str, str], list[Taint]]:
@@ -181,7 +182,8 @@ def actual_view(
         ordered = sorted(ready_nodes, key=lambda n: str((n.get("metadata") or {}).get("name")))
         same_type = [n for n in ordered if _labels(n).get("node.kubernetes.io/instance-type") == wanted]
         try:
-            return live_node_view((same_type or ordered)[0], taint_options)
+            chosen = (same_type or ordered)[0]
+            return replace(live_node_view(chosen, taint_options), capacity=live_capacity(chosen))
         except (TypeError, ValueError) as err:
             raise TemplateError(f"live node unreadable: {err}") from None
     return estimated_actual_view(group, facts, taint_options)

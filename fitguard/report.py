@@ -28,7 +28,7 @@ from capacity.branch_eni import (
     waiting_message,
 )
 from capacity.names import CAPTURED_AT, VPC_CNI_CONFIG_NAME, VPC_CNI_CONFIG_NAMESPACE
-from capacity.records import parse_time
+from capacity.pod_status import parse_time
 from cmdline.table import render_table
 
 COLUMNS = ("NODE", "GROUP", "INSTANCE TYPE", "CAPACITY", "IN USE", "HELD", "SCHEDULER FREE", "TRUE FREE")

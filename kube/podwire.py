@@ -49,15 +49,16 @@ class _Spec(TypedDict, total=False):
 
 
 class _ContainerStatus(TypedDict, total=False):
-    state: Any  # running / terminated.finishedAt (records._started, records._finished_at)
+    state: Any  # running / terminated.finishedAt (capacity/pod_status.py started, released_at)
     lastState: Any
 
 
 class _Status(TypedDict, total=False):
     phase: Any
-    conditions: Any  # PodScheduled, Ready: small, kept whole
+    conditions: Any  # PodScheduled, and every lastTransitionTime (released_at): small, kept whole
     containerStatuses: list[_ContainerStatus] | None
     initContainerStatuses: list[_ContainerStatus] | None
+    ephemeralContainerStatuses: list[_ContainerStatus] | None  # their finishedAt too (released_at)
 
 
 # keys from capacity/ (mypy wants literals in a TypedDict; one definition of each name matters more)

@@ -33,6 +33,10 @@ from capacity.template import NodeGroupTemplate
 
 NOW = 1_700_000_000.0
 PER_SCALE_UP = "max nodes per scale-up reached"
+RULE = (
+    "fitguard takes fewest nodes, then most pods, then the group's name "
+    "where cluster-autoscaler picks at random"
+)
 
 
 def group(
@@ -324,6 +328,7 @@ def test_headroom_answers_for_each_case() -> None:
             "maxSize": 2,
             "pods": ["default/p-0"],
             "reasons": ["pods"],
+            "tieBreak": f"tied with ng-even, ng-none at least-waste 1.223: {RULE}",
         }
     ]
 
@@ -492,8 +497,12 @@ def raw_shape(name: str, count: int, requests: dict[str, str]) -> PodShape:
     return PodShape(name, PodNeeds.from_spec(spec), [PodRef("default", f"{name}-{i}") for i in range(count)])
 
 
-def one_scale_up(name: str, to: int, pods: list[str], max_size: int = 10) -> list[dict[str, Any]]:
-    return [{"nodeGroup": name, "from": 0, "to": to, "maxSize": max_size, "pods": pods, "reasons": ["pods"]}]
+def one_scale_up(
+    name: str, to: int, pods: list[str], max_size: int = 10, tie_break: str = ""
+) -> list[dict[str, Any]]:
+    """The plan's one scale-up, from zero; `tie_break`: the tie the choice broke, if any."""
+    up = {"nodeGroup": name, "from": 0, "to": to, "maxSize": max_size, "pods": pods, "reasons": ["pods"]}
+    return [{**up, "tieBreak": tie_break} if tie_break else up]
 
 
 @pytest.mark.parametrize(
@@ -754,21 +763,30 @@ def test_least_waste_weighs_every_pod_an_option_takes(
 
 
 @pytest.mark.parametrize(
-    ("templates", "requests"),
+    ("templates", "requests", "score"),
     [
-        ([sized("ng-a", cpu="4", memory="8Gi"), sized("ng-b", cpu="2", memory="8Gi")], {"memory": "1Gi"}),
-        ([sized("ng-a", cpu="4", memory="8Gi"), sized("ng-b", cpu="4", memory="4Gi")], {"cpu": "1"}),
+        (
+            [sized("ng-a", cpu="4", memory="8Gi"), sized("ng-b", cpu="2", memory="8Gi")],
+            {"memory": "1Gi"},
+            "1.875",
+        ),
+        (
+            [sized("ng-a", cpu="4", memory="8Gi"), sized("ng-b", cpu="4", memory="4Gi")],
+            {"cpu": "1"},
+            "1.750",
+        ),
     ],
     ids=["no-cpu-requested", "no-memory-requested"],
 )
 def test_a_resource_the_pod_does_not_request_wastes_all_of_it_in_every_group(
-    templates: list[NodeGroupTemplate], requests: dict[str, str]
+    templates: list[NodeGroupTemplate], requests: dict[str, str], score: str
 ) -> None:
     """The pod requests none of one resource: every group wastes all of it (not all but one
-    milli-unit a pod, which would favour the smaller node), so the groups tie and the first by name
-    grows."""
+    milli-unit a pod, which would favour the smaller node), so the groups tie, the first by name
+    grows and the plan says the tie was broken."""
     p = plan([needing("p", 1, **requests)], templates, now=NOW)
-    assert _grown(p) == one_scale_up("ng-a", 1, ["default/p-0"])
+    tie = f"tied with ng-b at least-waste {score}: {RULE}"
+    assert _grown(p) == one_scale_up("ng-a", 1, ["default/p-0"], tie_break=tie)
 
 
 @pytest.mark.parametrize(
@@ -804,6 +822,9 @@ def test_the_estimate_counts_no_more_than_the_pods_a_limited_group_holds() -> No
             "maxSize": 2,
             "pods": ["default/p-0", "default/p-1"],
             "reasons": ["pods"],
+            "tieBreak": (
+                f"tied with ng-a2, ng-a3, ng-a4, ng-a5, ng-a6, ng-a7, ng-a8 at least-waste 1.333: {RULE}"
+            ),
         },
         {
             "nodeGroup": "ng-a2",
@@ -812,6 +833,7 @@ def test_the_estimate_counts_no_more_than_the_pods_a_limited_group_holds() -> No
             "maxSize": 2,
             "pods": ["default/p-2"],
             "reasons": ["pods"],
+            "tieBreak": f"tied with ng-a3, ng-a4, ng-a5, ng-a6, ng-a7, ng-a8 at least-waste 1.333: {RULE}",
         },
     ]
 
@@ -835,7 +857,8 @@ def test_a_group_of_priority_zero_is_shortlisted_after_those_of_priority_one() -
         expanders=(PRIORITY,), priorities=parse_priorities("1:\n  - ng-[a-h]\n0:\n  - ng-zero\n")
     )
     p = plan([shape("p", 1, "1")], templates, now=NOW, config=config)
-    assert _grown(p) == one_scale_up("ng-a", 1, ["default/p-0"])
+    tie = f"tied with ng-b, ng-c, ng-d, ng-e, ng-f, ng-g, ng-h: {RULE}"  # no least-waste score
+    assert _grown(p) == one_scale_up("ng-a", 1, ["default/p-0"], tie_break=tie)
 
 
 @pytest.mark.parametrize(

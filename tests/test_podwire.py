@@ -75,13 +75,30 @@ def guarded_pending_pod() -> bytes:
     return json.dumps(pod).encode()
 
 
+def debugged_finished_pod() -> bytes:
+    """A finished pod whose ephemeral (debug) container finished last, an hour after the others:
+    its finishedAt is the pod's latest status time (capacity/pod_status.py released_at)."""
+    pod = json.loads(next(p for p in rendered().pods if b'"Succeeded"' in p))
+    pod["metadata"]["name"] += "-debugged"
+    pod["status"]["ephemeralContainerStatuses"] = [
+        {
+            "name": "debugger",
+            "image": "busybox",
+            "state": {"terminated": {"finishedAt": "2099-01-01T00:00:00Z"}},
+        }
+    ]
+    return json.dumps(pod).encode()
+
+
 def test_every_benchmark_variant_gives_the_same_records_by_both_paths() -> None:
     """Each pod of the benchmark cluster (running, finished, pending, with and without a branch
-    ENI) and an unschedulable pod-eni pod keeping its placement project to the same whole record."""
-    page = page_of([*rendered().pods, guarded_pending_pod()])
+    ENI), an unschedulable pod-eni pod keeping its placement and a finished pod dated by its
+    ephemeral container project to the same whole record."""
+    page = page_of([*rendered().pods, guarded_pending_pod(), debugged_finished_pod()])
     want = tolerant_page(page)
     assert all(isinstance(record, PodRecord) for _, record in want)
     assert any(record.pending_spec for _, record in want)  # the guard's pods are among them
+    assert want[-1][1].finished_at == 4070908800.0  # 2099-01-01T00:00:00Z, the debugger's finish
     assert schema_page(page) == want
 
 
@@ -196,7 +213,8 @@ def _set(obj: Any, path: tuple[Any, ...], value: Any) -> None:
 def hostile_pod(draw: st.DrawFn) -> bytes:
     """A benchmark pod with a few of its values (at any depth) replaced by odd ones, or removed,
     and odd keys added where the records look (labels, annotations, resources)."""
-    pod = copy.deepcopy(json.loads(draw(st.sampled_from([*rendered().pods[:24], guarded_pending_pod()]))))
+    pool = [*rendered().pods[:24], guarded_pending_pod(), debugged_finished_pod()]
+    pod = copy.deepcopy(json.loads(draw(st.sampled_from(pool))))
     paths = _paths(pod)
     for path in draw(st.lists(st.sampled_from(paths), min_size=1, max_size=4)):
         try:

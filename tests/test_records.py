@@ -83,7 +83,8 @@ def test_a_finished_job_pod_is_projected_with_what_the_books_need() -> None:
     assert (pod.phase, pod.terminal, pod.started) == ("Succeeded", True, True)
     assert pod.pod_eni == 1  # from the limit, as API defaulting copies it into requests
     assert (pod.eni_count, pod.has_eni) == (1, True)
-    assert pod.finished_at == parse_time("2024-05-01T11:59:40Z")
+    # released when the status last changed: Ready turned False a second after the container exited
+    assert pod.finished_at == parse_time("2024-05-01T11:59:41Z")
     assert pod.scheduled_at == parse_time("2024-05-01T11:59:01Z")
     assert (pod.owner_kind, pod.owner_name, pod.keep) == ("Job", "job-a", True)
     assert pod.cpu == 1000  # the init container's 1 cpu beats the main container's 250m

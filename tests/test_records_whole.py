@@ -42,8 +42,9 @@ def test_timestamps() -> None:
 
 
 def test_a_pod_with_several_owners_containers_and_enis_is_whole() -> None:
-    """The controlling owner wins over the first; the latest finish of any container (init ones
-    too); the ENI ids of the entries that have one; a pod-eni request rounded up to whole ENIs."""
+    """The controlling owner wins over the first; the latest time of the status (a condition's
+    transition here, after every container's finish); the ENI ids of the entries that have one; a
+    pod-eni request rounded up to whole ENIs."""
     annotation = json.dumps([{"eniId": "eni-1"}, {"ifAddress": "x"}, "junk", {"eniId": "eni-2"}])
     raw = {
         "metadata": {
@@ -82,7 +83,7 @@ def test_a_pod_with_several_owners_containers_and_enis_is_whole() -> None:
         eni_count=4,
         eni_ids=("eni-1", "eni-2"),
         started=True,
-        finished_at=T0 + 50,
+        finished_at=T0 + 59,  # Ready's transition, the status's latest time
         created_at=T0 + 1,
         owner_kind="Job",
         owner_name="boss",
@@ -163,6 +164,60 @@ def test_what_the_scheduler_said(
     raw = {"metadata": {"name": "p"}, "status": {"conditions": conditions}}
     record = project_pod(raw)
     assert (record.scheduled_at, record.unschedulable) == (scheduled_at, unschedulable)
+
+
+@pytest.mark.parametrize(
+    ("status", "released"),
+    [
+        ({"containerStatuses": [{"state": {"terminated": {"finishedAt": at(40)}}}]}, T0 + 40),
+        (
+            {
+                "containerStatuses": [{"state": {"terminated": {"finishedAt": at(40)}}}],
+                "conditions": [
+                    {"type": "PodScheduled", "lastTransitionTime": at(2)},
+                    {"type": "Ready", "status": "False", "lastTransitionTime": at(41)},
+                    {"type": "PodReadyToStartContainers", "status": "False", "lastTransitionTime": at(43)},
+                ],
+            },
+            T0 + 43,
+        ),
+        (
+            {
+                "initContainerStatuses": [{"state": {"terminated": {"finishedAt": at(10)}}}],
+                "containerStatuses": [{"state": {"terminated": {"finishedAt": at(40)}}}],
+                "ephemeralContainerStatuses": [{"state": {"terminated": {"finishedAt": at(45)}}}],
+                "conditions": [{"type": "Ready", "lastTransitionTime": at(41)}],
+            },
+            T0 + 45,
+        ),
+        (
+            {
+                "containerStatuses": [{"state": {"terminated": {"finishedAt": at(40)}}}],
+                "conditions": [{"type": "Ready", "lastTransitionTime": at(30)}],
+            },
+            T0 + 40,
+        ),
+        ({"conditions": [{"type": "PodScheduled", "lastTransitionTime": at(2)}]}, T0 + 2),
+        ({"conditions": [{"type": "Ready"}], "containerStatuses": [{"state": {"waiting": {}}}]}, None),
+    ],
+    ids=[
+        "container-only",
+        "a-later-condition",
+        "an-ephemeral-container-last",
+        "container-after-conditions",
+        "scheduled-only",
+        "no-time",
+    ],
+)
+def test_a_terminal_pods_branch_enis_are_released_at_its_status_latest_time(
+    status: dict[str, Any], released: float | None
+) -> None:
+    """The VPC resource controller stamps the release when it processes the terminal phase
+    (trunk.go PushBranchENIsToCoolDownQueue), after the kubelet wrote it: the record takes the
+    latest time the status carries, any container's finishedAt (init, regular, ephemeral) or any
+    condition's lastTransitionTime, so the release is never dated before the last of them."""
+    raw = {"metadata": {"name": "p"}, "status": {"phase": "Succeeded", **status}}
+    assert project_pod(raw).finished_at == released
 
 
 def test_a_terminal_pod_finished_when_its_containers_ready_condition_changed() -> None:

@@ -29,12 +29,16 @@ def pod(
     node: str = "n1",
     owner: str | None = "ReplicaSet",
     phase: str = "Pending",
-    scheduled: float = NOW - 300,
+    scheduled: float | None = None,
     eni: bool = False,
     started: bool = False,
     keep: bool = False,
     finished: float | None = None,
 ) -> dict[str, Any]:
+    """A pod scheduled 300 s before NOW, or a minute before it `finished` (a terminal pod's latest
+    status time is its finish: capacity/pod_status.py released_at)."""
+    if scheduled is None:
+        scheduled = NOW - 300 if finished is None else finished - 60
     meta: dict[str, Any] = {"namespace": "default", "name": name, "labels": {}}
     if owner:
         meta["ownerReferences"] = [

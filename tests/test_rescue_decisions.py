@@ -164,7 +164,10 @@ def reclaimed(
 
 
 def finished(name: str, ago: float, *, eni: int = 1, node: str = "n1", **kw: Any) -> dict[str, Any]:
+    """A terminal pod that finished `ago` seconds before NOW, scheduled a minute before that (its
+    status's latest time is the finish: capacity/pod_status.py released_at)."""
     kw.setdefault("owner", "Job")
+    kw.setdefault("scheduled", NOW - ago - 60)
     return pod(name, node=node, phase=kw.pop("phase", "Succeeded"), eni=eni, finished=NOW - ago, **kw)
 
 
@@ -264,7 +267,8 @@ def bare_pod(name: str, owner_name: str = "", **kw: Any) -> dict[str, Any]:
 def test_pods_missing_a_namespace_uid_or_owner_fields_are_deleted_with_empty_preconditions() -> None:
     """A pod without a namespace is in "default"; without a uid or resourceVersion it is deleted with
     empty ones (no precondition, never a made-up value); its owner reference's missing name and uid
-    are empty and its apiVersion "v1" (the Event's default)."""
+    are empty and its apiVersion "v1" (the Event's default). Its status's one time, PodScheduled 300 s ago,
+    dates its finish (capacity/pod_status.py released_at)."""
     why = (
         "bound to n1 300 s ago and still without a branch ENI, past the 90 s release window: "
         "deleted so that ReplicaSet rs replaces it on a node with a free branch ENI"
@@ -274,7 +278,8 @@ def test_pods_missing_a_namespace_uid_or_owner_fields_are_deleted_with_empty_pre
     ]
     pods = [pod("w", scheduled=None), bare_pod("done", owner="Job", phase="Succeeded", eni=1)]
     held = (
-        "finished 0 s ago and still holds 1 branch ENI(s) on n1, where 1 are awaited: deleted to release them"
+        "finished 300 s ago and still holds 1 branch ENI(s) on n1, where 1 are awaited: "
+        "deleted to release them"
     )
     assert reclaim_candidates(
         pods, now=NOW, after=0.0, window=WINDOW, waiting_grace=0.0, release=ON_DELETE
@@ -285,7 +290,7 @@ def test_a_finished_pod_without_a_finish_time_finished_now() -> None:
     """No container says when it finished: the pod counts as finished at `now`, so it holds its
     branch ENI within the cooldown and is not old enough for any positive `after`; a waiting pod
     with neither a scheduling nor a creation time has waited 0 s, enough only for a zero grace."""
-    pods = [pod("w", scheduled=None), finished("j", 0, phase="Succeeded")]
+    pods = [pod("w", scheduled=None), finished("j", 0, phase="Succeeded", scheduled=None)]
     del pods[1]["status"]["containerStatuses"]
     assert reclaim_candidates(pods, now=NOW, after=1.0, window=WINDOW, waiting_grace=0.0) == []
     assert reclaim_candidates(pods, now=NOW, after=0.0, window=WINDOW, waiting_grace=1.0) == []
