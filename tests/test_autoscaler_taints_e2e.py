@@ -38,7 +38,8 @@ WATCH_SECONDS = 10.0  # bounds the wait for a template change to reach the webho
 CHECK_SECONDS = 120  # bounds the `fitguard check` subprocess
 REFUSAL = (
     "pod does not fit any node group\n"
-    f"ng-cni: node(s) had untolerated taint {{{CILIUM}: true}}: add a toleration for {CILIUM}=true:NoExecute\n"
+    f"ng-cni: node(s) had untolerated taint {{{CILIUM}: true}}: add a toleration for {CILIUM}=true:"
+    "NoExecute\n"
     "judged every place it could run: 1 node group (ng-cni), 0 live nodes, no Karpenter NodePools"
 )
 WEB = {
