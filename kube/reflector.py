@@ -38,24 +38,13 @@ from kube.responses import abort as _abort
 from kube.responses import lines as _lines
 from kube.store import Store
 from kube.store import project_page as _project_page
-from kube.watchlist import InitialEvents, NoWatchList, watch_list_enabled
+from kube.watchlist import InitialEvents, NoWatchList, WatchProgress, watch_list_enabled
 
 log = logging.getLogger(__name__)
 
 
 class _Gone(Exception):
     """The watch's resourceVersion is too old (410): only a new list can continue."""
-
-
-class _Stream:
-    """One watch request as it goes: the initial-state snapshot it still fills (a streamed list),
-    and the events and start of its watch part (client-go handleAnyWatch's eventCount and start,
-    counted from the end bookmark for a streamed list, where client-go's `watch` takes it over)."""
-
-    def __init__(self, snapshot: InitialEvents | None, started: float) -> None:
-        self.snapshot = snapshot
-        self.events = 0
-        self.started = started
 
 
 class Reflector:
@@ -82,12 +71,13 @@ class Reflector:
         decode_page: Callable[[bytes], Any] | None = None,
         decode_line: Callable[[bytes], Any] = json.loads,
         very_short_watch: float = 1.0,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         """`watch_list`: stream the initial state (None: as KUBE_FEATURE_WatchListClient says, on by
         default), falling back to paged lists for good when the server does not stream;
         `initial_events_quiet`: seconds without a line before a streamed list is given up;
         `very_short_watch`: a watch that ends sooner without an event is relisted (client-go's
-        VeryShortWatchError, one second)."""
+        VeryShortWatchError, one second), timed by `clock`."""
         self.api = as_kube_client(api)
         self.resource = resource
         self.store = store
@@ -113,6 +103,7 @@ class Reflector:
         self._watch_list = watch_list_enabled(os.environ) if watch_list is None else watch_list
         self.initial_events_quiet = initial_events_quiet
         self.very_short_watch = very_short_watch
+        self._clock = clock
         self._need_list = True
         self._list_once = False  # a streamed list failed oddly: one paged list (client-go's fallback)
         self._rv_unavailable = False  # client-go's isLastSyncResourceVersionUnavailable
@@ -307,7 +298,7 @@ class Reflector:
             query = relist.stream_query(rv, max(1, int(timeout)), self._selectors)
         else:
             query = relist.watch_query(self._rv, max(1, int(timeout)), self._selectors)
-        started = time.monotonic()  # before the request, as client-go starts its clock
+        started = self._clock()  # before the request, as client-go starts its clock
         try:
             response = self._open(query, read_timeout=timeout + 30.0)
         except KubeError as err:
@@ -319,7 +310,7 @@ class Reflector:
                 # (apimachinery meta/internalversion/validation ValidateListOptions)
                 raise NoWatchList(str(err)) from None
             raise
-        stream = _Stream(None, started)
+        stream = WatchProgress(None, started)
         if initial:
             shut = functools.partial(_abort, response)
             stream.snapshot = InitialEvents(self.store.project, shut, self.initial_events_quiet)
@@ -339,7 +330,7 @@ class Reflector:
             if stream.snapshot.stalled:
                 raise stream.snapshot.silence()
             raise NoWatchList("the stream ended before the initial-events-end bookmark")
-        lasted = time.monotonic() - stream.started
+        lasted = self._clock() - stream.started
         return relist.after_stream_end(stream.events, lasted, self.very_short_watch)
 
     def _broken(self, err: Exception, snapshot: InitialEvents | None) -> None:
@@ -355,7 +346,7 @@ class Reflector:
             raise KubeError(0, "WatchInterrupted", str(err)) from None
         log.info("%s: watch stream broken (%s)", self.name, err)
 
-    def _consume(self, response: urllib3.BaseHTTPResponse, stream: _Stream) -> None:
+    def _consume(self, response: urllib3.BaseHTTPResponse, stream: WatchProgress) -> None:
         """The stream's events until it ends: into its snapshot until the end bookmark installs it,
         then into the store, counted on `stream`."""
         store = self.store
@@ -379,7 +370,7 @@ class Reflector:
                     self._install(stream.snapshot.fresh, rv or self._rv)
                     stats.streamed += 1
                     stats.bookmarks += 1
-                    stream.snapshot, stream.started = None, time.monotonic()
+                    stream.snapshot, stream.started = None, self._clock()
                 continue
             if kind == "BOOKMARK":
                 if rv:

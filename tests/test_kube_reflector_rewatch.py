@@ -280,6 +280,46 @@ def test_a_refused_watch_is_opened_again_without_a_list(fake_kube: FakeKubeServe
     assert reflector.stats.lists == 1
 
 
+class SteppingClock:
+    """A clock that moves `step` seconds each time it is read: the time a watch lasted is then
+    counted in readings, whatever the machine's speed."""
+
+    def __init__(self, step: float) -> None:
+        self.step = step
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        self.now += self.step
+        return self.now
+
+
+def test_a_streamed_lists_watch_is_timed_from_its_end_bookmark(fake_kube: FakeKubeServer, make) -> None:  # noqa: F811
+    """The watch part of a streamed list is timed from the end bookmark (client-go's `watch`
+    starts its clock when it takes the stream over), not from the request: a stream that ends
+    with no event after it (here at its timeoutSeconds) is very short however long its initial
+    state took, and the next initial state is streamed again from the installed RV. The clock
+    moves 0.6 s a reading: request, end bookmark, end read 0.6 s apart, 1.2 s from the request."""
+    fake_kube.bookmark_interval = 3600.0  # no bookmark after the end bookmark: no event at all
+    fake_kube.create(pod("a"))
+    reflector, store = make(
+        watch_list=True, watch_timeout=1.0, very_short_watch=1.0, clock=SteppingClock(0.6)
+    )
+    reflector.start()
+    assert reflector.wait_synced(10)
+    first = store.resource_version
+    eventually(lambda: watches(fake_kube) >= 2)
+    stream = {
+        "watch": "1",
+        "sendInitialEvents": "true",
+        "resourceVersionMatch": "NotOlderThan",
+        "allowWatchBookmarks": "true",
+        "timeoutSeconds": "1",
+    }
+    sent = [dict(r.query) for r in fake_kube.requests.find("GET", "/api/v1/pods")][:2]
+    assert sent == [stream, {**stream, "resourceVersion": first}]
+    assert reflector.stats.last_error == "very short watch: no event within 1s"
+
+
 def test_the_decisions_after_a_watch_are_client_gos() -> None:
     """The pure rules, each side of each edge: an event, or a stream that lasted very_short_watch
     seconds, is watched again; a 429 or a refused connection is retried; any other failure (an
