@@ -280,30 +280,29 @@ def test_a_refused_watch_is_opened_again_without_a_list(fake_kube: FakeKubeServe
     assert reflector.stats.lists == 1
 
 
-class SteppingClock:
-    """A clock that moves `step` seconds each time it is read: the time a watch lasted is then
-    counted in readings, whatever the machine's speed."""
+class SyncClock:
+    """A clock at 0 s until `store` holds a complete state, and 100 s from then on: a stream
+    then seems to take 100 s over its initial state and no time at all after it, whatever the
+    machine's speed."""
 
-    def __init__(self, step: float) -> None:
-        self.step = step
-        self.now = 0.0
+    def __init__(self) -> None:
+        self.store: Store[str] | None = None
 
     def __call__(self) -> float:
-        self.now += self.step
-        return self.now
+        return 100.0 if self.store is not None and self.store.synced else 0.0
 
 
 def test_a_streamed_lists_watch_is_timed_from_its_end_bookmark(fake_kube: FakeKubeServer, make) -> None:  # noqa: F811
     """The watch part of a streamed list is timed from the end bookmark (client-go's `watch`
     starts its clock when it takes the stream over), not from the request: a stream that ends
     with no event after it (here at its timeoutSeconds) is very short however long its initial
-    state took, and the next initial state is streamed again from the installed RV. The clock
-    moves 0.6 s a reading: request, end bookmark, end read 0.6 s apart, 1.2 s from the request."""
+    state took (100 s by SyncClock), and the next initial state is streamed again from the
+    installed RV; timed from the request, it would be watched again at once."""
     fake_kube.bookmark_interval = 3600.0  # no bookmark after the end bookmark: no event at all
     fake_kube.create(pod("a"))
-    reflector, store = make(
-        watch_list=True, watch_timeout=1.0, very_short_watch=1.0, clock=SteppingClock(0.6)
-    )
+    clock = SyncClock()
+    reflector, store = make(watch_list=True, watch_timeout=1.0, very_short_watch=1.0, clock=clock)
+    clock.store = store
     reflector.start()
     assert reflector.wait_synced(10)
     first = store.resource_version
