@@ -41,6 +41,8 @@ class KubeError(Exception):
         message: str = "",
         retry_after: float | None = None,
         body: Mapping[str, Any] | None = None,
+        *,
+        refused: bool = False,
     ) -> None:
         # status 0: the server was not reached; a bare 0 in front would only puzzle the reader
         head = f"{status} {reason}" if status else reason
@@ -50,6 +52,9 @@ class KubeError(Exception):
         self.message = message
         self.retry_after = retry_after
         self.body = dict(body) if body else {}
+        # the server refused the connection (nothing listens): most likely restarting, so a watch
+        # is worth opening again where it ended (client-go reflector.go isWatchErrorRetriable)
+        self.refused = refused
 
     @property
     def not_found(self) -> bool:
@@ -151,6 +156,19 @@ def _retry_after(headers: Mapping[str, str], body: Mapping[str, Any]) -> float |
     return None
 
 
+def _refused(err: urllib3.exceptions.HTTPError) -> bool:
+    """Whether a failed request's connection was refused (ECONNREFUSED), as Go's
+    utilnet.IsConnectionRefused tells it: urllib3 wraps the OSError in NewConnectionError, and that
+    in MaxRetryError once its connect retries are spent."""
+    cause: BaseException | None = err.reason if isinstance(err, urllib3.exceptions.MaxRetryError) else err
+    seen = 0
+    while cause is not None and seen < 5:  # the chain is short; the bound guards a cycle
+        if isinstance(cause, ConnectionRefusedError):
+            return True
+        cause, seen = cause.__cause__ or cause.__context__, seen + 1
+    return False
+
+
 def error_from_response(status: int, reason: str, headers: Mapping[str, str], data: bytes) -> KubeError:
     """A KubeError from a non-2xx response, reading the apiserver's Status body when there is one."""
     body: dict[str, Any] = {}
@@ -208,7 +226,7 @@ class KubeClient:
                 preload_content=False,
             )
         except urllib3.exceptions.HTTPError as err:
-            raise KubeError(0, type(err).__name__, str(err)) from None
+            raise KubeError(0, type(err).__name__, str(err), refused=_refused(err)) from None
         if not 200 <= response.status < 300:
             try:
                 data = response.read()

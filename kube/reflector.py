@@ -7,12 +7,15 @@ lists unpaged into model objects; here each page and each watch line is parsed o
 Semantics follow client-go's reflector (tools/cache/reflector.go ListAndWatchWithContext): the
 initial state, streamed (kube/watchlist.py) or listed in pages (the resourceVersions of
 kube/relist.py), installed only when complete; then a watch from its resourceVersion with
-bookmarks, resumed from the last resourceVersion seen after an error, and a fresh initial state
-when the server answers 410 Gone. A server that cannot stream lists is remembered and listed.
+bookmarks, watched again at once from the last resourceVersion seen when it ends, after a backoff
+when it was refused or throttled, and a fresh initial state (after a backoff) when it ends in any
+other way: 410 Gone, another error, or within a second without an event (kube/relist.py
+AfterWatch). A server that cannot stream lists is remembered and listed.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -29,11 +32,13 @@ from kube.backoff import Backoff
 from kube.client import KubeClient, KubeError, Resource, as_kube_client
 from kube.pages import decode_page as _decode_page
 from kube.reflector_stats import ReflectorStats
+from kube.relist import AfterWatch
+from kube.responses import InFlight
 from kube.responses import abort as _abort
 from kube.responses import lines as _lines
 from kube.store import Store
 from kube.store import project_page as _project_page
-from kube.watchlist import InitialEvents, NoWatchList, watch_list_enabled
+from kube.watchlist import InitialEvents, NoWatchList, WatchProgress, watch_list_enabled
 
 log = logging.getLogger(__name__)
 
@@ -65,10 +70,14 @@ class Reflector:
         initial_events_quiet: float = 30.0,
         decode_page: Callable[[bytes], Any] | None = None,
         decode_line: Callable[[bytes], Any] = json.loads,
+        very_short_watch: float = 1.0,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         """`watch_list`: stream the initial state (None: as KUBE_FEATURE_WatchListClient says, on by
         default), falling back to paged lists for good when the server does not stream;
-        `initial_events_quiet`: seconds without a line before a streamed list is given up."""
+        `initial_events_quiet`: seconds without a line before a streamed list is given up;
+        `very_short_watch`: a watch that ends sooner without an event is relisted (client-go's
+        VeryShortWatchError, one second), timed by `clock`."""
         self.api = as_kube_client(api)
         self.resource = resource
         self.store = store
@@ -88,12 +97,13 @@ class Reflector:
         self._backoff = Backoff(backoff_base, backoff_cap, self._rng)
         self._stop = threading.Event()
         self._synced = threading.Event()
-        self._lock = threading.Lock()
-        self._current: urllib3.BaseHTTPResponse | None = None
+        self._in_flight = InFlight(self._stop)
         self._thread: threading.Thread | None = None
         self._rv = ""
         self._watch_list = watch_list_enabled(os.environ) if watch_list is None else watch_list
         self.initial_events_quiet = initial_events_quiet
+        self.very_short_watch = very_short_watch
+        self._clock = clock
         self._need_list = True
         self._list_once = False  # a streamed list failed oddly: one paged list (client-go's fallback)
         self._rv_unavailable = False  # client-go's isLastSyncResourceVersionUnavailable
@@ -112,10 +122,7 @@ class Reflector:
         """Stops promptly, even in the middle of a list body or a watch stream (its socket is shut).
         A request still waiting for its headers ends at its timeout; its answer is then dropped."""
         self._stop.set()
-        with self._lock:
-            current = self._current
-        if current is not None:
-            _abort(current)
+        self._in_flight.abort()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout)
 
@@ -143,17 +150,19 @@ class Reflector:
 
     def _run(self) -> None:
         # client-go ListAndWatchWithContext: the initial state streamed, or listed in pages (also
-        # for one round after a streamed list failed oddly), then the watch, resumed until a 410
+        # for one round after a streamed list failed oddly), then the watch, watched again while
+        # it ends as streams end; RunWithContext backs off before each new initial state
         while not self._stop.is_set():
             retry_after: float | None = None
             streamed = self._need_list and self._watch_list and not self._list_once
             try:
                 if self._need_list and not streamed and not self._list():
                     break  # stopped mid-list: the store keeps its previous state
-                if self._watch(initial=streamed):
+                if self._watch(initial=streamed) is AfterWatch.REWATCH:
                     self._backoff.reset()
                     continue
-                retry_after = None  # a watch that ended at once with nothing: back off below
+                self._note_error(f"very short watch: no event within {self.very_short_watch:g}s")
+                self._need_list = True  # client-go VeryShortWatchError ends `watch`: a relist
             except _Gone:
                 log.info("%s: resourceVersion %s is gone, relisting", self.name, self._rv)
                 if self._need_list:
@@ -181,7 +190,8 @@ class Reflector:
                     # at once, making progress rather than deadlocking
                     self._list_once = True
                     continue
-                self._need_list = self._need_list or err.gone
+                if not self._need_list:  # the watch failed: only a 429 or a refusal is watched again
+                    self._need_list = relist.after_watch_error(err) is AfterWatch.RELIST
                 retry_after = err.retry_after
             except Exception as err:  # a bug or an odd answer must not kill the cache for good
                 if self._stop.is_set():
@@ -204,20 +214,8 @@ class Reflector:
         log.warning("%s: %s", self.name, message)
 
     def _open(self, query: list[tuple[str, Any]], read_timeout: float) -> urllib3.BaseHTTPResponse:
-        response = self.api.open("GET", self.path, query, timeout=(self.connect_timeout, read_timeout))
-        with self._lock:
-            self._current = response
-        if self._stop.is_set():  # stop() ran before the response was registered
-            _abort(response)
-        return response
-
-    def _done(self, response: urllib3.BaseHTTPResponse, clean: bool) -> None:
-        with self._lock:
-            self._current = None
-        if clean and not self._stop.is_set():  # a socket stop() shut must not go back to the pool
-            response.release_conn()
-        else:
-            _abort(response)
+        timeout = (self.connect_timeout, read_timeout)
+        return self._in_flight.hold(self.api.open("GET", self.path, query, timeout=timeout))
 
     def _list(self) -> bool:
         """One complete paged list installed in the store; False when stopped before the end."""
@@ -233,9 +231,10 @@ class Reflector:
                 page = self._read_page(query)
             except KubeError as err:
                 if not token and (err.gone or relist.too_large(err)) and not self._rv_unavailable:
-                    # client-go list(): the RV is unavailable, list again at once as a consistent read
+                    # client-go list(): the RV is unavailable, list again at once as a consistent
+                    # read, with the same pager: unpaged when the first try was (an RV of its own)
                     self._rv_unavailable = True
-                    requested, limit = "", self.page_size
+                    requested = ""
                     continue
                 if not (err.gone and token) or restarted:
                     raise
@@ -276,7 +275,7 @@ class Reflector:
         except (urllib3.exceptions.HTTPError, OSError, ValueError) as err:
             raise KubeError(0, "ListInterrupted", str(err)) from None
         finally:
-            self._done(response, clean)
+            self._in_flight.done(response, clean)
         self.stats.last_contact = time.monotonic()
         try:
             page = self._decode_page(data)
@@ -286,8 +285,9 @@ class Reflector:
             raise KubeError(response.status, "BadResponse", "list page is not an object")
         return page
 
-    def _watch(self, initial: bool = False) -> bool:
-        """Applies one watch stream's events; True when it made progress (worth resuming at once).
+    def _watch(self, initial: bool = False) -> AfterWatch:
+        """Applies one watch stream's events; once it ends, whether to watch again at once or relist
+        (its errors are raised).
 
         `initial`: a streamed list (client-go reflector.go watchList): the initial state arrives as
         events into a fresh snapshot, installed at the initial-events-end bookmark, and the stream
@@ -298,6 +298,7 @@ class Reflector:
             query = relist.stream_query(rv, max(1, int(timeout)), self._selectors)
         else:
             query = relist.watch_query(self._rv, max(1, int(timeout)), self._selectors)
+        started = self._clock()  # before the request, as client-go starts its clock
         try:
             response = self._open(query, read_timeout=timeout + 30.0)
         except KubeError as err:
@@ -309,41 +310,45 @@ class Reflector:
                 # (apimachinery meta/internalversion/validation ValidateListOptions)
                 raise NoWatchList(str(err)) from None
             raise
-        opened = time.monotonic()
-        snapshot = None
+        stream = WatchProgress(None, started)
         if initial:
-            snapshot = InitialEvents(self.store.project, lambda: _abort(response), self.initial_events_quiet)
+            shut = functools.partial(_abort, response)
+            stream.snapshot = InitialEvents(self.store.project, shut, self.initial_events_quiet)
         clean = False
         try:
-            progressed, snapshot = self._consume(response, snapshot)
-            clean = snapshot is None or not snapshot.stalled
+            self._consume(response, stream)
+            clean = stream.snapshot is None or not stream.snapshot.stalled
         except (_Gone, NoWatchList, KubeError):
             raise
         except Exception as err:
-            if snapshot is not None and snapshot.stalled:  # the watchdog shut the socket under a read
-                raise snapshot.silence() from None
-            if isinstance(err, (urllib3.exceptions.HTTPError, OSError)):
-                raise KubeError(0, "WatchInterrupted", str(err)) from None
-            if isinstance(err, ValueError):  # a line cut short: the stream broke mid-object
-                raise KubeError(0, "WatchInterrupted", f"bad watch line: {err}") from None
-            raise
+            self._broken(err, stream.snapshot)
         finally:
-            if snapshot is not None:
-                snapshot.close()
-            self._done(response, clean)
-        if snapshot is not None:
-            if snapshot.stalled:
-                raise snapshot.silence()
+            if stream.snapshot is not None:
+                stream.snapshot.close()
+            self._in_flight.done(response, clean)
+        if stream.snapshot is not None:
+            if stream.snapshot.stalled:
+                raise stream.snapshot.silence()
             raise NoWatchList("the stream ended before the initial-events-end bookmark")
-        # a quiet watch that ran its course is fine; one the server ends at once must not spin
-        return progressed or time.monotonic() - opened >= 1.0
+        lasted = self._clock() - stream.started
+        return relist.after_stream_end(stream.events, lasted, self.very_short_watch)
 
-    def _consume(
-        self, response: urllib3.BaseHTTPResponse, snapshot: InitialEvents | None
-    ) -> tuple[bool, InitialEvents | None]:
-        """The stream's events until it ends: into `snapshot` until its end bookmark installs it,
-        then into the store. Answers (progressed, the snapshot if never completed)."""
-        progressed = False
+    def _broken(self, err: Exception, snapshot: InitialEvents | None) -> None:
+        """A stream that broke: returns when that is just its end (client-go's StreamWatcher ends
+        quietly on an unexpected or probable EOF), raises otherwise."""
+        if snapshot is not None and snapshot.stalled:  # the watchdog shut the socket under a read
+            raise snapshot.silence() from None
+        if isinstance(err, ValueError):  # a line that is not JSON: client-go's decoding error
+            raise KubeError(0, "WatchInterrupted", f"bad watch line: {err}") from None
+        if not isinstance(err, (urllib3.exceptions.HTTPError, OSError)):
+            raise err
+        if snapshot is not None:  # cut before the initial state was complete
+            raise KubeError(0, "WatchInterrupted", str(err)) from None
+        log.info("%s: watch stream broken (%s)", self.name, err)
+
+    def _consume(self, response: urllib3.BaseHTTPResponse, stream: WatchProgress) -> None:
+        """The stream's events until it ends: into its snapshot until the end bookmark installs it,
+        then into the store, counted on `stream`."""
         store = self.store
         stats = self.stats
         decode = self._decode_line
@@ -358,14 +363,14 @@ class Reflector:
                 reason = str(obj.get("reason") or "WatchError")
                 raise KubeError(code, reason, str(obj.get("message") or ""))
             rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
-            if snapshot is not None:
+            if stream.snapshot is not None:
                 stats.last_contact = time.monotonic()
-                if snapshot.take(kind, obj):
-                    snapshot.close()
-                    self._install(snapshot.fresh, rv or self._rv)
+                if stream.snapshot.take(kind, obj):
+                    stream.snapshot.close()
+                    self._install(stream.snapshot.fresh, rv or self._rv)
                     stats.streamed += 1
                     stats.bookmarks += 1
-                    snapshot, progressed = None, True
+                    stream.snapshot, stream.started = None, self._clock()
                 continue
             if kind == "BOOKMARK":
                 if rv:
@@ -380,6 +385,7 @@ class Reflector:
             else:
                 log.warning("%s: ignoring watch event of type %r", self.name, kind)
                 continue
-            progressed = True
+            if not stream.events:
+                self._backoff.reset()  # the watch works: a later failure backs off from the start
+            stream.events += 1
             stats.last_contact = time.monotonic()
-        return progressed, snapshot

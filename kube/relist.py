@@ -4,6 +4,7 @@ size they ask for, their queries, and how it reads the errors that change them: 
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import Any
 
 from kube.client import KubeError
@@ -86,6 +87,32 @@ def too_large(err: KubeError) -> bool:
 
 
 def retriable(err: KubeError) -> bool:
-    """Worth retrying the same request after a backoff (client-go reflector.go isWatchErrorRetriable:
-    connection refused, 429); other failures of a streamed list fall back to a paged one."""
-    return err.status == 429 or (err.status == 0 and err.reason != "WatchInterrupted")
+    """Worth opening the same watch again after a backoff (client-go reflector.go
+    isWatchErrorRetriable: the connection refused, or 429); any other failure of a streamed list
+    falls back to a paged one, and of a watch ends it for a relist."""
+    return err.status == 429 or err.refused
+
+
+class AfterWatch(Enum):
+    """What follows a watch (client-go reflector.go `watch`, and `RunWithContext`'s backoff between
+    two `ListAndWatchWithContext` runs)."""
+
+    REWATCH = "rewatch"  # it ended as a stream ends: watch again at once from the last RV
+    RETRY = "retry"  # 429 or refused: back off, then watch again from the last RV
+    RELIST = "relist"  # any other end: back off, then a new initial state
+
+
+def after_stream_end(events: int, seconds: float, very_short: float) -> AfterWatch:
+    """A stream that ended (cleanly, or its connection dropped: client-go's StreamWatcher closes on
+    an unexpected or probable EOF): watched again at once, unless it lasted under `very_short`
+    seconds without a single event (client-go reflector.go handleAnyWatch VeryShortWatchError),
+    which `watch` does not survive."""
+    return AfterWatch.REWATCH if events or seconds >= very_short else AfterWatch.RELIST
+
+
+def after_watch_error(err: KubeError) -> AfterWatch:
+    """A watch that failed to open, or carried an ERROR event (410s aside: they relist too, at the
+    last RV): client-go reflector.go `watch` backs off and watches again on 429 or a refused
+    connection, and returns on anything else, InternalError included (its retry of internal
+    errors is off unless MaxInternalErrorRetryDuration is set)."""
+    return AfterWatch.RETRY if retriable(err) else AfterWatch.RELIST

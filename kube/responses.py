@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Iterator
 
 import urllib3
@@ -40,3 +41,33 @@ def abort(response: urllib3.BaseHTTPResponse) -> None:
         response.close()
     except (OSError, urllib3.exceptions.HTTPError):
         log.debug("closing an aborted response failed", exc_info=True)
+
+
+class InFlight:
+    """The one response a thread is reading, which another thread shuts to stop it at once."""
+
+    def __init__(self, stopping: threading.Event) -> None:
+        self._stopping = stopping
+        self._lock = threading.Lock()
+        self._current: urllib3.BaseHTTPResponse | None = None
+
+    def hold(self, response: urllib3.BaseHTTPResponse) -> urllib3.BaseHTTPResponse:
+        with self._lock:
+            self._current = response
+        if self._stopping.is_set():  # the stop came before the response was held
+            abort(response)
+        return response
+
+    def done(self, response: urllib3.BaseHTTPResponse, clean: bool) -> None:
+        with self._lock:
+            self._current = None
+        if clean and not self._stopping.is_set():  # a shut socket must not go back to the pool
+            response.release_conn()
+        else:
+            abort(response)
+
+    def abort(self) -> None:
+        with self._lock:
+            current = self._current
+        if current is not None:
+            abort(current)

@@ -99,3 +99,14 @@ class InitialEvents:
 
     def close(self) -> None:
         self._done.set()
+
+
+class WatchProgress:
+    """One watch request as it goes: the initial-state snapshot it still fills (a streamed list),
+    and the events and start of its watch part (client-go handleAnyWatch's eventCount and start,
+    counted from the end bookmark for a streamed list, where client-go's `watch` takes it over)."""
+
+    def __init__(self, snapshot: InitialEvents | None, started: float) -> None:
+        self.snapshot = snapshot
+        self.events = 0
+        self.started = started

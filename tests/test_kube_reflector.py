@@ -197,21 +197,6 @@ def test_throttled_list_honours_retry_after_then_recovers(fake_kube: FakeKubeSer
     assert names(store) == {"a"}
 
 
-def test_failing_watches_back_off_and_resume_without_relisting(
-    fake_kube: FakeKubeServer,  # noqa: F811
-    make,
-) -> None:
-    fake_kube.faults.fail(500, path="/pods", watch=True, count=2)  # the first two watches fail
-    reflector, store, _ = make()
-    reflector.start()
-    eventually(lambda: len(fake_kube.requests.find("GET", "/api/v1/pods", watch=True)) == 3)
-    fake_kube.create(pod("a"))
-    eventually(lambda: names(store) == {"a"})
-    assert reflector.stats.errors == 2
-    assert reflector.stats.restarts == 2
-    assert reflector.stats.lists == 1
-
-
 def test_partial_list_never_reaches_the_store(fake_kube: FakeKubeServer) -> None:  # noqa: F811
     for i in range(4):
         fake_kube.create(pod(f"p{i}"))

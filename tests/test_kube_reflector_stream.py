@@ -174,11 +174,13 @@ def test_stop_in_the_middle_of_the_initial_events_changes_nothing(fake_kube: Fak
 
 def test_old_server_falls_back_to_paged_lists_and_remembers(fake_kube: FakeKubeServer, make) -> None:  # noqa: F811
     """A server before 1.27 answers the WatchList request 422: the reflector lists instead, and a
-    relist (after a 410) lists again without asking for a stream; the relist asks for a state not
-    older than the last synced RV, unpaged so the watch cache answers it."""
+    relist (after the watch broke before its first event: client-go's very short watch) lists
+    again without asking for a stream; the relist asks for a state not older than the last synced
+    RV, unpaged so the watch cache answers it."""
     fake_kube.watch_list = "old"
+    fake_kube.bookmark_interval = 3600.0  # no bookmark: the broken watch had no event
     fake_kube.create(pod("a"))
-    reflector, store = make()
+    reflector, store = make(very_short_watch=3600.0)
     reflector.start()
     assert reflector.wait_synced(10)
     first = store.resource_version
@@ -187,16 +189,14 @@ def test_old_server_falls_back_to_paged_lists_and_remembers(fake_kube: FakeKubeS
     eventually(lambda: len(fake_kube.requests.find("GET", "/api/v1/pods", watch=True)) == 2)
     fake_kube.stop_listening()
     fake_kube.create(pod("b"))
-    fake_kube.expire_history("Pod")
     fake_kube.start_listening()
     eventually(lambda: reflector.stats.relists == 1)
     second = store.resource_version
-    eventually(lambda: len(fake_kube.requests.find("GET", "/api/v1/pods", watch=True)) == 4)
+    eventually(lambda: len(fake_kube.requests.find("GET", "/api/v1/pods", watch=True)) == 3)
     assert contents(store) == pods("a", "b")
     assert queries(fake_kube) == [
         STREAM,
         {"resourceVersion": "0", "limit": "500"},
-        {"watch": "true", "allowWatchBookmarks": "true", "resourceVersion": first},
         {"watch": "true", "allowWatchBookmarks": "true", "resourceVersion": first},
         {"resourceVersion": first},
         {"watch": "true", "allowWatchBookmarks": "true", "resourceVersion": second},
@@ -243,51 +243,59 @@ def test_410_relists_by_stream_from_the_last_rv_then_from_the_most_recent(
     """After a 410 on the watch the stream asks for a state not older than the last synced RV
     (client-go's rewatchResourceVersion); when that is refused too, for the most recent state."""
     fake_kube.create(pod("a"))
+    # the stream ends after a's initial event and b's live one; the watch opened again at once from
+    # b's RV and the relisting stream both get 410
+    fake_kube.faults.close_watch_after(2, path="/pods")
+    fake_kube.faults.expire_next_watch(path="/pods", count=2)
     reflector, store = make()
     reflector.start()
     assert reflector.wait_synced(10)
-    first = store.resource_version
-    fake_kube.stop_listening()  # the stream breaks; the resumed watch and the relist both get 410
-    fake_kube.create(pod("b"))
-    fake_kube.faults.expire_next_watch(path="/pods", count=2)
-    fake_kube.start_listening()
+    at_b = fake_kube.create(pod("b"))["metadata"]["resourceVersion"]
     eventually(lambda: reflector.stats.relists == 1)
     assert contents(store) == pods("a", "b")
     assert queries(fake_kube) == [
         STREAM,
-        {"watch": "true", "allowWatchBookmarks": "true", "resourceVersion": first},
-        {**STREAM, "resourceVersion": first},
+        {"watch": "true", "allowWatchBookmarks": "true", "resourceVersion": at_b},
+        {**STREAM, "resourceVersion": at_b},
         STREAM,
     ]
-    assert faults(fake_kube) == [None, "expire_watch", "expire_watch", None]
+    assert faults(fake_kube) == ["close_watch", "expire_watch", "expire_watch", None]
     assert reflector.stats.streamed == 2
 
 
-def test_paged_relist_after_410_is_a_consistent_read(fake_kube: FakeKubeServer, make) -> None:  # noqa: F811
+UNAVAILABLE = {
+    "410": {"code": 410, "reason": "Expired", "message": "too old resource version: 3 (7)"},
+    "too-large": {"code": 504, "reason": "Timeout", "message": "Too large resource version: 9, current: 7"},
+}
+
+
+@pytest.mark.parametrize("answer", sorted(UNAVAILABLE))
+def test_paged_relist_after_410_is_a_consistent_read(fake_kube: FakeKubeServer, make, answer: str) -> None:  # noqa: F811
     """Paged lists: RV "0" first; after a watch 410, the last synced RV unpaged; when that list is
-    410 too, RV unset (a consistent read), paged (client-go's relistResourceVersion and list())."""
+    410, or 504 for an RV the server has not reached, RV unset (a consistent read) with the same
+    pager, so unpaged too (client-go's relistResourceVersion, and list() retrying with the pager
+    whose PageSize it set to 0 for an RV of its own)."""
     fake_kube.create(pod("a"))
+    fake_kube.faults.close_watch_after(1, path="/pods")  # ends after b's event: watched again at once
     reflector, store = make(watch_list=False)
     reflector.start()
     assert reflector.wait_synced(10)
     first = store.resource_version
-    fake_kube.stop_listening()
-    fake_kube.create(pod("b"))
-    fake_kube.expire_history("Pod")
-    fake_kube.faults.fail(410, path="/pods", watch=False)
-    fake_kube.start_listening()
+    fake_kube.faults.expire_next_watch(path="/pods")
+    fake_kube.faults.fail(path="/pods", watch=False, **UNAVAILABLE[answer])
+    at_b = fake_kube.create(pod("b"))["metadata"]["resourceVersion"]
     eventually(lambda: reflector.stats.relists == 1)
-    second = store.resource_version
     eventually(lambda: len(fake_kube.requests.find("GET", "/api/v1/pods", watch=True)) == 3)
-    assert contents(store) == pods("a", "b")
+    assert (contents(store), store.resource_version) == (pods("a", "b"), at_b)
     assert queries(fake_kube) == [
         {"resourceVersion": "0", "limit": "500"},
         {"watch": "true", "allowWatchBookmarks": "true", "resourceVersion": first},
-        {"watch": "true", "allowWatchBookmarks": "true", "resourceVersion": first},
-        {"resourceVersion": first},
-        {"limit": "500"},
-        {"watch": "true", "allowWatchBookmarks": "true", "resourceVersion": second},
+        {"watch": "true", "allowWatchBookmarks": "true", "resourceVersion": at_b},
+        {"resourceVersion": at_b},
+        {},
+        {"watch": "true", "allowWatchBookmarks": "true", "resourceVersion": at_b},
     ]
+    assert faults(fake_kube) == [None, "close_watch", "expire_watch", "fail", None, None]
 
 
 def test_paginated_rv_0_list_keeps_relists_paged(fake_kube: FakeKubeServer, make) -> None:  # noqa: F811

@@ -35,8 +35,11 @@ class Fault:
     seconds: float = 0.0  # delay
     retry_after: int = 1  # throttle
     code: int = 500  # fail
+    reason: str = "InternalError"  # fail: the Status reason
+    message: str = "Internal error injected by the test"  # fail: the Status message
     after_events: int = 0  # close_watch
     abrupt: bool = False  # close_watch: drop the TCP connection instead of ending the stream
+    error: int = 0  # close_watch: end with an ERROR event of this code (0: none)
 
 
 @dataclass(frozen=True)
@@ -93,25 +96,35 @@ class Faults:
         path: str | None = None,
         watch: bool | None = None,
         count: int | None = 1,
+        reason: str = "InternalError",
+        message: str = "Internal error injected by the test",
     ) -> Fault:
-        """Answer `code` (500 InternalError by default) with a Status body."""
-        return self._arm(Fault("fail", Match(method, path, watch), count, code=code))
+        """Answer `code` (500 InternalError by default) with a Status body of that reason and message
+        (a 410 "Expired", or a 504 "Timeout" saying "Too large resource version", as servers send)."""
+        fault = Fault("fail", Match(method, path, watch), count, code=code, reason=reason, message=message)
+        return self._arm(fault)
 
     def expire_next_watch(self, *, path: str | None = None, count: int | None = 1) -> Fault:
         """Answer matching watches with one ERROR event carrying a 410 Expired Status, then end."""
         return self._arm(Fault("expire_watch", Match("GET", path, True), count))
 
     def close_watch_after(
-        self, events: int, *, path: str | None = None, abrupt: bool = False, count: int | None = 1
+        self,
+        events: int,
+        *,
+        path: str | None = None,
+        abrupt: bool = False,
+        count: int | None = 1,
+        error: int = 0,
     ) -> Fault:
         """End matching watches after `events` events (bookmarks not counted).
 
         abrupt=False ends the chunked stream cleanly, as a server-side timeout does; abrupt=True
-        drops the connection mid-stream, which the client sees as a protocol error.
+        drops the connection mid-stream, which the client sees as a protocol error; `error` sends
+        an ERROR event with a Status of that code first (410: Expired, else InternalError).
         """
-        return self._arm(
-            Fault("close_watch", Match("GET", path, True), count, after_events=events, abrupt=abrupt)
-        )
+        match = Match("GET", path, True)
+        return self._arm(Fault("close_watch", match, count, after_events=events, abrupt=abrupt, error=error))
 
     def drop_next_watch(
         self, *, path: str | None = None, abrupt: bool = False, count: int | None = 1

@@ -18,7 +18,7 @@ from .admission import AdmittingStore, RequestContext, request_options, warning_
 from .faults import Fault, RequestRecord
 from .listoptions import parse_bool, validate_watch
 from .routing import Route, resolve
-from .watch import WatchSession, expired_event
+from .watch import WatchSession, error_event, expired_event
 
 if TYPE_CHECKING:
     from .server import FakeKubeServer
@@ -117,7 +117,7 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
                 error = errors.ApiError(429, "TooManyRequests", "Too many requests, please try again later.")
                 self._send_json(429, error.status(), {"Retry-After": str(answer.retry_after)})
             elif answer is not None and answer.kind == "fail":
-                error = errors.ApiError(answer.code, "InternalError", "Internal error injected by the test")
+                error = errors.ApiError(answer.code, answer.reason, answer.message)
                 self._send_json(answer.code, error.status())
             else:
                 self._dispatch(request, answer)
@@ -318,6 +318,10 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
             batch = session.poll(min(_POLL, remaining, to_bookmark if to_bookmark is not None else _POLL))
 
     def _close_by_fault(self, fault: Fault | None) -> None:
+        if fault is not None and fault.error:
+            reason = "Expired" if fault.error == 410 else "InternalError"
+            error = errors.ApiError(fault.error, reason, "injected by the test")
+            self._write_chunk(_line(error_event(error)))
         if fault is not None and fault.abrupt:
             self._drop_connection()
         else:
