@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from capacity.autoscaler_readiness import NEVER, node_readiness
 from capacity.names import EXHAUSTED_LABEL, KEEP_LABEL, TERMINAL_PHASES
 from capacity.quantity import milli_to_units, parse_quantity
 from capacity.requests import pod_requests
@@ -288,17 +289,8 @@ class NodeRecord:
     """One node as the books see it: `pod_eni` is its allocatable branch ENIs, None when the node
     does not advertise the resource (the books then count no branch ENI there)."""
 
-    __slots__ = (
-        "exhausted",
-        "instance_id",
-        "instance_type",
-        "name",
-        "node_group",
-        "pod_eni",
-        "ready",
-        "unschedulable",
-        "view",
-    )
+    __slots__ = ("exhausted", "instance_id", "instance_type", "name", "node_group", "pod_eni", "ready")
+    __slots__ += ("ready_since", "unschedulable", "view")
 
     def __init__(
         self,
@@ -307,18 +299,16 @@ class NodeRecord:
         instance_type: str = "",
         *,
         pod_eni: int | None = None,
-        ready: bool = True,
+        ready: bool = True,  # as cluster-autoscaler reads it (capacity/autoscaler_readiness.py)
+        ready_since: float = NEVER,
         unschedulable: bool = False,
         exhausted: bool = False,
         instance_id: str = "",
         view: View | None = None,
     ) -> None:
-        self.name = name
-        self.instance_id = instance_id
-        self.node_group = node_group
-        self.instance_type = instance_type
-        self.pod_eni = pod_eni
-        self.ready = ready
+        self.name, self.instance_id, self.node_group = name, instance_id, node_group
+        self.instance_type, self.pod_eni = instance_type, pod_eni
+        self.ready, self.ready_since = ready, ready_since
         self.unschedulable = unschedulable
         self.exhausted = exhausted
         self.view = view  # what cluster-autoscaler copies into a template built from this node
@@ -346,13 +336,15 @@ def project_node(obj: Mapping[str, Any]) -> NodeRecord:
     pod_eni: int | None = None
     if POD_ENI in allocatable:
         pod_eni = milli_to_units(parse_quantity(allocatable[POD_ENI], f"status.allocatable.{POD_ENI}"))
-    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in _list(status, "conditions"))
+    _list(status, "conditions")  # TypeError on a malformed list, as before
+    readiness = node_readiness(obj)
     return NodeRecord(
         name=_intern(name),
         node_group=_intern(next((labels[k] for k in NODE_GROUP_LABELS if labels.get(k)), "")),
         instance_type=_intern(next((labels[k] for k in INSTANCE_TYPE_LABELS if labels.get(k)), "")),
         pod_eni=pod_eni,
-        ready=ready,
+        ready=readiness.ready,
+        ready_since=readiness.since,
         unschedulable=bool(_map(obj, "spec").get("unschedulable")),
         exhausted=labels.get(EXHAUSTED_LABEL) == "true",
         instance_id=provider_instance_id(_map(obj, "spec").get("providerID")),

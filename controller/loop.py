@@ -88,6 +88,7 @@ class ControllerLoop:
             dry_run=dry_run,
             guard_grace=options.guard_grace,
             scaled_groups=self._scaled_groups,
+            autoscaler_taints=lambda: self.source.autoscaler_taints(),
         )
         # the discovery cycle reads list+watch caches, the books' node watch among them
         self.source = CachedSource(api, self.books.node_objects)

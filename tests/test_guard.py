@@ -14,6 +14,7 @@ from capacity.guard import (
     BLIND,
     CLEAR,
     GRACE,
+    LAST_NODE,
     LIFTED,
     SCALING,
     GuardNode,
@@ -21,11 +22,13 @@ from capacity.guard import (
     decide,
     is_guarded,
     pending_pod,
+    spared_message,
 )
 from capacity.names import EXHAUSTED_LABEL
 from capacity.resources import POD_ENI, parse_resources
 from capacity.taints import Taint
 from capacity.template import View
+from capacity.template_taints import DEFAULT_TAINT_CONFIG, TaintOptions
 from tests import autoscaler_template
 from tests.budget import examples
 
@@ -195,12 +198,14 @@ def test_the_labels_come_back_once_a_branch_eni_is_free_or_the_pods_have_left() 
 
 
 def test_groups_are_judged_apart_and_an_ungrouped_node_alone() -> None:
+    """Each group on its own; a node no label groups is a group of one, so it is spared as the last
+    ready node of whatever group cluster-autoscaler knows it by."""
     nodes = [*blind_group(), node("m1", group="ng-other", in_use=1), node("solo", group="", in_use=2, held=1)]
     decision = decide(nodes, [guarded()], GuardState(), NOW, grace=0.0)
     assert {k: v.state for k, v in decision.groups.items()} == {
         "ng-other": CLEAR,
         "ng-sg": LIFTED,
-        "node/solo": LIFTED,
+        "node/solo": LAST_NODE,  # alone, so its group's last ready node: never labelled
     }
     assert decision.labels == {"n1": False, "n2": False, "m1": False, "solo": False}
 
@@ -379,8 +384,9 @@ def test_each_node_is_labelled_or_not_with_its_reason(
     guard_node: GuardNode, labelled: bool, reason: str
 ) -> None:
     """The label and the whole reason for one node: unknown or no capacity, free ENIs, all in use by
-    running pods, held and leaked ones (never shown below zero free)."""
-    decision = decide([guard_node], [], GuardState(), NOW)
+    running pods, held and leaked ones (never shown below zero free). The group is one fitguard
+    scales, so its only node is not spared for cluster-autoscaler's memory."""
+    decision = decide([guard_node], [], GuardState(), NOW, scaled_groups=frozenset({"g"}))
     assert (decision.labels, decision.reasons) == ({"a": labelled}, {"a": reason})
 
 
@@ -414,7 +420,13 @@ def test_the_verdicts_of_every_group_are_reported_whole() -> None:
             "pods": [],
             "since": None,
         },
-        "ng-b": {"state": CLEAR, "reason": "no ready node", "nodes": ["b1"], "pods": [], "since": None},
+        "ng-b": {
+            "state": LAST_NODE,
+            "reason": spared_message("ng-b"),
+            "nodes": ["b1"],
+            "pods": [],
+            "since": None,
+        },
         "ng-c": {
             "state": GRACE,
             "reason": "every ready node is labelled and 1 guarded pods pend on it: grace period",
@@ -515,9 +527,13 @@ def test_a_pod_fits_a_labelled_node_only_with_the_guard_label_set_aside() -> Non
         view=View(labelled.view.allocatable, {**labelled.view.labels, EXHAUSTED_LABEL: "true"}),
     )
     pod = guarded()
-    assert decide([with_label], [pod], GuardState(), NOW).groups["ng-sg"].state == GRACE
+    twin = node("n2", in_use=2, held=1)
+    assert decide([with_label, twin], [pod], GuardState(), NOW).groups["ng-sg"].state == GRACE
     blank = GuardNode("n1", "ng-sg", 3, 2, 1)
-    assert decide([blank], [pod], GuardState(), NOW).groups["ng-sg"].state == BLIND
+    assert (
+        decide([blank, GuardNode("n2", "ng-sg", 3, 2, 1)], [pod], GuardState(), NOW).groups["ng-sg"].state
+        == BLIND
+    )
     selective = pending_pod(
         "default",
         "sel",
@@ -525,7 +541,7 @@ def test_a_pod_fits_a_labelled_node_only_with_the_guard_label_set_aside() -> Non
         AFFINITY_MESSAGE,
         {"containers": [], "affinity": GUARD, "nodeSelector": {"kubernetes.io/hostname": "other"}},
     )
-    assert decide([with_label], [selective], GuardState(), NOW).groups["ng-sg"].state == BLIND
+    assert decide([with_label, twin], [selective], GuardState(), NOW).groups["ng-sg"].state == BLIND
 
 
 def test_a_node_without_a_group_is_keyed_by_its_name() -> None:
@@ -567,20 +583,61 @@ def test_a_pending_pod_keeps_what_it_was_given() -> None:
     assert pod.needs.requests == {"cpu": 100, POD_ENI: 1000}
 
 
+def tainted_pair(*taints: Taint) -> list[GuardNode]:
+    """Two labelled nodes of ng-sg (so neither is the group's last ready node) carrying `taints`."""
+    result = []
+    for name in ("n1", "n2"):
+        plain = node(name, in_use=2, held=1)
+        assert plain.view is not None
+        result.append(
+            GuardNode(name, "ng-sg", 3, 2, 1, view=View(plain.view.allocatable, plain.view.labels, taints))
+        )
+    return result
+
+
 def test_a_taint_the_pod_does_not_tolerate_keeps_it_off_the_group() -> None:
     """The node's taints stay when its label is set aside: a pod that does not tolerate them would
     not fit the group's template anyway, so the guard has nothing to step aside for."""
-    labelled = node("n1", in_use=2, held=1)
-    assert labelled.view is not None
-    tainted = GuardNode(
-        "n1",
-        "ng-sg",
-        3,
-        2,
-        1,
-        view=View(
-            labelled.view.allocatable, labelled.view.labels, (Taint("dedicated", "gpu", "NoSchedule"),)
+    dedicated = Taint("dedicated", "gpu", "NoSchedule")
+    assert decide(tainted_pair(dedicated), [guarded()], GuardState(), NOW).groups["ng-sg"].state == BLIND
+    assert decide(tainted_pair(), [guarded()], GuardState(), NOW).groups["ng-sg"].state == GRACE
+
+
+@pytest.mark.parametrize(
+    ("taint", "options", "state"),
+    [
+        (Taint("NodeWithImpairedVolumes", "true", "NoSchedule"), DEFAULT_TAINT_CONFIG, GRACE),
+        (Taint("node.kubernetes.io/disk-pressure", "", "NoSchedule"), DEFAULT_TAINT_CONFIG, GRACE),
+        (Taint("example.com/booting", "", "NoSchedule"), DEFAULT_TAINT_CONFIG, BLIND),
+        (
+            Taint("example.com/booting", "", "NoSchedule"),
+            TaintOptions(frozenset({"example.com/booting"})),
+            GRACE,
         ),
-    )
-    assert decide([tainted], [guarded()], GuardState(), NOW).groups["ng-sg"].state == BLIND
-    assert decide([labelled], [guarded()], GuardState(), NOW).groups["ng-sg"].state == GRACE
+        (
+            Taint("example.com/health", "", "NoExecute"),
+            TaintOptions(status_taints=frozenset({"example.com/health"})),
+            GRACE,
+        ),
+    ],
+    ids=["impaired-volumes", "condition-taint", "custom-kept", "startup-flag", "status-flag"],
+)
+def test_would_fit_without_the_guard_is_judged_on_the_sanitised_copy(
+    taint: Taint, options: TaintOptions, state: str
+) -> None:
+    """cluster-autoscaler's template of an exhausted node leaves out the taints SanitizeTaints drops
+    (node-condition taints such as AWS's NodeWithImpairedVolumes, its own, the startup and status
+    taints its flags name), so a pod that tolerates none of them still fits it: the guard must see
+    the group as blinding it (grace, then lift), not as a group the pod fits nowhere."""
+    decision = decide(tainted_pair(taint), [guarded()], GuardState(), NOW, taint_options=options)
+    assert decision.groups["ng-sg"].to_json() == {
+        "state": state,
+        "reason": (
+            "every ready node is labelled and 1 guarded pods pend on it: grace period"
+            if state == GRACE
+            else "every ready node is labelled; no guarded pod is pending for node affinity on it"
+        ),
+        "nodes": ["n1", "n2"],
+        "pods": ["default/web-0"] if state == GRACE else [],
+        "since": NOW if state == GRACE else None,
+    }
