@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from capacity.autoscaler_readiness import is_template_candidate
 from capacity.guard import (
     BLIND,
     CLEAR,
@@ -210,23 +211,64 @@ def test_groups_are_judged_apart_and_an_ungrouped_node_alone() -> None:
     assert decision.labels == {"n1": False, "n2": False, "m1": False, "solo": False}
 
 
-def raw_nodes(nodes: list[GuardNode], labelled: dict[str, bool]) -> list[dict[str, Any]]:
-    """The nodes as the API would show them once the decision's labels are written."""
+# What a node may be going through, as the property generates it: conditions and taints that make
+# cluster-autoscaler read it as not ready, or not a template candidate, or that its template drops.
+STATES: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {
+    "ready": ([], []),
+    "not-ready": ([{"type": "Ready", "status": "False"}], []),
+    "disk-pressure": (
+        [{"type": "DiskPressure", "status": "True"}],
+        [{"key": "node.kubernetes.io/disk-pressure", "effect": "NoSchedule"}],
+    ),
+    "network-unavailable": ([{"type": "NetworkUnavailable", "status": "True"}], []),
+    "network-unavailable-taint": (
+        [],
+        [{"key": "node.kubernetes.io/network-unavailable", "effect": "NoSchedule"}],
+    ),
+    "recently-ready": (
+        [{"type": "NetworkUnavailable", "status": "False", "lastTransitionTime": "2023-11-14T22:13:00Z"}],
+        [],
+    ),
+    "startup-taint": (
+        [],
+        [{"key": "startup-taint.cluster-autoscaler.kubernetes.io/cni", "effect": "NoSchedule"}],
+    ),
+    "to-be-deleted": (
+        [],
+        [{"key": "ToBeDeletedByClusterAutoscaler", "value": "1700000000", "effect": "NoSchedule"}],
+    ),
+    "impaired-volumes": ([], [{"key": "NodeWithImpairedVolumes", "value": "true", "effect": "NoSchedule"}]),
+    "cordoned": ([], []),
+}
+
+
+def raw_node(name: str, state: str, labelled: bool) -> dict[str, Any]:
+    """A node of ng-sg in `state`, with fitguard's label when `labelled`."""
+    conditions, taints = STATES[state]
+    ready = [c for c in conditions if c["type"] == "Ready"] or [{"type": "Ready", "status": "True"}]
+    labels = {"eks.amazonaws.com/nodegroup": "ng-sg", "kubernetes.io/hostname": name}
+    return {
+        "metadata": {"name": name, "labels": {**labels, **({EXHAUSTED_LABEL: "true"} if labelled else {})}},
+        "spec": {"taints": taints, "unschedulable": state == "cordoned"},
+        "status": {
+            "allocatable": {"cpu": "2", "memory": "8Gi", "pods": "29", POD_ENI: "3"},
+            "conditions": ready + [c for c in conditions if c["type"] != "Ready"],
+        },
+    }
+
+
+def guard_nodes(books: list[tuple[int, int, int, str]]) -> list[GuardNode]:
+    """The guard's nodes as controller/books.py builds them (capacity/guard_nodes.py's rule)."""
     result = []
-    for n in nodes:
-        assert n.view is not None
-        labels = {**n.view.labels, **({EXHAUSTED_LABEL: "true"} if labelled[n.name] else {})}
-        ready = "True" if n.candidate else "False"
-        result.append(
-            {
-                "metadata": {"name": n.name, "labels": labels},
-                "spec": {},
-                "status": {
-                    "allocatable": {"cpu": "2", "memory": "8Gi", "pods": "29", POD_ENI: "3"},
-                    "conditions": [{"type": "Ready", "status": ready}],
-                },
-            }
+    for i, (in_use, held, leaked, state) in enumerate(books):
+        raw = raw_node(f"n{i}", state, False)
+        view = View(
+            parse_resources(raw["status"]["allocatable"], "a"),
+            raw["metadata"]["labels"],
+            tuple(Taint.from_object(t) for t in raw["spec"]["taints"]),
         )
+        candidate = is_template_candidate(raw, NOW)
+        result.append(GuardNode(f"n{i}", "ng-sg", 3, in_use, held, leaked, candidate, view))
     return result
 
 
@@ -234,28 +276,26 @@ GUARDED_SPEC = {
     "containers": [{"name": "c", "resources": {"requests": {"cpu": "100m", POD_ENI: "1"}}}],
     "affinity": GUARD,
 }
+BOOKS = st.lists(
+    st.tuples(st.integers(0, 3), st.integers(0, 3), st.integers(0, 1), st.sampled_from(sorted(STATES))),
+    min_size=1,
+    max_size=4,
+)
 
 
 @settings(max_examples=examples(300))
-@given(
-    books=st.lists(
-        st.tuples(st.integers(0, 3), st.integers(0, 3), st.integers(0, 1), st.booleans()),
-        min_size=1,
-        max_size=4,
-    ),
-    scaling=st.booleans(),
-    pending=st.booleans(),
-)
+@given(books=BOOKS, scaling=st.booleans(), pending=st.booleans())
 def test_once_settled_the_guard_never_blinds_cluster_autoscaler(
-    books: list[tuple[int, int, int, bool]], scaling: bool, pending: bool
+    books: list[tuple[int, int, int, str]], scaling: bool, pending: bool
 ) -> None:
-    """Whatever the books of a group, once the grace has passed a pending guarded pod fits some
-    template cluster-autoscaler may build from a ready node of the group (tests/autoscaler_template.py)
-    whenever it would fit one without fitguard, unless fitguard scales the group itself."""
-    nodes = [
-        node(f"n{i}", in_use=in_use, held=held, leaked=leaked, ready=ready)
-        for i, (in_use, held, leaked, ready) in enumerate(books)
-    ]
+    """Whatever the books and the conditions and taints of a group's nodes, once the grace has
+    passed a pending guarded pod fits some template cluster-autoscaler may build from a candidate
+    node of the group (tests/autoscaler_template.py, its own restatement of the readiness rule and
+    of SanitizeTaints) whenever it would fit one without fitguard, unless fitguard scales the group
+    itself; and the guard's candidates are the model's."""
+    nodes = guard_nodes(books)
+    raws = [raw_node(n.name, state, False) for n, (_, _, _, state) in zip(nodes, books, strict=True)]
+    assert [n.candidate for n in nodes] == [autoscaler_template._candidate(r, NOW) for r in raws]
     pods = [pending_pod("default", "web-0", "u", AFFINITY_MESSAGE, GUARDED_SPEC)] if pending else []
     covered = frozenset({"ng-sg"}) if scaling else frozenset()
     first = decide(nodes, pods, GuardState(), NOW, grace=GRACE_S, scaled_groups=covered)
@@ -263,12 +303,39 @@ def test_once_settled_the_guard_never_blinds_cluster_autoscaler(
     if settled.groups["ng-sg"].state == SCALING:
         assert scaling and pending
         return
-    blinded_pods = autoscaler_template.blinded(raw_nodes(nodes, settled.labels), "ng-sg", [GUARDED_SPEC])
+    written = [
+        raw_node(n.name, state, settled.labels[n.name])
+        for n, (_, _, _, state) in zip(nodes, books, strict=True)
+    ]
+    blinded_pods = autoscaler_template.blinded(written, "ng-sg", [GUARDED_SPEC], NOW + GRACE_S)
     assert blinded_pods == [] or not pending
     # held ENIs alone earn the label, whatever else happened
     for n in nodes:
         if settled.labels[n.name]:
             assert n.held + n.leaked > 0 and (n.true_free or 0) <= 0
+
+
+@settings(max_examples=examples(200))
+@given(books=BOOKS, order=st.randoms(use_true_random=False), scaling=st.booleans())
+def test_a_group_whose_nodes_go_one_by_one_is_never_remembered_with_the_label(
+    books: list[tuple[int, int, int, str]], order: Any, scaling: bool
+) -> None:
+    """The group's nodes go one at a time (spot loss, scale-in), the guard passing after each
+    change and cluster-autoscaler's loop after it: the template cluster-autoscaler caches last, from
+    whichever candidate it then sees, never carries fitguard's label unless fitguard scales the
+    group itself (then fitguard's memory record keeps the label and its planner serves the pods)."""
+    nodes = guard_nodes(books)
+    states = {n.name: state for n, (_, _, _, state) in zip(nodes, books, strict=True)}
+    covered = frozenset({"ng-sg"}) if scaling else frozenset()
+    remaining = list(nodes)
+    order.shuffle(remaining)
+    cached: list[View] = []
+    while remaining:
+        decision = decide(remaining, [], GuardState(), NOW, scaled_groups=covered)
+        written = [raw_node(n.name, states[n.name], decision.labels[n.name]) for n in remaining]
+        cached = autoscaler_template.templates(written, "ng-sg", NOW) or cached
+        remaining.pop()
+    assert scaling or all(EXHAUSTED_LABEL not in view.labels for view in cached)
 
 
 # -- whole answers (the mutation run of capacity/guard.py, TESTING.md) -------------------------
