@@ -68,6 +68,11 @@ class Readiness:
     since: float = NEVER
 
 
+def _map(node: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    value = node.get(key)
+    return value if isinstance(value, Mapping) else {}
+
+
 def _time(value: object) -> float:
     """Epoch seconds of an RFC 3339 time; NEVER when absent; UNKNOWN when unreadable."""
     if value is None or value == "":
@@ -83,8 +88,7 @@ def _time(value: object) -> float:
 
 def node_readiness(node: Mapping[str, Any]) -> Readiness:
     """`GetNodeReadiness` of a node object."""
-    status = node.get("status") if isinstance(node.get("status"), Mapping) else {}
-    spec = node.get("spec") if isinstance(node.get("spec"), Mapping) else {}
+    status, spec = _map(node, "status"), _map(node, "spec")
     ready, found, since = True, False, NEVER
     for condition in status.get("conditions") or ():
         if not isinstance(condition, Mapping):
@@ -126,9 +130,7 @@ def is_good_candidate(
 
 def node_view(node: Mapping[str, Any]) -> View | None:
     """A node object's own labels, allocatable and taints (None when unreadable)."""
-    meta = node.get("metadata") if isinstance(node.get("metadata"), Mapping) else {}
-    spec = node.get("spec") if isinstance(node.get("spec"), Mapping) else {}
-    status = node.get("status") if isinstance(node.get("status"), Mapping) else {}
+    meta, spec, status = _map(node, "metadata"), _map(node, "spec"), _map(node, "status")
     try:
         taints = spec.get("taints") or []
         if not isinstance(taints, list):
@@ -147,7 +149,7 @@ def is_template_candidate(
     node: Mapping[str, Any], now: float, taint_options: TaintOptions = DEFAULT_TAINT_CONFIG
 ) -> bool:
     """`is_good_candidate` of a node object."""
-    spec = node.get("spec") if isinstance(node.get("spec"), Mapping) else {}
+    spec = _map(node, "spec")
     return is_good_candidate(
         node_readiness(node), node_view(node), bool(spec.get("unschedulable")), now, taint_options
     )

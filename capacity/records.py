@@ -289,8 +289,18 @@ class NodeRecord:
     """One node as the books see it: `pod_eni` is its allocatable branch ENIs, None when the node
     does not advertise the resource (the books then count no branch ENI there)."""
 
-    __slots__ = ("exhausted", "instance_id", "instance_type", "name", "node_group", "pod_eni", "ready")
-    __slots__ += ("ready_since", "unschedulable", "view")
+    __slots__ = (
+        "exhausted",
+        "instance_id",
+        "instance_type",
+        "name",
+        "node_group",
+        "pod_eni",
+        "ready",
+        "ready_since",
+        "unschedulable",
+        "view",
+    )
 
     def __init__(
         self,
@@ -309,8 +319,7 @@ class NodeRecord:
         self.name, self.instance_id, self.node_group = name, instance_id, node_group
         self.instance_type, self.pod_eni = instance_type, pod_eni
         self.ready, self.ready_since = ready, ready_since
-        self.unschedulable = unschedulable
-        self.exhausted = exhausted
+        self.unschedulable, self.exhausted = unschedulable, exhausted
         self.view = view  # what cluster-autoscaler copies into a template built from this node
 
     def __repr__(self) -> str:
@@ -326,8 +335,7 @@ class NodeRecord:
 
 def project_node(obj: Mapping[str, Any]) -> NodeRecord:
     """The record of a node; raises TypeError/ValueError on a malformed one."""
-    meta = _map(obj, "metadata")
-    status = _map(obj, "status")
+    meta, status = _map(obj, "metadata"), _map(obj, "status")
     name = meta.get("name")
     if not name:
         raise ValueError("metadata.name: missing")

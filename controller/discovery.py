@@ -191,7 +191,8 @@ def template_node(group: AwsNodeGroup, nodes: list[Mapping[str, Any]]) -> Mappin
     wanted = group.instance_types[0] if group.instance_types else ""
     ordered = sorted(nodes, key=lambda n: str((n.get("metadata") or {}).get("name")))
     same_type = [n for n in ordered if _labels(n).get("node.kubernetes.io/instance-type") == wanted]
-    return (same_type or ordered or [None])[0]
+    chosen = same_type or ordered
+    return chosen[0] if chosen else None
 
 
 def _labels(node: Mapping[str, Any]) -> Mapping[str, str]:

@@ -344,7 +344,9 @@ def test_a_dry_run_writes_no_label(fake_kube: Any) -> None:
     """In dry run the decision is made and told, and the node on the server keeps its labels."""
     fake_kube.create(node("a"))
     clock = Clock()
-    live = LiveBooks(fake_kube.api_client(), window=1000.0, clock=clock, dry_run=True, scaled_groups=scales_ng)
+    live = LiveBooks(
+        fake_kube.api_client(), window=1000.0, clock=clock, dry_run=True, scaled_groups=scales_ng
+    )
     live.nodes.replace([node("a")])
     live.pods.replace([pod("j1", "a", phase="Succeeded", finished=BASE - 5), pod("w1", "a"), pod("w2", "a")])
     assert live.reconcile(BASE) == [BooksDecision("label-set", "a", HELD_A)]
