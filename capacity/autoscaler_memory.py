@@ -8,16 +8,15 @@ kubernetes/autoscaler cluster-autoscaler/processors/nodeinfosprovider):
   a group with no good candidate takes its cached template unless `isCacheItemExpired` (now minus
   the time it was cached is more than the TTL), and only then builds one from the cloud provider
   (the ASG's tags). The cache is a map in the process: a restart forgets everything.
-- `isNodeGoodTemplateCandidate`: Ready, Ready for more than `stabilizationDelay` (1 minute), not
-  unschedulable, no `ToBeDeletedByClusterAutoscaler` taint; and Ready as cluster-autoscaler sees it:
-  pkg/core/static_autoscaler.go `obtainNodeLists` hands over a node carrying a startup taint as a
-  NotReady copy (pkg/utils/taints/taints.go `FilterOutNodesWithStartupTaints`).
+- Which node is a good template candidate: capacity/autoscaler_readiness.py (`GetNodeReadiness`,
+  `isNodeGoodTemplateCandidate`, the NotReady copies `obtainNodeLists` makes).
 - The node is cached as `SanitizedTemplateNodeInfoFromNodeInfo` made it: taints sanitised with the
   process's own taint options (capacity/template_taints.py), which a process keeps for its life.
 - asg_tag_resource_node_info_provider.go `AsgTagResourceNodeInfoProvider.Process` (what the AWS
   provider installs): resources of the tag-built template that the remembered node lacks are added.
 - pkg/config/flags/flags.go: `--node-info-cache-expire-time` (default 87600h) and `--scan-interval`
-  (default 10s); main.go builds the autoscaler (and its empty cache) only once the process leads.
+  (default 10s); main.go builds the autoscaler (and its empty cache) only once the process leads,
+  and its first loop runs a scan interval after the cloud provider is built (`first_loop`).
 Its flags are read by capacity/autoscaler_flags.py.
 """
 
@@ -43,9 +42,27 @@ EXPIRE_FLAG = "node-info-cache-expire-time"
 SCAN_INTERVAL_FLAG = "scan-interval"
 DEFAULT_EXPIRE = "87600h"  # flags.go: ten years
 DEFAULT_SCAN_INTERVAL = "10s"  # flags.go
-STABILIZATION_SECONDS = 60.0  # mixed_nodeinfos_processor.go stabilizationDelay
-TO_BE_DELETED_TAINT = "ToBeDeletedByClusterAutoscaler"
 AUTOSCALER_BINARY = "cluster-autoscaler"
+# What happens between the process's start and its first loop (kubernetes/autoscaler
+# cluster-autoscaler/main.go `main`, `run`): with leader election (on by default) it waits for the
+# Lease; a predecessor that exits on a signal does not release it, so it can take a lease duration
+# plus client-go's jittered retry (k8s.io/client-go tools/leaderelection `acquire`: JitterFactor
+# 1.2); then it builds the cloud provider (the AWS one pages through DescribeInstanceTypes and
+# reads the ASGs), and only then waits one scan interval before the first loop.
+LEADER_ELECT_FLAG = "leader-elect"
+LEASE_DURATION_FLAG = "leader-elect-lease-duration"
+RETRY_PERIOD_FLAG = "leader-elect-retry-period"
+DEFAULT_LEASE_DURATION = "15s"  # main.go defaultLeaseDuration
+DEFAULT_RETRY_PERIOD = "2s"  # main.go defaultRetryPeriod
+RETRY_JITTER = 1.2  # client-go leaderelection JitterFactor
+# Not an upstream figure: a bound fitguard chooses for building the cloud provider, generous so
+# that fitguard says "does not remember" when in doubt (a few paged EC2 calls take seconds).
+BUILD_ALLOWANCE = 60.0
+DEFAULT_STARTUP = (
+    parse_go_duration(DEFAULT_LEASE_DURATION)
+    + parse_go_duration(DEFAULT_RETRY_PERIOD) * (1 + RETRY_JITTER)
+    + BUILD_ALLOWANCE
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +78,13 @@ class AutoscalerProcess:
     expire_error: str = ""
     scan_interval: float = 10.0
     taint_options: TaintOptions = DEFAULT_TAINT_CONFIG
+    startup: float = DEFAULT_STARTUP  # seconds from the start to the first loop's wait (main.go)
+
+    @property
+    def first_loop(self) -> float:
+        """The latest time the first loop can be taken to have run by: a node last seen before it
+        may have gone before cluster-autoscaler cached it."""
+        return self.started + self.startup + self.scan_interval
 
 
 def _parse_time(value: object) -> float | None:
@@ -144,8 +168,53 @@ def process_of(pod: Mapping[str, Any]) -> AutoscalerProcess | None:
         scan_interval = parse_go_duration(DEFAULT_SCAN_INTERVAL)
     name = f"{meta.get('namespace') or 'default'}/{meta.get('name') or ''}"
     return AutoscalerProcess(
-        name, started, expire_text, expire_after, error, scan_interval, taint_options_from_argv(argv)
+        name,
+        started,
+        expire_text,
+        expire_after,
+        error,
+        scan_interval,
+        taint_options_from_argv(argv),
+        startup=startup_allowance(argv),
     )
+
+
+def _bool_flag(argv: Sequence[str], name: str) -> bool | None:
+    """A pflag boolean (`--name` or `--name=v`, `_` read as `-`, the last wins, `--` ends the
+    flags); None when not given or when `v` is no Go `strconv.ParseBool` value."""
+    found: bool | None = None
+    for arg in argv:
+        if arg == "--":
+            break
+        key, eq, given = arg[2:].partition("=") if arg.startswith("--") else ("", "", "")
+        if key.replace("_", "-") != name:
+            continue
+        found = True if not eq else _PARSE_BOOL.get(given)
+    return found
+
+
+_PARSE_BOOL = {
+    **dict.fromkeys(("1", "t", "T", "TRUE", "true", "True"), True),
+    **dict.fromkeys(("0", "f", "F", "FALSE", "false", "False"), False),
+}
+
+
+def startup_allowance(argv: Sequence[str]) -> float:
+    """Seconds from the process's start to the start of its first scan interval, at most: the
+    Lease (unless `--leader-elect=false`) and the cloud provider's build. A value fitguard cannot
+    read counts as the default; leader election is taken as on unless plainly turned off."""
+    if _bool_flag(argv, LEADER_ELECT_FLAG) is False:
+        return BUILD_ALLOWANCE
+    lease = _duration(argv, LEASE_DURATION_FLAG, DEFAULT_LEASE_DURATION)
+    retry = _duration(argv, RETRY_PERIOD_FLAG, DEFAULT_RETRY_PERIOD)
+    return lease + retry * (1 + RETRY_JITTER) + BUILD_ALLOWANCE
+
+
+def _duration(argv: Sequence[str], name: str, default: str) -> float:
+    try:
+        return max(parse_go_duration(flag_value(argv, name) or default), 0.0)
+    except ValueError:
+        return parse_go_duration(default)
 
 
 def running_autoscaler(pods: Iterable[Mapping[str, Any]]) -> AutoscalerProcess | None:
@@ -155,30 +224,6 @@ def running_autoscaler(pods: Iterable[Mapping[str, Any]]) -> AutoscalerProcess |
     standby's own restart, so it never claims a memory the leader may lack."""
     processes = [p for p in (process_of(pod) for pod in pods) if p is not None]
     return max(processes, key=lambda p: (p.started, p.pod), default=None)
-
-
-def is_template_candidate(
-    node: Mapping[str, Any], now: float, taint_options: TaintOptions = DEFAULT_TAINT_CONFIG
-) -> bool:
-    """`isNodeGoodTemplateCandidate`: Ready for more than a minute, schedulable, not being deleted by
-    cluster-autoscaler, no startup taint (such a node is NotReady to cluster-autoscaler). A Ready
-    condition with no transition time has been Ready for ever."""
-    spec = node.get("spec") or {}
-    if spec.get("unschedulable"):
-        return False
-    keys = [str(t.get("key")) for t in spec.get("taints") or [] if isinstance(t, Mapping)]
-    if TO_BE_DELETED_TAINT in keys or any(taint_options.is_startup_taint(key) for key in keys):
-        return False
-    for condition in (node.get("status") or {}).get("conditions") or []:
-        if isinstance(condition, Mapping) and condition.get("type") == "Ready":
-            if condition.get("status") != "True":
-                return False
-            try:
-                since = _parse_time(condition.get("lastTransitionTime"))
-            except ValueError:
-                return False  # when it became Ready is unknown: not known to be stable
-            return since is None or since + STABILIZATION_SECONDS < now
-    return False
 
 
 def refresh_period(process: AutoscalerProcess | None) -> float:
@@ -212,7 +257,7 @@ def next_memory(
             last_seen is None
             or view != live
             or now - last_seen >= refresh_period(process)
-            or (process is not None and last_seen < process.started + process.scan_interval)
+            or (process is not None and last_seen < process.first_loop)
         )
         view = live
         if stale:
@@ -240,11 +285,12 @@ def _judge(
     if process.expire_after is None:
         return False, f"--{EXPIRE_FLAG} unreadable ({process.expire_error}): judged by its tags", ""
     started, seen = format_time(process.started), format_time(last_seen)
-    if process.started + process.scan_interval > last_seen:
+    if process.first_loop > last_seen:
         return (
             False,
-            f"cluster-autoscaler {process.pod} started at {started}, too late to have seen the group's "
-            f"last live node (seen {seen}): it builds the group's node from its tags",
+            f"cluster-autoscaler {process.pod} started at {started}; its first loop may not have run "
+            f"before {format_time(process.first_loop)}, too late to be sure it saw the group's last live "
+            f"node (seen {seen}): it builds the group's node from its tags",
             "",
         )
     expires = format_time(last_seen + process.expire_after)

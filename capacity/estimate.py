@@ -31,8 +31,12 @@ GIB = 2**30
 KUBE_RESERVED_STORAGE = 1 * GIB
 EVICTION_MEMORY = 100 * MIB
 EVICTION_NODEFS_PERCENT = 10
-# Labels that name one node, not the group: dropped from a live node's labels.
-NODE_SPECIFIC_LABELS = frozenset({"kubernetes.io/hostname", EXHAUSTED_LABEL})
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+# Labels that name one node, not the group: dropped from a live node's labels when it stands for a
+# new node of its group (the actual view). cluster-autoscaler's cached copy keeps the second.
+NODE_SPECIFIC_LABELS = frozenset({HOSTNAME_LABEL, EXHAUSTED_LABEL})
+# sigs.k8s.io/cluster-autoscaler pkg/simulator/node_info_utils.go SanitizedTemplateNodeInfoFromNodeInfo
+TEMPLATE_NODE_LABEL = "cluster-autoscaler.kubernetes.io/template-node"
 
 
 def reserved_cpu_millicores(vcpus: int) -> int:
@@ -133,14 +137,27 @@ def live_node_view(node: Mapping[str, Any], taint_options: TaintOptions = DEFAUL
     """A live node as a template: its allocatable, its labels less the node-specific ones, its
     taints as cluster-autoscaler run with `taint_options` sanitises them (capacity.template_taints).
     Raises ValueError/TypeError on a malformed node."""
+    return _sanitized(node, taint_options, NODE_SPECIFIC_LABELS, {})
+
+
+def remembered_node_view(node: Mapping[str, Any], taint_options: TaintOptions = DEFAULT_TAINT_CONFIG) -> View:
+    """A live node as cluster-autoscaler caches it for the group (node_info_utils.go
+    `createSanitizedNode`, `SanitizedTemplateNodeInfoFromNodeInfo`): every label but the hostname,
+    fitguard's exhausted label included, the template-node marker, taints sanitised. Raises
+    ValueError/TypeError on a malformed node."""
+    return _sanitized(node, taint_options, frozenset({HOSTNAME_LABEL}), {TEMPLATE_NODE_LABEL: "true"})
+
+
+def _sanitized(
+    node: Mapping[str, Any], taint_options: TaintOptions, dropped: frozenset[str], added: Mapping[str, str]
+) -> View:
     meta = node.get("metadata") or {}
     allocatable = (node.get("status") or {}).get("allocatable") or {}
     taints = [Taint.from_object(t) for t in (node.get("spec") or {}).get("taints") or []]
+    labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items() if k not in dropped}
     return View(
         allocatable={str(k): parse_quantity(v, f"status.allocatable.{k}") for k, v in allocatable.items()},
-        labels={
-            str(k): str(v) for k, v in (meta.get("labels") or {}).items() if k not in NODE_SPECIFIC_LABELS
-        },
+        labels={**labels, **added},
         taints=sanitize_taints(taints, taint_options),
         source="live-node",
     )

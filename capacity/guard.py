@@ -29,6 +29,7 @@ from capacity.fit import AFFINITY_MISMATCH, PodNeeds, check_fit
 from capacity.names import EXHAUSTED_LABEL
 from capacity.selectors import required_node_terms
 from capacity.template import View
+from capacity.template_taints import DEFAULT_TAINT_CONFIG, TaintOptions, sanitize_taints
 
 DEFAULT_GRACE = 30.0
 # The scheduler's nodeaffinity filter names itself so in the PodScheduled message.
@@ -40,6 +41,7 @@ BLIND = "blind"  # every candidate labelled, no guarded pod pending on it
 GRACE = "grace"  # blind with guarded pods pending: waiting out the grace period
 SCALING = "scaling"  # blind with guarded pods pending: `--scaling=on` covers the group
 LIFTED = "lifted"  # the guard stepped aside for cluster-autoscaler
+LAST_NODE = "last-node"  # held ENIs, but the group's last ready node: left unlabelled (memory)
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,8 +54,11 @@ class GuardNode:
     in_use: int = 0
     held: int = 0  # by finished or deleted pods within the release window
     leaked: int = 0  # claimed by no pod past the window (--verify-with-ec2)
-    candidate: bool = True  # ready and schedulable: cluster-autoscaler may template the group on it
-    view: View | None = None  # allocatable, labels (as they are now), taints
+    # A good template candidate (capacity/autoscaler_readiness.py): cluster-autoscaler may build
+    # the group's template from it, and caches that template for when the group has no candidate.
+    candidate: bool = True
+    view: View | None = None  # allocatable, labels (as they are now), taints (unsanitised)
+    autoscaled: bool = True  # its group may be cluster-autoscaler's (not Karpenter's)
 
     @property
     def true_free(self) -> int | None:
@@ -168,24 +173,42 @@ def unlabelled_reason(node: GuardNode) -> str:
     return f"{free} of {node.capacity} branch ENIs are free"
 
 
-def fits_without_guard(pod: PendingPod, node: GuardNode) -> bool:
+def fits_without_guard(
+    pod: PendingPod, node: GuardNode, taint_options: TaintOptions = DEFAULT_TAINT_CONFIG
+) -> bool:
     """The pod fits a fresh node copied from this one with fitguard's label set aside: what
-    cluster-autoscaler would see without fitguard (DaemonSet overhead not counted: when in doubt
-    the guard steps aside)."""
+    cluster-autoscaler would see without fitguard. The copy is its template (node_info_utils.go
+    `createSanitizedNode`): taints sanitised with its options, the hostname its own (capacity/fit.py
+    gives a view of a live node the template's). DaemonSet overhead is not counted: when in doubt
+    the guard steps aside."""
     if node.view is None:
         return False
     labels = {k: v for k, v in node.view.labels.items() if k != EXHAUSTED_LABEL}
-    return not check_fit(pod.needs, View(node.view.allocatable, labels, node.view.taints))
+    taints = sanitize_taints(node.view.taints, taint_options)
+    return not check_fit(pod.needs, View(node.view.allocatable, labels, taints, node.view.source))
 
 
-def guarded_waiting(pods: Iterable[PendingPod], candidates: Sequence[GuardNode]) -> tuple[PendingPod, ...]:
+def guarded_waiting(
+    pods: Iterable[PendingPod],
+    candidates: Sequence[GuardNode],
+    taint_options: TaintOptions = DEFAULT_TAINT_CONFIG,
+) -> tuple[PendingPod, ...]:
     """Guarded pods the scheduler refused for node affinity and that a node of the group would take
     but for the label: the pods the label keeps from cluster-autoscaler."""
     return tuple(
         p
         for p in pods
-        if p.guarded and p.affinity_named and any(fits_without_guard(p, n) for n in candidates)
+        if p.guarded and p.affinity_named and any(fits_without_guard(p, n, taint_options) for n in candidates)
     )
+
+
+def spared(members: Sequence[GuardNode], scaled: bool) -> bool:
+    """Whether the group's nodes are left unlabelled because cluster-autoscaler would remember the
+    label: when a group has no good candidate left, cluster-autoscaler builds its nodes from the
+    template it cached from the last one, every label kept (mixed_nodeinfos_processor.go `Process`,
+    node_info_utils.go `createSanitizedNode`), until it restarts. So a group cluster-autoscaler may
+    scale, with at most one candidate, carries no label unless fitguard scales it itself."""
+    return not scaled and any(n.autoscaled for n in members) and sum(n.candidate for n in members) <= 1
 
 
 def decide(
@@ -196,9 +219,11 @@ def decide(
     *,
     grace: float = DEFAULT_GRACE,
     scaled_groups: frozenset[str] | None = frozenset(),
+    taint_options: TaintOptions = DEFAULT_TAINT_CONFIG,
 ) -> GuardDecision:
     """One pass. `scaled_groups`: the groups `--scaling=on` covers (fitguard scales them instead of
-    stepping aside); None while that is not yet known (scaling on, no cycle yet): nothing is lifted."""
+    stepping aside); None while that is not yet known (scaling on, no cycle yet): nothing is lifted,
+    and no group's last ready node is labelled. `taint_options`: the running cluster-autoscaler's."""
     pending = list(pending)
     groups: dict[str, list[GuardNode]] = {}
     for node in nodes:
@@ -213,13 +238,19 @@ def decide(
     for key, members in sorted(groups.items()):
         members.sort(key=lambda n: n.name)
         held = {n.name: held_reason(n) for n in members}
-        for n in members:
-            labels[n.name] = held[n.name] is not None
-            reasons[n.name] = held[n.name] or unlabelled_reason(n)
         was_lifted = state.lifted.get(key)
         verdict = verdicts[key] = _group_verdict(
-            key, members, held, pending, state, now=now, grace=grace, scaled_groups=scaled_groups
+            key,
+            members,
+            held,
+            pending,
+            state,
+            now=now,
+            grace=grace,
+            scaled_groups=scaled_groups,
+            taint_options=taint_options,
         )
+        _label_members(members, held, verdict, labels, reasons)
         if verdict.state == LIFTED and verdict.since is not None:
             lifted[key] = verdict.since
             if was_lifted is None:
@@ -242,6 +273,24 @@ def decide(
     )
 
 
+def _label_members(
+    members: Sequence[GuardNode],
+    held: Mapping[str, str | None],
+    verdict: GroupVerdict,
+    labels: dict[str, bool],
+    reasons: dict[str, str],
+) -> None:
+    """Each member's label and reason: held ENIs earn it, unless the group's last ready node is
+    spared (LAST_NODE)."""
+    spare = verdict.state == LAST_NODE
+    for n in members:
+        why = held[n.name]
+        labels[n.name] = why is not None and not spare
+        reasons[n.name] = why or unlabelled_reason(n)
+        if spare and why:
+            reasons[n.name] = f"{why}; not labelled: {verdict.reason}"
+
+
 def _group_verdict(
     key: str,
     members: Sequence[GuardNode],
@@ -252,13 +301,16 @@ def _group_verdict(
     now: float,
     grace: float,
     scaled_groups: frozenset[str] | None,
+    taint_options: TaintOptions,
 ) -> GroupVerdict:
     """One group's state in this pass: clear, blind, scaling, lifted (since when) or in its grace
     period (blind since when)."""
     candidates = [n for n in members if n.candidate]
     names = tuple(n.name for n in members)
+    if any(held.values()) and spared(members, scaled_groups is not None and key in scaled_groups):
+        return GroupVerdict(key, LAST_NODE, spared_message(key), names)
     blind = bool(candidates) and all(held[n.name] for n in candidates)
-    pods = guarded_waiting(pending, candidates) if blind else ()
+    pods = guarded_waiting(pending, candidates, taint_options) if blind else ()
     was_lifted = state.lifted.get(key)
     if not blind:
         why = "no ready node" if not candidates else "a ready node is not labelled"
@@ -277,6 +329,15 @@ def _group_verdict(
         return GroupVerdict(key, LIFTED, lift_message(key, pods), names, pods, now)
     why = f"every ready node is labelled and {len(pods)} guarded pods pend on it: grace period"
     return GroupVerdict(key, GRACE, why, names, pods, since)
+
+
+def spared_message(group: str) -> str:
+    """Why a group's last ready node is left unlabelled."""
+    return (
+        f"{group} has at most one ready node cluster-autoscaler may template it on, and fitguard does "
+        "not scale it: once that node goes, cluster-autoscaler builds the group's nodes from its "
+        "remembered copy, every label kept, until it restarts"
+    )
 
 
 def lift_message(group: str, pods: Sequence[PendingPod]) -> str:

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
+from capacity.autoscaler_readiness import NEVER, node_readiness
 from capacity.names import EXHAUSTED_LABEL, KEEP_LABEL, TERMINAL_PHASES
 from capacity.pod_status import list_field as _list
 from capacity.pod_status import map_field as _map
@@ -232,6 +233,7 @@ class NodeRecord:
         "node_group",
         "pod_eni",
         "ready",
+        "ready_since",
         "unschedulable",
         "view",
     )
@@ -243,20 +245,17 @@ class NodeRecord:
         instance_type: str = "",
         *,
         pod_eni: int | None = None,
-        ready: bool = True,
+        ready: bool = True,  # as cluster-autoscaler reads it (capacity/autoscaler_readiness.py)
+        ready_since: float = NEVER,
         unschedulable: bool = False,
         exhausted: bool = False,
         instance_id: str = "",
         view: View | None = None,
     ) -> None:
-        self.name = name
-        self.instance_id = instance_id
-        self.node_group = node_group
-        self.instance_type = instance_type
-        self.pod_eni = pod_eni
-        self.ready = ready
-        self.unschedulable = unschedulable
-        self.exhausted = exhausted
+        self.name, self.instance_id, self.node_group = name, instance_id, node_group
+        self.instance_type, self.pod_eni = instance_type, pod_eni
+        self.ready, self.ready_since = ready, ready_since
+        self.unschedulable, self.exhausted = unschedulable, exhausted
         self.view = view  # what cluster-autoscaler copies into a template built from this node
 
     def __repr__(self) -> str:
@@ -272,8 +271,7 @@ class NodeRecord:
 
 def project_node(obj: Mapping[str, Any]) -> NodeRecord:
     """The record of a node; raises TypeError/ValueError on a malformed one."""
-    meta = _map(obj, "metadata")
-    status = _map(obj, "status")
+    meta, status = _map(obj, "metadata"), _map(obj, "status")
     name = meta.get("name")
     if not name:
         raise ValueError("metadata.name: missing")
@@ -282,13 +280,15 @@ def project_node(obj: Mapping[str, Any]) -> NodeRecord:
     pod_eni: int | None = None
     if POD_ENI in allocatable:
         pod_eni = milli_to_units(parse_quantity(allocatable[POD_ENI], f"status.allocatable.{POD_ENI}"))
-    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in _list(status, "conditions"))
+    _list(status, "conditions")  # TypeError on a malformed list, as before
+    readiness = node_readiness(obj)
     return NodeRecord(
         name=_intern(name),
         node_group=_intern(next((labels[k] for k in NODE_GROUP_LABELS if labels.get(k)), "")),
         instance_type=_intern(next((labels[k] for k in INSTANCE_TYPE_LABELS if labels.get(k)), "")),
         pod_eni=pod_eni,
-        ready=ready,
+        ready=readiness.ready,
+        ready_since=readiness.since,
         unschedulable=bool(_map(obj, "spec").get("unschedulable")),
         exhausted=labels.get(EXHAUSTED_LABEL) == "true",
         instance_id=provider_instance_id(_map(obj, "spec").get("providerID")),

@@ -33,14 +33,15 @@ from capacity.branch_eni import (
 from capacity.guard import (
     DEFAULT_GRACE,
     GuardDecision,
-    GuardNode,
     GuardState,
     PendingPod,
     decide,
     pending_pod,
 )
+from capacity.guard_nodes import guard_node
 from capacity.names import EXHAUSTED_LABEL, VPC_CNI_CONFIG_NAME, VPC_CNI_CONFIG_NAMESPACE
 from capacity.records import NodeRecord, PodRecord, discovery_node, project_node, project_pod
+from capacity.template_taints import DEFAULT_TAINT_CONFIG, TaintOptions
 from controller.books_metrics import register_metrics
 from kube import podwire
 from kube.api import get_config_map
@@ -82,6 +83,7 @@ class LiveBooks:
         registry: CollectorRegistry | None = None,
         guard_grace: float = DEFAULT_GRACE,
         scaled_groups: Callable[[], frozenset[str] | None] = frozenset,
+        autoscaler_taints: Callable[[], TaintOptions] = lambda: DEFAULT_TAINT_CONFIG,
     ) -> None:
         self.api = as_kube_client(api)
         self.clock = clock
@@ -111,6 +113,7 @@ class LiveBooks:
         # the exhausted-node guard (capacity/guard.py): its memory between passes and its last word
         self.guard_grace = guard_grace
         self.scaled_groups = scaled_groups
+        self.autoscaler_taints = autoscaler_taints  # the running cluster-autoscaler's, as last seen
         self.guard_state = GuardState()
         self.guard: GuardDecision | None = None
         self._pending_pods: dict[tuple[str, str], PodRecord] = {}
@@ -251,23 +254,12 @@ class LiveBooks:
 
     def _guard(self, rows: list[NodeSummary], now: float) -> GuardDecision:
         """The guard's decision for this pass (pure: capacity/guard.py), kept for /snapshotz."""
-        nodes = []
-        for row in rows:
-            record = self.nodes.get("", row.name)
-            if record is None:
-                continue
-            nodes.append(
-                GuardNode(
-                    row.name,
-                    row.node_group,
-                    row.capacity,
-                    row.in_use,
-                    row.held,
-                    self.leaked.get(row.name, 0),
-                    record.ready and not record.unschedulable,
-                    record.view,
-                )
-            )
+        options = self.autoscaler_taints()
+        nodes = [
+            guard_node(row, record, self.leaked.get(row.name, 0), now, options)
+            for row in rows
+            if (record := self.nodes.get("", row.name)) is not None
+        ]
         guard = decide(
             nodes,
             self._pending(),
@@ -275,6 +267,7 @@ class LiveBooks:
             now,
             grace=self.guard_grace,
             scaled_groups=self.scaled_groups(),
+            taint_options=options,
         )
         self.guard_state, self.guard = guard.state, guard
         return guard

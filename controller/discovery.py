@@ -177,16 +177,23 @@ def actual_view(
     """A live ready node when there is one (of the type cluster-autoscaler assumes, if any), else
     the estimate; taints sanitised as cluster-autoscaler run with `taint_options` sanitises a
     template's, so both views drop the same ones. Raises TemplateError."""
-    if ready_nodes:
-        wanted = group.instance_types[0] if group.instance_types else ""
-        ordered = sorted(ready_nodes, key=lambda n: str((n.get("metadata") or {}).get("name")))
-        same_type = [n for n in ordered if _labels(n).get("node.kubernetes.io/instance-type") == wanted]
+    node = template_node(group, ready_nodes)
+    if node is not None:
         try:
-            chosen = (same_type or ordered)[0]
-            return replace(live_node_view(chosen, taint_options), capacity=live_capacity(chosen))
+            return replace(live_node_view(node, taint_options), capacity=live_capacity(node))
         except (TypeError, ValueError) as err:
             raise TemplateError(f"live node unreadable: {err}") from None
     return estimated_actual_view(group, facts, taint_options)
+
+
+def template_node(group: AwsNodeGroup, nodes: list[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    """The live node fitguard takes for the group: of the type cluster-autoscaler assumes if any,
+    the first by name (cluster-autoscaler's lister promises no order)."""
+    wanted = group.instance_types[0] if group.instance_types else ""
+    ordered = sorted(nodes, key=lambda n: str((n.get("metadata") or {}).get("name")))
+    same_type = [n for n in ordered if _labels(n).get("node.kubernetes.io/instance-type") == wanted]
+    chosen = same_type or ordered
+    return chosen[0] if chosen else None
 
 
 def _labels(node: Mapping[str, Any]) -> Mapping[str, str]:

@@ -89,6 +89,8 @@ class ControllerLoop:
             dry_run=dry_run,
             guard_grace=options.guard_grace,
             scaled_groups=self._scaled_groups,
+            # late-bound: the source is built below, from the books' node watch
+            autoscaler_taints=lambda: self.source.autoscaler_taints(),  # noqa: PLW0108
         )
         # the discovery cycle reads list+watch caches, the books' node watch among them
         self.source = CachedSource(api, self.books.node_objects)

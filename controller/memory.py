@@ -12,17 +12,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from capacity.autoscaler_flags import pod_selector
-from capacity.autoscaler_memory import (
-    AutoscalerProcess,
-    is_template_candidate,
-    next_memory,
-    running_autoscaler,
-)
-from capacity.estimate import node_is_ready
+from capacity.autoscaler_memory import AutoscalerProcess, next_memory, running_autoscaler
+from capacity.autoscaler_readiness import is_template_candidate
+from capacity.estimate import remembered_node_view
 from capacity.template import NodeGroupTemplate, View
 from capacity.template_taints import DEFAULT_TAINT_CONFIG, TaintOptions
 from controller.aws.records import AwsNodeGroup
-from controller.discovery import FactsLookup, GroupOutcome, TemplateError, actual_view, group_nodes
+from controller.discovery import FactsLookup, GroupOutcome, group_nodes, template_node
 
 if TYPE_CHECKING:
     from kube.client import ApiLike
@@ -95,14 +91,16 @@ def live_template(
     taint_options: TaintOptions = DEFAULT_TAINT_CONFIG,
 ) -> View | None:
     """The node cluster-autoscaler (run with `taint_options`) would cache as the group's template
-    now: among its good template candidates, the one fitguard's actual view would take, its taints
-    sanitised. None when it has none."""
-    candidates = [n for n in nodes if node_is_ready(n) and is_template_candidate(n, now, taint_options)]
-    if not candidates:
+    now: among its good template candidates (capacity/autoscaler_readiness.py), the one fitguard's
+    actual view would take, as cluster-autoscaler copies it: its labels kept, fitguard's exhausted
+    label too (capacity/estimate.py `remembered_node_view`). None when it has none."""
+    candidates = [n for n in nodes if is_template_candidate(n, now, taint_options)]
+    node = template_node(group, candidates)
+    if node is None:
         return None
     try:
-        return actual_view(group, candidates, facts, taint_options)
-    except TemplateError as err:
+        return remembered_node_view(node, taint_options)
+    except (TypeError, ValueError) as err:
         log.warning("node group %s: live node unreadable for the memory record: %s", group.name, err)
         return None
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
+from capacity.autoscaler_readiness import is_template_candidate
 from capacity.demand import ALL, BLIND, classify, is_scalable, pending_shapes
 from capacity.expander import usable
 from capacity.names import EXHAUSTED_LABEL, TERMINAL_PHASES
@@ -66,13 +67,12 @@ def _group_of(labels: Mapping[str, str]) -> str:
     return next((labels[k] for k in NODE_GROUP_LABELS if labels.get(k)), "")
 
 
-def exhausted_groups(nodes: Iterable[Mapping[str, Any]]) -> set[str]:
-    """Groups whose ready nodes all carry the exhausted label (cluster-autoscaler's template too).
-    Cordoned nodes are not among those cluster-autoscaler templates a group on (upstream
-    mixed_nodeinfos_processor.go isNodeGoodTemplateCandidate), as capacity/guard.py judges them."""
+def exhausted_groups(nodes: Iterable[Mapping[str, Any]], now: float) -> set[str]:
+    """Groups whose good template candidates all carry the exhausted label (cluster-autoscaler's
+    template too): the one rule of capacity/autoscaler_readiness.py, as the guard judges them."""
     seen: dict[str, bool] = {}
     for node in nodes:
-        if not _ready(node) or (node.get("spec") or {}).get("unschedulable"):
+        if not is_template_candidate(node, now):
             continue
         labels = (node.get("metadata") or {}).get("labels") or {}
         group = _group_of(labels)
@@ -216,7 +216,7 @@ class ScalingDriver:
         shapes, malformed = pending_shapes(raw.values())
         for ref, why in malformed:
             log.warning("pod %s unreadable, not planned for: %s", ref.key, why)
-        exhausted = exhausted_groups(nodes)
+        exhausted = exhausted_groups(nodes, now)
         blind = classify(shapes, current.values(), BLIND, exhausted)
         demand = blind if self.config.scope == BLIND else classify(shapes, current.values(), ALL, exhausted)
         unschedulable = sum(len(s.pods) for s in shapes)

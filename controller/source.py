@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from capacity.autoscaler_memory import AutoscalerProcess
 from capacity.names import TEMPLATE_KIND, VPC_CNI_CONFIG_NAME, VPC_CNI_CONFIG_NAMESPACE
 from capacity.records import PodRecord, project_pod
+from capacity.template_taints import DEFAULT_TAINT_CONFIG, TaintOptions
 from controller.memory import observe
 from kube.store import Store, object_key
 
@@ -182,6 +183,7 @@ class CachedSource:
     templates: Store[dict[str, Any]] = field(default_factory=lambda: Store(TEMPLATE_KIND))
     _reflectors: list[Reflector] = field(default_factory=list)
     _fresh: ApiSource | None = None
+    last_autoscaler: AutoscalerProcess | None = None
 
     def start(self) -> CachedSource:
         """Starts the DaemonSet and NodeGroupTemplate watches (the books start the node watch)."""
@@ -227,4 +229,12 @@ class CachedSource:
         return self._api().config_map(namespace, name)
 
     def autoscaler(self, selector: str, namespace: str) -> tuple[AutoscalerProcess | None, str]:
-        return self._api().autoscaler(selector, namespace)
+        found = self._api().autoscaler(selector, namespace)
+        self.last_autoscaler = found[0]  # the guard reads its taint options between cycles
+        return found
+
+    def autoscaler_taints(self) -> TaintOptions:
+        """The taint options of the cluster-autoscaler the last cycle found (only what every
+        cluster-autoscaler drops before a cycle has found one)."""
+        process = self.last_autoscaler
+        return process.taint_options if process is not None else DEFAULT_TAINT_CONFIG

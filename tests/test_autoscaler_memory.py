@@ -6,6 +6,7 @@ resources it lacks, and what the webhook and the demand make of it."""
 from __future__ import annotations
 
 import copy
+import math
 import time
 from pathlib import Path
 from typing import Any
@@ -18,13 +19,13 @@ from capacity.autoscaler_flags import flag_value, parse_go_duration, pod_selecto
 from capacity.autoscaler_memory import (
     AutoscalerProcess,
     format_time,
-    is_template_candidate,
     next_memory,
     parse_time,
     process_of,
     refresh_period,
     running_autoscaler,
 )
+from capacity.autoscaler_readiness import is_template_candidate
 from capacity.demand import Skipped, classify, pending_shapes
 from capacity.fit import PodNeeds
 from capacity.serve import denial_message, memory_reliance, memory_warnings, refusals
@@ -359,8 +360,9 @@ def test_an_autoscaler_started_after_the_last_sighting_builds_from_tags() -> Non
     assert memory == AutoscalerMemory(
         remembers=False,
         reason=(
-            "cluster-autoscaler kube-system/ca-1 started at 2026-11-30T13:30:00Z, too late to have seen the "
-            "group's last live node (seen 2026-11-30T13:00:00Z): it builds the group's node from its tags"
+            "cluster-autoscaler kube-system/ca-1 started at 2026-11-30T13:30:00Z; its first loop may not "
+            "have run before 2026-11-30T13:31:29Z, too late to be sure it saw the group's last live node "
+            "(seen 2026-11-30T13:00:00Z): it builds the group's node from its tags"
         ),
         view=LIVE,
         last_seen="2026-11-30T13:00:00Z",
@@ -370,14 +372,46 @@ def test_an_autoscaler_started_after_the_last_sighting_builds_from_tags() -> Non
     )
 
 
-def test_the_autoscaler_must_have_run_one_loop_while_the_node_was_seen() -> None:
-    """Its first loop comes one scan interval after it starts: a node seen 10 s after the start may
-    have gone before that loop; 11 s after is remembered (scan interval 10 s)."""
+@pytest.mark.parametrize(
+    ("flags", "first_loop"),
+    [
+        ([], 89.4),  # 15 s lease + 2 s retry x 2.2 jitter + 60 s build + 10 s scan interval
+        (["--leader-elect=false"], 70.0),  # no lease to wait for
+        (["--leader-elect"], 89.4),
+        (["--leader_elect=f"], 70.0),  # `_` read as `-`, strconv.ParseBool's "f"
+        (["--leader-elect=maybe"], 89.4),  # unreadable: taken as on (the later bound)
+        (["--leader-elect-lease-duration=60s", "--leader-elect-retry-period", "5s"], 141.0),
+        (["--leader-elect=false", "--", "--leader-elect=true"], 70.0),  # after `--`: no flag
+        (["--scan-interval=1m", "--leader-elect-lease-duration=bad"], 139.4),
+    ],
+    ids=[
+        "defaults",
+        "no-election",
+        "bare-bool",
+        "underscore-f",
+        "unreadable-bool",
+        "lease-flags",
+        "dashdash",
+        "scan",
+    ],
+)
+def test_the_autoscaler_must_have_run_its_first_loop_while_the_node_was_seen(
+    flags: list[str], first_loop: float
+) -> None:
+    """main.go: with leader election it waits for the Lease (a predecessor stopped by a signal does
+    not release it: a lease duration, plus client-go's jittered retry), builds the cloud provider
+    (fitguard allows 60 s) and then waits a scan interval before its first loop. A node last seen
+    before that bound may have gone before cluster-autoscaler cached it: not remembered; seen at
+    the bound: remembered."""
+    started = process_of(ca_pod(command=["./cluster-autoscaler", "--cloud-provider=aws", *flags]))
+    assert started is not None
+    assert started.first_loop - started.started == pytest.approx(first_loop)
     now = T0 + HOUR
-    at_first_loop = AutoscalerMemory(True, "", LIVE, format_time(T0 + 9), "kube-system/ca-1")
-    assert not next_memory(at_first_loop, None, process(), now, LOOKED_FOR).remembers
-    after = AutoscalerMemory(True, "", LIVE, format_time(T0 + 10), "kube-system/ca-1")
-    assert next_memory(after, None, process(), now, LOOKED_FOR).remembers
+    bound = math.ceil(first_loop)
+    before = AutoscalerMemory(True, "", LIVE, format_time(T0 + bound - 1), "kube-system/ca-1")
+    assert not next_memory(before, None, started, now, LOOKED_FOR).remembers
+    after = AutoscalerMemory(True, "", LIVE, format_time(T0 + bound), "kube-system/ca-1")
+    assert next_memory(after, None, started, now, LOOKED_FOR).remembers
 
 
 def test_the_memory_expires_after_the_flag_and_not_a_second_before() -> None:
@@ -719,13 +753,13 @@ def test_the_sighting_is_renewed_by_the_memorys_own_refresh_period() -> None:
 
 
 def test_a_sighting_within_the_first_loop_is_renewed_and_one_at_its_end_is_kept() -> None:
-    """A sighting before the autoscaler's first loop ended (started + scan interval) is written again;
-    one exactly at that instant is kept."""
-    early = AutoscalerMemory(True, "", LIVE, "2026-11-30T12:00:05Z", "kube-system/ca-1")
-    renewed = next_memory(early, LIVE, process(), T0 + 30, LOOKED_FOR)
-    assert renewed.last_seen == "2026-11-30T12:00:30Z"
-    at_end = AutoscalerMemory(True, "", LIVE, "2026-11-30T12:00:10Z", "kube-system/ca-1")
-    assert next_memory(at_end, LIVE, process(), T0 + 30, LOOKED_FOR).last_seen == "2026-11-30T12:00:10Z"
+    """A sighting before the autoscaler's first loop can be taken to have run (start + 89.4 s with
+    the default flags) is written again; one after it is kept."""
+    early = AutoscalerMemory(True, "", LIVE, "2026-11-30T12:01:29Z", "kube-system/ca-1")
+    renewed = next_memory(early, LIVE, process(), T0 + 100, LOOKED_FOR)
+    assert renewed.last_seen == "2026-11-30T12:01:40Z"
+    at_end = AutoscalerMemory(True, "", LIVE, "2026-11-30T12:01:30Z", "kube-system/ca-1")
+    assert next_memory(at_end, LIVE, process(), T0 + 100, LOOKED_FOR).last_seen == "2026-11-30T12:01:30Z"
 
 
 def test_a_sighting_without_its_node_or_an_unreadable_flag_remembers_nothing_whole() -> None:

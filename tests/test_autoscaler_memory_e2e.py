@@ -45,6 +45,8 @@ FIX = (
 WATCH_SECONDS = 10.0  # bounds the wait for a template change to reach the webhook's cache
 LIVE_ALLOCATABLE = {"cpu": "1930m", "memory": "7220Mi", "ephemeral-storage": "44Gi", "pods": "29"}
 LIVE_LABELS = {"eks.amazonaws.com/nodegroup": "ng-batch", "node.kubernetes.io/instance-type": "m5.large"}
+# The node as cluster-autoscaler caches it: every label but the hostname, and its template marker.
+CACHED_LABELS = {**LIVE_LABELS, "cluster-autoscaler.kubernetes.io/template-node": "true"}
 
 
 def ca_pod(started: float, labels: dict[str, str] | None = None, *flags: str) -> dict[str, Any]:
@@ -193,7 +195,7 @@ def remembered(seen: str, started: float, reason: str) -> dict[str, Any]:
         "remembers": True,
         "reason": reason.format(seen=seen, started=format_time(started), expires=expires),
         "allocatable": LIVE_ALLOCATABLE,
-        "labels": LIVE_LABELS,
+        "labels": CACHED_LABELS,
         "taints": [],
         "lastSeen": seen,
         "autoscaler": "kube-system/ca-aws-cluster-autoscaler-7d9f",
@@ -259,12 +261,12 @@ def test_remembered_group_admits_with_a_warning_until_cluster_autoscaler_restart
         "remembers": False,
         "reason": (
             f"cluster-autoscaler kube-system/ca-aws-cluster-autoscaler-7d9f started at "
-            f"{format_time(restarted)}, "
-            f"too late to have seen the group's last live node (seen {seen}): it builds the group's node "
-            "from its tags"
+            f"{format_time(restarted)}; its first loop may not have run before "
+            f"{format_time(restarted + 89.4)}, too late to be sure it saw the group's last live node "
+            f"(seen {seen}): it builds the group's node from its tags"
         ),
         "allocatable": LIVE_ALLOCATABLE,
-        "labels": LIVE_LABELS,
+        "labels": CACHED_LABELS,
         "taints": [],
         "lastSeen": seen,
         "autoscaler": "kube-system/ca-aws-cluster-autoscaler-7d9f",
@@ -296,7 +298,7 @@ def test_without_a_cluster_autoscaler_found_the_group_is_judged_by_its_tags(
             "namespaces): judged by its tags"
         ),
         "allocatable": LIVE_ALLOCATABLE,
-        "labels": LIVE_LABELS,
+        "labels": CACHED_LABELS,
         "taints": [],
         "lastSeen": seen,
     }

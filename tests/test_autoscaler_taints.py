@@ -160,7 +160,8 @@ def test_a_live_node_with_a_startup_taint_is_not_cached_and_a_status_taint_is_le
     busy = node("ip-2", [("maintenance", "", "NoSchedule"), ("dedicated", "ml", "NoSchedule")])
     assert live_template(group(()), [busy], lookup, T0, OPTIONS) == View(
         {"cpu": 1930, "memory": 7220 * 2**20 * 1000, "pods": 29000},
-        {"eks.amazonaws.com/nodegroup": "ng-a"},
+        # the cached copy carries the marker SanitizedTemplateNodeInfoFromNodeInfo adds
+        {"eks.amazonaws.com/nodegroup": "ng-a", "cluster-autoscaler.kubernetes.io/template-node": "true"},
         (Taint("dedicated", "ml", "NoSchedule"),),
         "live-node",
     )

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from capacity.guard import spared_message
 from capacity.names import EXHAUSTED_LABEL
 from controller.books import BooksDecision, LiveBooks
 from kube.events import EventRecorder
@@ -89,9 +90,16 @@ def node_ref(name: str) -> dict[str, str]:
     return {"apiVersion": "v1", "kind": "Node", "name": name}
 
 
+def scales_ng() -> frozenset[str]:
+    """fitguard scales the test group "ng" itself, so the guard labels its one ready node (it would
+    otherwise spare a group's last ready node for cluster-autoscaler's memory: tests/test_guard.py)."""
+    return frozenset({"ng"})
+
+
 def dry_books(clock: Clock, **options: Any) -> tuple[LiveBooks, EventRecorder]:
     recorder = EventRecorder(None, "books-test", clock=clock)
     options.setdefault("window", 1000.0)
+    options.setdefault("scaled_groups", scales_ng)
     return LiveBooks(None, clock=clock, recorder=recorder, dry_run=True, **options), recorder
 
 
@@ -282,7 +290,7 @@ def test_label_writes_reach_the_api_server_and_a_refused_write_is_reported(
     caplog.set_level("INFO", logger="controller.books")
     fake_kube.create(node("a"))
     clock = Clock()
-    live = LiveBooks(fake_kube.api_client(), window=1000.0, clock=clock)
+    live = LiveBooks(fake_kube.api_client(), window=1000.0, clock=clock, scaled_groups=scales_ng)
     live.nodes.replace([node("a"), node("gone")])
     live.pods.replace(
         [
@@ -336,7 +344,9 @@ def test_a_dry_run_writes_no_label(fake_kube: Any) -> None:
     """In dry run the decision is made and told, and the node on the server keeps its labels."""
     fake_kube.create(node("a"))
     clock = Clock()
-    live = LiveBooks(fake_kube.api_client(), window=1000.0, clock=clock, dry_run=True)
+    live = LiveBooks(
+        fake_kube.api_client(), window=1000.0, clock=clock, dry_run=True, scaled_groups=scales_ng
+    )
     live.nodes.replace([node("a")])
     live.pods.replace([pod("j1", "a", phase="Succeeded", finished=BASE - 5), pod("w1", "a"), pod("w2", "a")])
     assert live.reconcile(BASE) == [BooksDecision("label-set", "a", HELD_A)]
@@ -494,7 +504,7 @@ def test_the_guard_steps_aside_after_its_grace_and_comes_back_when_the_pod_leave
     nodes are told, the lift is counted and logged; once the pod is gone the nodes are told the guard
     is back."""
     clock = Clock()
-    live, recorder = dry_books(clock, guard_grace=10.0)
+    live, recorder = dry_books(clock, guard_grace=10.0, scaled_groups=frozenset)
     live.nodes.replace([guard_node("a"), guard_node("b")])
     live.pods.replace([*held_group(), pending()])
     assert live.reconcile(BASE) == []
@@ -575,9 +585,10 @@ def test_a_group_fitguard_scales_keeps_its_labels_after_the_grace() -> None:
 
 def test_a_pod_that_is_bound_or_a_cordoned_node_changes_what_the_guard_sees() -> None:
     """A pending pod that gets bound is no longer pending for the guard; a cordoned node with free
-    branch ENIs is no candidate, so a group whose only other node is held is blind."""
+    branch ENIs is no candidate, so the held node is the group's last ready node: it is spared
+    (cluster-autoscaler would remember its label), not labelled into a blind group."""
     clock = Clock()
-    live, _ = dry_books(clock, guard_grace=10.0)
+    live, _ = dry_books(clock, guard_grace=10.0, scaled_groups=frozenset)
     live.nodes.replace([guard_node("a"), guard_node("b")])
     live.pods.replace([*held_group(), pending()])
     live.reconcile(BASE)
@@ -586,20 +597,26 @@ def test_a_pod_that_is_bound_or_a_cordoned_node_changes_what_the_guard_sees() ->
     live.reconcile(BASE + 1)
     assert live.guard_json()["groups"]["ng"]["pods"] == []
 
-    two, _ = dry_books(clock, guard_grace=10.0)
+    two, _ = dry_books(clock, guard_grace=10.0, scaled_groups=frozenset)
     two.nodes.replace([guard_node("a"), guard_node("b")])
     two.pods.replace([*held_group(), pending("web-1"), pending("web-2")])
     two.reconcile(BASE)
     assert two.guard_json()["groups"]["ng"]["pods"] == ["apps/web-1", "apps/web-2"]
 
-    cordoned, _ = dry_books(clock, guard_grace=10.0)
+    cordoned, _ = dry_books(clock, guard_grace=10.0, scaled_groups=frozenset)
     cordoned.nodes.replace([guard_node("a"), guard_node("b")])
     cordoned.pods.replace([bound("fa", "a", finished=True), bound("ra", "a"), pending()])
     cordoned.reconcile(BASE)
     assert cordoned.guard_json()["groups"]["ng"]["state"] == "clear"
     cordoned.nodes.apply("MODIFIED", guard_node("b", unschedulable=True))
-    cordoned.reconcile(BASE + 1)
-    assert cordoned.guard_json()["groups"]["ng"]["state"] == "grace"
+    spared = (
+        "1 held by finished or deleted pods of 2 branch ENIs; the scheduler sees 1 free, 0 are; not "
+        f"labelled: {spared_message('ng')}"
+    )
+    # "a" was labelled while "b" was a candidate too; alone, its label goes before it can be cached
+    assert cordoned.reconcile(BASE + 1) == [BooksDecision("label-removed", "a", spared)]
+    assert cordoned.guard_json()["groups"]["ng"]["state"] == "last-node"
+    assert cordoned.guard_json()["nodes"]["a"]["labelled"] is False
 
 
 def test_a_deleted_node_leaves_the_books_and_its_write_is_forgotten() -> None:

@@ -94,7 +94,16 @@ def started(fake_kube: Any):
     clock = Clock()
     api = fake_kube.api_client()
     recorder = EventRecorder(api, "books-test", clock=clock)
-    live = LiveBooks(api, window=WINDOW, waiting_grace=20.0, clock=clock, recorder=recorder)
+    # fitguard scales "ng" itself, so its one node may carry the label (a group's last ready node is
+    # otherwise spared for cluster-autoscaler's memory: tests/test_guard.py)
+    live = LiveBooks(
+        api,
+        window=WINDOW,
+        waiting_grace=20.0,
+        clock=clock,
+        recorder=recorder,
+        scaled_groups=lambda: frozenset({"ng"}),
+    )
     fake_kube.create(node())
     yield live, clock
     live.stop()

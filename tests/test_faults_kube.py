@@ -231,7 +231,15 @@ def eni_pod(name: str, node_name: str, phase: str = "Running") -> dict[str, Any]
 
 def books(fake_kube: FakeKubeServer, clock: Clock, page_size: int = 500) -> LiveBooks:
     # on-delete: a deleted pod frees its ENI at once, so a fresh rebuild must agree exactly
-    live = LiveBooks(fake_kube.api_client(), release="on-delete", window=60.0, clock=clock)
+    # fitguard scales every group itself here, so a group's one node may carry the label (the guard
+    # otherwise spares a group's last ready node for cluster-autoscaler's memory: tests/test_guard.py)
+    live = LiveBooks(
+        fake_kube.api_client(),
+        release="on-delete",
+        window=60.0,
+        clock=clock,
+        scaled_groups=lambda: frozenset({"ng"}),
+    )
     return live.start(page_size=page_size)
 
 

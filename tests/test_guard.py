@@ -10,10 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from capacity.autoscaler_readiness import is_template_candidate
 from capacity.guard import (
     BLIND,
     CLEAR,
     GRACE,
+    LAST_NODE,
     LIFTED,
     SCALING,
     GuardNode,
@@ -21,11 +23,13 @@ from capacity.guard import (
     decide,
     is_guarded,
     pending_pod,
+    spared_message,
 )
 from capacity.names import EXHAUSTED_LABEL
 from capacity.resources import POD_ENI, parse_resources
 from capacity.taints import Taint
 from capacity.template import View
+from capacity.template_taints import DEFAULT_TAINT_CONFIG, TaintOptions
 from tests import autoscaler_template
 from tests.budget import examples
 
@@ -195,33 +199,76 @@ def test_the_labels_come_back_once_a_branch_eni_is_free_or_the_pods_have_left() 
 
 
 def test_groups_are_judged_apart_and_an_ungrouped_node_alone() -> None:
+    """Each group on its own; a node no label groups is a group of one, so it is spared as the last
+    ready node of whatever group cluster-autoscaler knows it by."""
     nodes = [*blind_group(), node("m1", group="ng-other", in_use=1), node("solo", group="", in_use=2, held=1)]
     decision = decide(nodes, [guarded()], GuardState(), NOW, grace=0.0)
     assert {k: v.state for k, v in decision.groups.items()} == {
         "ng-other": CLEAR,
         "ng-sg": LIFTED,
-        "node/solo": LIFTED,
+        "node/solo": LAST_NODE,  # alone, so its group's last ready node: never labelled
     }
     assert decision.labels == {"n1": False, "n2": False, "m1": False, "solo": False}
 
 
-def raw_nodes(nodes: list[GuardNode], labelled: dict[str, bool]) -> list[dict[str, Any]]:
-    """The nodes as the API would show them once the decision's labels are written."""
+# What a node may be going through, as the property generates it: conditions and taints that make
+# cluster-autoscaler read it as not ready, or not a template candidate, or that its template drops.
+STATES: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {
+    "ready": ([], []),
+    "not-ready": ([{"type": "Ready", "status": "False"}], []),
+    "disk-pressure": (
+        [{"type": "DiskPressure", "status": "True"}],
+        [{"key": "node.kubernetes.io/disk-pressure", "effect": "NoSchedule"}],
+    ),
+    "network-unavailable": ([{"type": "NetworkUnavailable", "status": "True"}], []),
+    "network-unavailable-taint": (
+        [],
+        [{"key": "node.kubernetes.io/network-unavailable", "effect": "NoSchedule"}],
+    ),
+    "recently-ready": (
+        [{"type": "NetworkUnavailable", "status": "False", "lastTransitionTime": "2023-11-14T22:13:00Z"}],
+        [],
+    ),
+    "startup-taint": (
+        [],
+        [{"key": "startup-taint.cluster-autoscaler.kubernetes.io/cni", "effect": "NoSchedule"}],
+    ),
+    "to-be-deleted": (
+        [],
+        [{"key": "ToBeDeletedByClusterAutoscaler", "value": "1700000000", "effect": "NoSchedule"}],
+    ),
+    "impaired-volumes": ([], [{"key": "NodeWithImpairedVolumes", "value": "true", "effect": "NoSchedule"}]),
+    "cordoned": ([], []),
+}
+
+
+def raw_node(name: str, state: str, labelled: bool) -> dict[str, Any]:
+    """A node of ng-sg in `state`, with fitguard's label when `labelled`."""
+    conditions, taints = STATES[state]
+    ready = [c for c in conditions if c["type"] == "Ready"] or [{"type": "Ready", "status": "True"}]
+    labels = {"eks.amazonaws.com/nodegroup": "ng-sg", "kubernetes.io/hostname": name}
+    return {
+        "metadata": {"name": name, "labels": {**labels, **({EXHAUSTED_LABEL: "true"} if labelled else {})}},
+        "spec": {"taints": taints, "unschedulable": state == "cordoned"},
+        "status": {
+            "allocatable": {"cpu": "2", "memory": "8Gi", "pods": "29", POD_ENI: "3"},
+            "conditions": ready + [c for c in conditions if c["type"] != "Ready"],
+        },
+    }
+
+
+def guard_nodes(books: list[tuple[int, int, int, str]]) -> list[GuardNode]:
+    """The guard's nodes as controller/books.py builds them (capacity/guard_nodes.py's rule)."""
     result = []
-    for n in nodes:
-        assert n.view is not None
-        labels = {**n.view.labels, **({EXHAUSTED_LABEL: "true"} if labelled[n.name] else {})}
-        ready = "True" if n.candidate else "False"
-        result.append(
-            {
-                "metadata": {"name": n.name, "labels": labels},
-                "spec": {},
-                "status": {
-                    "allocatable": {"cpu": "2", "memory": "8Gi", "pods": "29", POD_ENI: "3"},
-                    "conditions": [{"type": "Ready", "status": ready}],
-                },
-            }
+    for i, (in_use, held, leaked, state) in enumerate(books):
+        raw = raw_node(f"n{i}", state, False)
+        view = View(
+            parse_resources(raw["status"]["allocatable"], "a"),
+            raw["metadata"]["labels"],
+            tuple(Taint.from_object(t) for t in raw["spec"]["taints"]),
         )
+        candidate = is_template_candidate(raw, NOW)
+        result.append(GuardNode(f"n{i}", "ng-sg", 3, in_use, held, leaked, candidate, view))
     return result
 
 
@@ -229,28 +276,26 @@ GUARDED_SPEC = {
     "containers": [{"name": "c", "resources": {"requests": {"cpu": "100m", POD_ENI: "1"}}}],
     "affinity": GUARD,
 }
+BOOKS = st.lists(
+    st.tuples(st.integers(0, 3), st.integers(0, 3), st.integers(0, 1), st.sampled_from(sorted(STATES))),
+    min_size=1,
+    max_size=4,
+)
 
 
 @settings(max_examples=examples(300))
-@given(
-    books=st.lists(
-        st.tuples(st.integers(0, 3), st.integers(0, 3), st.integers(0, 1), st.booleans()),
-        min_size=1,
-        max_size=4,
-    ),
-    scaling=st.booleans(),
-    pending=st.booleans(),
-)
+@given(books=BOOKS, scaling=st.booleans(), pending=st.booleans())
 def test_once_settled_the_guard_never_blinds_cluster_autoscaler(
-    books: list[tuple[int, int, int, bool]], scaling: bool, pending: bool
+    books: list[tuple[int, int, int, str]], scaling: bool, pending: bool
 ) -> None:
-    """Whatever the books of a group, once the grace has passed a pending guarded pod fits some
-    template cluster-autoscaler may build from a ready node of the group (tests/autoscaler_template.py)
-    whenever it would fit one without fitguard, unless fitguard scales the group itself."""
-    nodes = [
-        node(f"n{i}", in_use=in_use, held=held, leaked=leaked, ready=ready)
-        for i, (in_use, held, leaked, ready) in enumerate(books)
-    ]
+    """Whatever the books and the conditions and taints of a group's nodes, once the grace has
+    passed a pending guarded pod fits some template cluster-autoscaler may build from a candidate
+    node of the group (tests/autoscaler_template.py, its own restatement of the readiness rule and
+    of SanitizeTaints) whenever it would fit one without fitguard, unless fitguard scales the group
+    itself; and the guard's candidates are the model's."""
+    nodes = guard_nodes(books)
+    raws = [raw_node(n.name, state, False) for n, (_, _, _, state) in zip(nodes, books, strict=True)]
+    assert [n.candidate for n in nodes] == [autoscaler_template._candidate(r, NOW) for r in raws]
     pods = [pending_pod("default", "web-0", "u", AFFINITY_MESSAGE, GUARDED_SPEC)] if pending else []
     covered = frozenset({"ng-sg"}) if scaling else frozenset()
     first = decide(nodes, pods, GuardState(), NOW, grace=GRACE_S, scaled_groups=covered)
@@ -258,12 +303,39 @@ def test_once_settled_the_guard_never_blinds_cluster_autoscaler(
     if settled.groups["ng-sg"].state == SCALING:
         assert scaling and pending
         return
-    blinded_pods = autoscaler_template.blinded(raw_nodes(nodes, settled.labels), "ng-sg", [GUARDED_SPEC])
+    written = [
+        raw_node(n.name, state, settled.labels[n.name])
+        for n, (_, _, _, state) in zip(nodes, books, strict=True)
+    ]
+    blinded_pods = autoscaler_template.blinded(written, "ng-sg", [GUARDED_SPEC], NOW + GRACE_S)
     assert blinded_pods == [] or not pending
     # held ENIs alone earn the label, whatever else happened
     for n in nodes:
         if settled.labels[n.name]:
             assert n.held + n.leaked > 0 and (n.true_free or 0) <= 0
+
+
+@settings(max_examples=examples(200))
+@given(books=BOOKS, order=st.randoms(use_true_random=False), scaling=st.booleans())
+def test_a_group_whose_nodes_go_one_by_one_is_never_remembered_with_the_label(
+    books: list[tuple[int, int, int, str]], order: Any, scaling: bool
+) -> None:
+    """The group's nodes go one at a time (spot loss, scale-in), the guard passing after each
+    change and cluster-autoscaler's loop after it: the template cluster-autoscaler caches last, from
+    whichever candidate it then sees, never carries fitguard's label unless fitguard scales the
+    group itself (then fitguard's memory record keeps the label and its planner serves the pods)."""
+    nodes = guard_nodes(books)
+    states = {n.name: state for n, (_, _, _, state) in zip(nodes, books, strict=True)}
+    covered = frozenset({"ng-sg"}) if scaling else frozenset()
+    remaining = list(nodes)
+    order.shuffle(remaining)
+    cached: list[View] = []
+    while remaining:
+        decision = decide(remaining, [], GuardState(), NOW, scaled_groups=covered)
+        written = [raw_node(n.name, states[n.name], decision.labels[n.name]) for n in remaining]
+        cached = autoscaler_template.templates(written, "ng-sg", NOW) or cached
+        remaining.pop()
+    assert scaling or all(EXHAUSTED_LABEL not in view.labels for view in cached)
 
 
 # -- whole answers (the mutation run of capacity/guard.py, TESTING.md) -------------------------
@@ -379,8 +451,9 @@ def test_each_node_is_labelled_or_not_with_its_reason(
     guard_node: GuardNode, labelled: bool, reason: str
 ) -> None:
     """The label and the whole reason for one node: unknown or no capacity, free ENIs, all in use by
-    running pods, held and leaked ones (never shown below zero free)."""
-    decision = decide([guard_node], [], GuardState(), NOW)
+    running pods, held and leaked ones (never shown below zero free). The group is one fitguard
+    scales, so its only node is not spared for cluster-autoscaler's memory."""
+    decision = decide([guard_node], [], GuardState(), NOW, scaled_groups=frozenset({"g"}))
     assert (decision.labels, decision.reasons) == ({"a": labelled}, {"a": reason})
 
 
@@ -414,7 +487,13 @@ def test_the_verdicts_of_every_group_are_reported_whole() -> None:
             "pods": [],
             "since": None,
         },
-        "ng-b": {"state": CLEAR, "reason": "no ready node", "nodes": ["b1"], "pods": [], "since": None},
+        "ng-b": {
+            "state": LAST_NODE,
+            "reason": spared_message("ng-b"),
+            "nodes": ["b1"],
+            "pods": [],
+            "since": None,
+        },
         "ng-c": {
             "state": GRACE,
             "reason": "every ready node is labelled and 1 guarded pods pend on it: grace period",
@@ -515,9 +594,13 @@ def test_a_pod_fits_a_labelled_node_only_with_the_guard_label_set_aside() -> Non
         view=View(labelled.view.allocatable, {**labelled.view.labels, EXHAUSTED_LABEL: "true"}),
     )
     pod = guarded()
-    assert decide([with_label], [pod], GuardState(), NOW).groups["ng-sg"].state == GRACE
+    twin = node("n2", in_use=2, held=1)
+    assert decide([with_label, twin], [pod], GuardState(), NOW).groups["ng-sg"].state == GRACE
     blank = GuardNode("n1", "ng-sg", 3, 2, 1)
-    assert decide([blank], [pod], GuardState(), NOW).groups["ng-sg"].state == BLIND
+    assert (
+        decide([blank, GuardNode("n2", "ng-sg", 3, 2, 1)], [pod], GuardState(), NOW).groups["ng-sg"].state
+        == BLIND
+    )
     selective = pending_pod(
         "default",
         "sel",
@@ -525,7 +608,7 @@ def test_a_pod_fits_a_labelled_node_only_with_the_guard_label_set_aside() -> Non
         AFFINITY_MESSAGE,
         {"containers": [], "affinity": GUARD, "nodeSelector": {"kubernetes.io/hostname": "other"}},
     )
-    assert decide([with_label], [selective], GuardState(), NOW).groups["ng-sg"].state == BLIND
+    assert decide([with_label, twin], [selective], GuardState(), NOW).groups["ng-sg"].state == BLIND
 
 
 def test_a_node_without_a_group_is_keyed_by_its_name() -> None:
@@ -567,20 +650,61 @@ def test_a_pending_pod_keeps_what_it_was_given() -> None:
     assert pod.needs.requests == {"cpu": 100, POD_ENI: 1000}
 
 
+def tainted_pair(*taints: Taint) -> list[GuardNode]:
+    """Two labelled nodes of ng-sg (so neither is the group's last ready node) carrying `taints`."""
+    result = []
+    for name in ("n1", "n2"):
+        plain = node(name, in_use=2, held=1)
+        assert plain.view is not None
+        result.append(
+            GuardNode(name, "ng-sg", 3, 2, 1, view=View(plain.view.allocatable, plain.view.labels, taints))
+        )
+    return result
+
+
 def test_a_taint_the_pod_does_not_tolerate_keeps_it_off_the_group() -> None:
     """The node's taints stay when its label is set aside: a pod that does not tolerate them would
     not fit the group's template anyway, so the guard has nothing to step aside for."""
-    labelled = node("n1", in_use=2, held=1)
-    assert labelled.view is not None
-    tainted = GuardNode(
-        "n1",
-        "ng-sg",
-        3,
-        2,
-        1,
-        view=View(
-            labelled.view.allocatable, labelled.view.labels, (Taint("dedicated", "gpu", "NoSchedule"),)
+    dedicated = Taint("dedicated", "gpu", "NoSchedule")
+    assert decide(tainted_pair(dedicated), [guarded()], GuardState(), NOW).groups["ng-sg"].state == BLIND
+    assert decide(tainted_pair(), [guarded()], GuardState(), NOW).groups["ng-sg"].state == GRACE
+
+
+@pytest.mark.parametrize(
+    ("taint", "options", "state"),
+    [
+        (Taint("NodeWithImpairedVolumes", "true", "NoSchedule"), DEFAULT_TAINT_CONFIG, GRACE),
+        (Taint("node.kubernetes.io/disk-pressure", "", "NoSchedule"), DEFAULT_TAINT_CONFIG, GRACE),
+        (Taint("example.com/booting", "", "NoSchedule"), DEFAULT_TAINT_CONFIG, BLIND),
+        (
+            Taint("example.com/booting", "", "NoSchedule"),
+            TaintOptions(frozenset({"example.com/booting"})),
+            GRACE,
         ),
-    )
-    assert decide([tainted], [guarded()], GuardState(), NOW).groups["ng-sg"].state == BLIND
-    assert decide([labelled], [guarded()], GuardState(), NOW).groups["ng-sg"].state == GRACE
+        (
+            Taint("example.com/health", "", "NoExecute"),
+            TaintOptions(status_taints=frozenset({"example.com/health"})),
+            GRACE,
+        ),
+    ],
+    ids=["impaired-volumes", "condition-taint", "custom-kept", "startup-flag", "status-flag"],
+)
+def test_would_fit_without_the_guard_is_judged_on_the_sanitised_copy(
+    taint: Taint, options: TaintOptions, state: str
+) -> None:
+    """cluster-autoscaler's template of an exhausted node leaves out the taints SanitizeTaints drops
+    (node-condition taints such as AWS's NodeWithImpairedVolumes, its own, the startup and status
+    taints its flags name), so a pod that tolerates none of them still fits it: the guard must see
+    the group as blinding it (grace, then lift), not as a group the pod fits nowhere."""
+    decision = decide(tainted_pair(taint), [guarded()], GuardState(), NOW, taint_options=options)
+    assert decision.groups["ng-sg"].to_json() == {
+        "state": state,
+        "reason": (
+            "every ready node is labelled and 1 guarded pods pend on it: grace period"
+            if state == GRACE
+            else "every ready node is labelled; no guarded pod is pending for node affinity on it"
+        ),
+        "nodes": ["n1", "n2"],
+        "pods": ["default/web-0"] if state == GRACE else [],
+        "since": NOW if state == GRACE else None,
+    }

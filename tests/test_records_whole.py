@@ -6,6 +6,7 @@ of the wrong type, provider IDs, the discovery cache's copy of a node)."""
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import pytest
@@ -386,11 +387,20 @@ def test_records_hold_their_defaults_and_what_they_were_given_slot_by_slot() -> 
         "node_group": "",
         "pod_eni": None,
         "ready": True,
+        "ready_since": -math.inf,
         "unschedulable": False,
         "view": None,
     }
     given = NodeRecord(
-        "n2", "ng", "m5.large", pod_eni=9, ready=False, unschedulable=True, exhausted=True, instance_id="i-1"
+        "n2",
+        "ng",
+        "m5.large",
+        pod_eni=9,
+        ready=False,
+        ready_since=1_700_000_000.0,
+        unschedulable=True,
+        exhausted=True,
+        instance_id="i-1",
     )
     assert {s: getattr(given, s) for s in slots} == {
         "exhausted": True,
@@ -400,6 +410,7 @@ def test_records_hold_their_defaults_and_what_they_were_given_slot_by_slot() -> 
         "node_group": "ng",
         "pod_eni": 9,
         "ready": False,
+        "ready_since": 1_700_000_000.0,
         "unschedulable": True,
         "view": None,
     }

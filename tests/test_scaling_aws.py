@@ -339,9 +339,9 @@ def test_a_cordoned_unlabelled_node_does_not_hide_an_exhausted_group() -> None:
     cordoned = exhausted_node("n2")
     del cordoned["metadata"]["labels"][EXHAUSTED_LABEL]
     cordoned["spec"] = {"unschedulable": True}
-    assert exhausted_groups([exhausted_node("n1"), cordoned]) == {"ng-sg"}
+    assert exhausted_groups([exhausted_node("n1"), cordoned], NOW) == {"ng-sg"}
     cordoned["spec"] = {}
-    assert exhausted_groups([exhausted_node("n1"), cordoned]) == set()
+    assert exhausted_groups([exhausted_node("n1"), cordoned], NOW) == set()
 
 
 def test_a_group_already_at_its_max_size_is_not_scaled_counted_or_tagged(

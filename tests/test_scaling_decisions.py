@@ -94,7 +94,7 @@ def test_a_group_is_exhausted_when_every_ready_schedulable_node_carries_the_labe
         node("none", {EXHAUSTED_LABEL: "true"}),
         {"metadata": {"name": "bare", "labels": exhausted("i")}},
     ]
-    assert exhausted_groups(nodes) == {"a", "c", "d", "g"}
+    assert exhausted_groups(nodes, NOW) == {"a", "c", "d", "g"}
 
 
 def pod(name: str, node_name: str, phase: str, requests: dict[str, str]) -> Any:

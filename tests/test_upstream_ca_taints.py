@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from capacity import autoscaler_view as av
-from capacity.autoscaler_memory import is_template_candidate
+from capacity.autoscaler_readiness import is_template_candidate
 from capacity.taints import Taint
 from capacity.template_taints import TaintOptions, sanitize_taints, taint_options_from_argv
 from tests.upstream import ca_taints as table
