@@ -7,6 +7,7 @@ that memory serves, and denies it once cluster-autoscaler restarted or forgot.""
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -262,7 +263,9 @@ def test_remembered_group_admits_with_a_warning_until_cluster_autoscaler_restart
         "reason": (
             f"cluster-autoscaler kube-system/ca-aws-cluster-autoscaler-7d9f started at "
             f"{format_time(restarted)}; its first loop may not have run before "
-            f"{format_time(restarted + 89.4)}, too late to be sure it saw the group's last live node "
+            # the pod's start time is stored in whole seconds: the bound counts from that second
+            f"{format_time(math.floor(restarted) + 89.4)}, too late to be sure it saw the group's last live"
+            " node "
             f"(seen {seen}): it builds the group's node from its tags"
         ),
         "allocatable": LIVE_ALLOCATABLE,
