@@ -16,8 +16,9 @@ import selectors
 import socket
 import ssl
 import time
+from collections.abc import Callable
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 from gunicorn import sock as gunicorn_sock
 from gunicorn.workers.gthread import STOP_KEEPALIVE_LINGER, ThreadWorker
@@ -25,6 +26,8 @@ from gunicorn.workers.gthread import STOP_KEEPALIVE_LINGER, ThreadWorker
 from webhook import framing
 from webhook.front import CONTINUE, BufferedConn, FrontLimits, Phase, plain_answer
 from webhook.pressure import Pressure, PressureLimits
+
+T = TypeVar("T")
 
 READ_SIZE = 64 * 1024
 # Bytes read from one connection per turn of the loop: one fast client must not starve the others.
@@ -102,18 +105,23 @@ class BufferingWorker(ThreadWorker):
             self.log.exception("admission connection from %s failed", conn.client)
             self._close(conn)
 
-    def _handshake(self, conn: BufferedConn) -> None:
+    def _tls(self, conn: BufferedConn, operation: Callable[[], T], what: str) -> T | None:
+        """`operation()` on the connection's TLS socket, or None: TLS wants the socket readable or
+        writable first (the connection is watched for it), or the connection failed (closed;
+        ssl.SSLError included: a bad hello, no shared cipher, a reset)."""
         try:
-            conn.tls.do_handshake()
+            return operation()
         except ssl.SSLWantReadError:
             self._watch(conn, selectors.EVENT_READ)
-            return
         except ssl.SSLWantWriteError:
             self._watch(conn, selectors.EVENT_WRITE)
-            return
-        except OSError as err:  # ssl.SSLError included: a bad hello, no shared cipher, a reset
-            self.log.debug("TLS handshake with %s failed: %s", conn.client, err)
+        except OSError as err:
+            self.log.debug("TLS %s with %s failed: %s", what, conn.client, err)
             self._close(conn)
+        return None
+
+    def _handshake(self, conn: BufferedConn) -> None:
+        if self._tls(conn, partial(_handshaken, conn), "handshake") is None:
             return
         # a fresh connection's first request is due at once: the apiserver sends it right away
         conn.enter(Phase.HEADER, self.limits)
@@ -122,16 +130,8 @@ class BufferingWorker(ThreadWorker):
     def _read(self, conn: BufferedConn) -> None:
         taken = 0
         while taken < READ_TURN:
-            try:
-                data = conn.tls.recv(READ_SIZE)
-            except ssl.SSLWantReadError:
-                self._watch(conn, selectors.EVENT_READ)
-                return
-            except ssl.SSLWantWriteError:
-                self._watch(conn, selectors.EVENT_WRITE)
-                return
-            except OSError:
-                self._close(conn)
+            data = self._tls(conn, lambda: conn.tls.recv(READ_SIZE), "read")
+            if data is None:
                 return
             if not data:  # the client closed (or went away mid-request: nothing to answer)
                 self._close(conn)
@@ -180,16 +180,8 @@ class BufferingWorker(ThreadWorker):
 
     def _send(self, conn: BufferedConn) -> None:
         while conn.out:
-            try:
-                sent = conn.tls.send(conn.out[:READ_TURN])
-            except ssl.SSLWantWriteError:
-                self._watch(conn, selectors.EVENT_WRITE)
-                return
-            except ssl.SSLWantReadError:
-                self._watch(conn, selectors.EVENT_READ)
-                return
-            except OSError:
-                self._close(conn)
+            sent = self._tls(conn, lambda: conn.tls.send(conn.out[:READ_TURN]), "write")
+            if sent is None:
                 return
             conn.out = conn.out[sent:]
         if not conn.keep:
@@ -286,3 +278,8 @@ class BufferingWorker(ThreadWorker):
         conn.keep, conn.out = keep and not outbox.closed, memoryview(bytes(outbox.data))
         conn.enter(Phase.SEND, self.limits)
         self._on_event(conn)
+
+
+def _handshaken(conn: BufferedConn) -> bool:
+    conn.tls.do_handshake()
+    return True
