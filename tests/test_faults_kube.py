@@ -20,7 +20,7 @@ from kube.reflector import Reflector
 from tests.fakekube.server import FakeKubeServer
 from tests.waiting import eventually
 from webhook.app import create_app
-from webhook.cluster import ClusterView, start_reflectors
+from webhook.cluster import ClusterView, WhenServed, start_reflectors
 from webhook.review import WebhookOptions
 from webhook.status import answer
 
@@ -85,8 +85,13 @@ def webhook(fake_kube: FakeKubeServer) -> Iterator[tuple[ClusterView, FlaskClien
     reflectors: list[Reflector] = []
     client = create_app(view, WebhookOptions()).test_client()
     yield view, client, reflectors
+    while STOPPED_AT_END:
+        STOPPED_AT_END.pop().stop()
     for reflector in reflectors:
         reflector.stop()
+
+
+STOPPED_AT_END: list[WhenServed] = []
 
 
 def readyz(view: ClusterView) -> int:
@@ -95,7 +100,13 @@ def readyz(view: ClusterView) -> int:
 
 
 def start(view: ClusterView, fake_kube: FakeKubeServer, reflectors: list[Reflector]) -> None:
-    reflectors.extend(start_reflectors(view, fake_kube.api_client()))
+    """The webhook's reflectors, started; the NodePools' discovery (no stats of its own: the
+    NodePool reflector it may start is not counted here) is stopped at the fixture's end too."""
+    for started in start_reflectors(view, fake_kube.api_client()):
+        if isinstance(started, Reflector):
+            reflectors.append(started)
+        else:
+            STOPPED_AT_END.append(started)
 
 
 def sgp_reflector(reflectors: list[Reflector]) -> Reflector:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -20,12 +21,12 @@ from webhook.cluster import (
     WATCHES,
     ClusterView,
     ServiceAccountNotFound,
+    WhenServed,
     config_data,
     from_objects,
     labels_of,
     parse_bool,
     start_reflectors,
-    watch_when_served,
 )
 
 CLUSTER = load_state(Path(__file__).resolve().parents[1] / "examples" / "cluster.yaml")
@@ -231,7 +232,7 @@ def test_the_snapshot_is_the_whole_state_held() -> None:
 
 def test_what_each_store_watches() -> None:
     """Every kind cluster-wide, except the VPC CNI ConfigMap, watched alone by name in kube-system;
-    NodePools only once the API serves them (watch_when_served)."""
+    NodePools only once the API serves them (WhenServed)."""
     assert WATCHES == (
         ("Namespace", None, ""),
         ("ServiceAccount", None, ""),
@@ -316,24 +317,17 @@ NODE_POOL = {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"
 
 
 def test_node_pools_are_watched_where_the_api_serves_them(fake_kube: FakeKubeServer) -> None:  # noqa: F811
-    """Served: the store lists and watches NodePools (one created later arrives, one being deleted
-    launches nothing and is left out)."""
+    """Served: the store lists and watches NodePools (one created later arrives)."""
     fake_kube.apply(copy.deepcopy(NODE_POOL))
     store = ClusterView().node_pools
-    started: list[Any] = []
-    thread = threading.Thread(
-        target=watch_when_served, args=(store, fake_kube.api_client(), started, 0.1, 0.1)
-    )
-    thread.start()
+    watch = WhenServed(fake_kube.api_client(), "NodePool", store, 0.1, 0.1).start()
     try:
         eventually(lambda: store.synced and len(store) == 1, "the NodePool listed")
-        thread.join(15)
-        assert not thread.is_alive() and len(started) == 1
+        assert watch.reflector is not None
         fake_kube.apply({**NODE_POOL, "metadata": {"name": "gpu"}})
         eventually(lambda: len(store) == 2, "a new NodePool watched")
     finally:
-        for reflector in started:
-            reflector.stop()
+        watch.stop()
 
 
 def test_a_cluster_without_karpenter_has_no_node_pools_until_it_serves_them(
@@ -344,20 +338,14 @@ def test_a_cluster_without_karpenter_has_no_node_pools_until_it_serves_them(
     fake_kube.faults.fail(404, path="/apis/karpenter.sh/v1", count=None)
     fake_kube.apply(copy.deepcopy(NODE_POOL))
     store = ClusterView().node_pools
-    started: list[Any] = []
-    thread = threading.Thread(
-        target=watch_when_served, args=(store, fake_kube.api_client(), started, 0.2, 0.2), daemon=True
-    )
-    thread.start()
+    watch = WhenServed(fake_kube.api_client(), "NodePool", store, 0.2, 0.2).start()
     try:
         eventually(lambda: store.synced, "an empty NodePool store")
-        assert len(store) == 0 and not started
+        assert len(store) == 0 and watch.reflector is None
         fake_kube.faults.clear()
         eventually(lambda: len(store) == 1, "the NodePools once served")
     finally:
-        thread.join(15)
-        for reflector in started:
-            reflector.stop()
+        watch.stop()
 
 
 def test_an_unanswered_question_leaves_the_webhook_not_ready(fake_kube: FakeKubeServer) -> None:  # noqa: F811
@@ -365,11 +353,7 @@ def test_an_unanswered_question_leaves_the_webhook_not_ready(fake_kube: FakeKube
     webhook is not ready rather than blind to NodePools, until the question is answered."""
     fault = fake_kube.faults.fail(500, path="/apis/karpenter.sh/v1", count=None)
     store = ClusterView().node_pools
-    started: list[Any] = []
-    thread = threading.Thread(
-        target=watch_when_served, args=(store, fake_kube.api_client(), started, 0.1, 0.1), daemon=True
-    )
-    thread.start()
+    watch = WhenServed(fake_kube.api_client(), "NodePool", store, 0.1, 0.1).start()
     try:
         eventually(lambda: len(fake_kube.requests.find(path="/apis/karpenter.sh/v1")) >= 3, "three questions")
         assert not store.synced
@@ -377,6 +361,20 @@ def test_an_unanswered_question_leaves_the_webhook_not_ready(fake_kube: FakeKube
         fake_kube.faults.clear()
         eventually(lambda: store.synced, "synced once answered")
     finally:
-        thread.join(15)
-        for reflector in started:
-            reflector.stop()
+        watch.stop()
+
+
+def test_stopped_before_the_question_is_answered_it_starts_no_reflector(
+    fake_kube: FakeKubeServer,  # noqa: F811
+) -> None:
+    """A webhook that stops while the question waits (the API failing) leaves nothing running:
+    no reflector is started after `stop`, so none is left retrying a server that went away."""
+    fake_kube.faults.fail(500, path="/apis/karpenter.sh/v1", count=None)
+    store = ClusterView().node_pools
+    watch = WhenServed(fake_kube.api_client(), "NodePool", store, 0.1, 0.1).start()
+    eventually(lambda: len(fake_kube.requests.find(path="/apis/karpenter.sh/v1")) >= 1, "one question")
+    watch.stop()
+    fake_kube.faults.clear()
+    asked = len(fake_kube.requests.find(path="/apis/karpenter.sh/v1"))
+    time.sleep(0.3)  # three retry periods: a thread still running would ask again
+    assert (len(fake_kube.requests.find(path="/apis/karpenter.sh/v1")), watch.reflector) == (asked, None)

@@ -172,50 +172,72 @@ WATCHES: tuple[tuple[str, str | None, str], ...] = (
 )
 
 
-def start_reflectors(view: ClusterView, api: ApiLike) -> list[Reflector]:
-    """One started list+watch reflector per store (`api`: a KubeClient or ApiClient). Imported
-    here so that a webhook run from a state file never loads the Kubernetes client."""
+def start_reflectors(view: ClusterView, api: ApiLike) -> list[Reflector | WhenServed]:
+    """One started list+watch reflector per store (`api`: a KubeClient or ApiClient), and one for
+    NodePools once the API serves them; each stops with `stop()`. Imported here so that a webhook
+    run from a state file never loads the Kubernetes client."""
     from kube.api import start_reflector
 
     stores = view.stores()
-    reflectors = [
+    started: list[Reflector | WhenServed] = [
         start_reflector(api, kind, stores[kind], namespace=namespace, field_selector=selector)
         for kind, namespace, selector in WATCHES
     ]
-    # the NodePools' reflector joins the list once the API serves them
-    threading.Thread(
-        target=watch_when_served,
-        args=(view.node_pools, api, reflectors),
-        name="nodepools-discovery",
-        daemon=True,
-    ).start()
-    return reflectors
+    started.append(WhenServed(api, NODE_POOL_KIND, view.node_pools).start())
+    return started
 
 
-def watch_when_served(
-    store: Store[Any],
-    api: ApiLike,
-    started: list[Reflector],
-    recheck: float = NODE_POOL_RECHECK_SECONDS,
-    retry: float = NODE_POOL_RETRY_SECONDS,
-) -> None:
-    """NodePools are a CRD of Karpenter's: where the API does not serve them the store is empty and
-    synced (no NodePool can launch a node), and the question is asked again every `recheck`
-    seconds; once they are served, a reflector keeps the store (appended to `started`). A failed
-    question is asked again after `retry` seconds and leaves the store as it was (unsynced at
-    first: the webhook is not ready rather than blind to NodePools)."""
-    from kube.api import serves, start_reflector
-    from kube.client import KubeError
+class WhenServed:
+    """A reflector for a kind the API may not serve (a CRD of another project): where the API does
+    not serve it the store is empty and synced (for NodePools: no NodePool can launch a node), and
+    the question is asked again every `recheck` seconds; once it is served, a reflector keeps the
+    store. A failed question is asked again after `retry` seconds and leaves the store as it was
+    (unsynced at first: the webhook is not ready rather than blind to NodePools)."""
 
-    while True:
-        try:
-            if serves(api, NODE_POOL_KIND):
-                started.append(start_reflector(api, NODE_POOL_KIND, store))
+    def __init__(
+        self,
+        api: ApiLike,
+        kind: str,
+        store: Store[Any],
+        recheck: float = NODE_POOL_RECHECK_SECONDS,
+        retry: float = NODE_POOL_RETRY_SECONDS,
+    ) -> None:
+        self._api, self._kind, self._store = api, kind, store
+        self._recheck, self._retry = recheck, retry
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self.reflector: Reflector | None = None
+        self._thread = threading.Thread(target=self._run, name=f"{kind.lower()}-discovery", daemon=True)
+
+    def start(self) -> WhenServed:
+        self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        with self._lock:
+            reflector = self.reflector
+        if reflector is not None:
+            reflector.stop(timeout)
+        if self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+
+    def _run(self) -> None:
+        from kube.api import serves, start_reflector
+        from kube.client import KubeError
+
+        while not self._stop.is_set():
+            try:
+                served = serves(self._api, self._kind)
+            except KubeError as err:
+                log.warning("cannot tell whether the API serves %ss: %s", self._kind, err)
+                self._stop.wait(self._retry)
+                continue
+            if served:
+                with self._lock:
+                    if not self._stop.is_set():
+                        self.reflector = start_reflector(self._api, self._kind, self._store)
                 return
-        except KubeError as err:
-            log.warning("cannot tell whether the API serves NodePools: %s", err)
-            time.sleep(retry)
-            continue
-        if not store.synced or len(store):
-            store.replace([])
-        time.sleep(recheck)
+            if not self._store.synced or len(self._store):
+                self._store.replace([])
+            self._stop.wait(self._recheck)
