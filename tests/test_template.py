@@ -585,3 +585,20 @@ def test_the_template_pods_are_taken_whole_or_computed() -> None:
     ):
         assert (partial.autoscaler_overhead, partial.autoscaler_overhead_pods) == ({"cpu": 300}, 3)
         assert partial.overhead_of(tags) == ({"cpu": 300}, 3)
+
+
+@pytest.mark.parametrize("names", ["ip-1", [1, 2], {"a": "b"}, ["ip-1", None]])
+def test_node_names_that_are_not_a_list_of_names_are_refused(names: object) -> None:
+    """spec.nodeNames (the group's live nodes, which tell a known group's node from unmodelled
+    capacity) must be a list of strings: anything else refuses the template, naming the field."""
+    obj = {"metadata": {"name": "ng"}, "spec": {"nodeNames": names}}
+    with pytest.raises(TypeError, match=r"^spec\.nodeNames: expected a list of names$"):
+        NodeGroupTemplate.from_object(obj)
+
+
+def test_node_names_round_trip_and_are_left_out_when_there_are_none() -> None:
+    """Parsed as written and written back; a template without live nodes publishes no key."""
+    listed = NodeGroupTemplate.from_object({"metadata": {"name": "ng"}, "spec": {"nodeNames": ["a", "b"]}})
+    assert listed.node_names == ("a", "b")
+    assert listed.to_object()["spec"]["nodeNames"] == ["a", "b"]
+    assert "nodeNames" not in NodeGroupTemplate.from_object({"metadata": {"name": "ng"}}).to_object()["spec"]
