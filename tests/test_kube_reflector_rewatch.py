@@ -18,21 +18,12 @@ from kube.relist import AfterWatch, after_stream_end, after_watch_error, retriab
 from kube.store import Store
 from tests.fakekube.fixtures import fake_kube  # noqa: F401  (the fixture)
 from tests.fakekube.server import FakeKubeServer
+from tests.pod_requests import WATCH_TIMEOUT, pod, pod_requests
 from tests.waiting import eventually
 
 pytestmark = pytest.mark.slow
 
-WATCH_TIMEOUT = 30.0
 FIRST_LIST = {"resourceVersion": "0", "limit": "500"}
-
-
-def pod(name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {"containers": [{"name": "app", "image": "busybox"}]},
-    }
 
 
 def name_of(obj: Mapping[str, Any]) -> str:
@@ -41,21 +32,6 @@ def name_of(obj: Mapping[str, Any]) -> str:
 
 def watch_from(rv: str) -> dict[str, str]:
     return {"watch": "true", "allowWatchBookmarks": "true", "resourceVersion": rv}
-
-
-def requests(fake: FakeKubeServer) -> list[tuple[dict[str, str], str | None]]:
-    """Every pods request's whole query (the random timeoutSeconds checked and left out) and the
-    fault that answered it."""
-    seen = []
-    for request in fake.requests.find("GET", "/api/v1/pods"):
-        query = dict(request.query)
-        timeout = query.pop("timeoutSeconds", None)
-        if request.watch:
-            assert timeout is not None and WATCH_TIMEOUT <= int(timeout) <= 2 * WATCH_TIMEOUT
-        else:
-            assert timeout is None
-        seen.append((query, request.fault))
-    return seen
 
 
 def watches(fake: FakeKubeServer) -> int:
@@ -104,7 +80,7 @@ def test_a_watch_that_ends_after_an_event_is_watched_again_at_once_from_its_rv(
     eventually(lambda: watches(fake_kube) == 2)
     fake_kube.create(pod("c"))
     eventually(lambda: set(store.items()) == {"a", "b", "c"})
-    assert requests(fake_kube) == [
+    assert pod_requests(fake_kube) == [
         (FIRST_LIST, None),
         (watch_from(first), "close_watch"),
         (watch_from(at_b), None),
@@ -140,7 +116,7 @@ def test_a_very_short_watch_without_an_event_relists(
     eventually(lambda: set(store.items()) == {"a", "b"})
     assert store.resource_version == at_b
     relisted = [({"resourceVersion": first}, None)] if after is AfterWatch.RELIST else []
-    assert requests(fake_kube) == [
+    assert pod_requests(fake_kube) == [
         (FIRST_LIST, None),
         (watch_from(first), "close_watch"),
         *relisted,
@@ -181,9 +157,9 @@ def test_a_failed_watch_relists_unless_it_was_throttled(
     eventually(lambda: watches(fake_kube) == 2)
     fake_kube.create(pod("b"))
     eventually(lambda: set(store.items()) == {"a", "b"})
-    fired = requests(fake_kube)[1][1]
+    fired = pod_requests(fake_kube)[1][1]
     relist = [({"resourceVersion": first}, None)] if relisted else []
-    assert requests(fake_kube) == [
+    assert pod_requests(fake_kube) == [
         (FIRST_LIST, None),
         (watch_from(first), fired),
         *relist,
@@ -215,7 +191,7 @@ def test_an_error_event_on_a_watch_relists_unless_throttled(
     at_b = fake_kube.create(pod("b"))["metadata"]["resourceVersion"]
     eventually(lambda: watches(fake_kube) == 2)
     relist = [({"resourceVersion": at_b}, None)] if relisted else []
-    assert requests(fake_kube) == [
+    assert pod_requests(fake_kube) == [
         (FIRST_LIST, None),
         (watch_from(first), "close_watch"),
         *relist,
@@ -250,7 +226,7 @@ def test_a_watch_that_delivered_an_event_backs_off_from_the_start(
         assert reflector.stats.last_backoff == after_lists
     else:
         assert 0.025 <= reflector.stats.last_backoff <= 0.05
-    assert [fault for _, fault in requests(fake_kube)][:4] == ["fail", "fail", None, "close_watch"]
+    assert [fault for _, fault in pod_requests(fake_kube)][:4] == ["fail", "fail", None, "close_watch"]
 
 
 def test_a_refused_watch_is_opened_again_without_a_list(fake_kube: FakeKubeServer, make) -> None:  # noqa: F811
@@ -272,7 +248,7 @@ def test_a_refused_watch_is_opened_again_without_a_list(fake_kube: FakeKubeServe
     eventually(lambda: watches(fake_kube) == 2)
     fake_kube.create(pod("b"))
     eventually(lambda: set(store.items()) == {"a", "b"})
-    assert requests(fake_kube) == [
+    assert pod_requests(fake_kube) == [
         (FIRST_LIST, None),
         (watch_from(first), "throttle"),
         (watch_from(first), None),

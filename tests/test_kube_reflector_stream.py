@@ -15,26 +15,17 @@ from kube.store import Store
 from kube.watchlist import watch_list_enabled
 from tests.fakekube.fixtures import fake_kube  # noqa: F401  (the fixture)
 from tests.fakekube.server import FakeKubeServer
+from tests.pod_requests import WATCH_TIMEOUT, pod, pod_requests
 from tests.waiting import eventually
 
 pytestmark = pytest.mark.slow
 
-WATCH_TIMEOUT = 30.0
 STREAM = {
     "watch": "1",
     "sendInitialEvents": "true",
     "resourceVersionMatch": "NotOlderThan",
     "allowWatchBookmarks": "true",
 }
-
-
-def pod(name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {"containers": [{"name": "app", "image": "busybox"}]},
-    }
 
 
 def record(obj: Mapping[str, Any]) -> tuple[str, str]:
@@ -51,20 +42,11 @@ def pods(*names: str) -> set[tuple[str, str]]:
 
 def queries(fake: FakeKubeServer) -> list[dict[str, str]]:
     """Every pods request's whole query, the random timeoutSeconds checked and left out."""
-    seen = []
-    for request in fake.requests.find("GET", "/api/v1/pods"):
-        query = dict(request.query)
-        timeout = query.pop("timeoutSeconds", None)
-        if request.watch:
-            assert timeout is not None and WATCH_TIMEOUT <= int(timeout) <= 2 * WATCH_TIMEOUT
-        else:
-            assert timeout is None
-        seen.append(query)
-    return seen
+    return [query for query, _ in pod_requests(fake)]
 
 
 def faults(fake: FakeKubeServer) -> list[str | None]:
-    return [r.fault for r in fake.requests.find("GET", "/api/v1/pods")]
+    return [fault for _, fault in pod_requests(fake)]
 
 
 @pytest.fixture
