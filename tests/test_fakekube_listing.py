@@ -13,21 +13,13 @@ from tests.fakekube import FakeKubeServer, fixtures
 from tests.fakekube.registry import by_kind
 from tests.fakekube.selectors import label_selector
 from tests.fakekube.watch import WatchSession
+from tests.pod_requests import pod
 
 fake_kube = fixtures.fake_kube
 
 PODS = "/api/v1/namespaces/default/pods"
 HTTP = urllib3.PoolManager()
 TIMEOUT = urllib3.Timeout(connect=5.0, read=10.0)  # bounds a hang only
-
-
-def pod(name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {"containers": [{"name": "app", "image": "busybox"}]},
-    }
 
 
 def get(server: FakeKubeServer, query: dict[str, str]) -> tuple[int, dict[str, Any]]:

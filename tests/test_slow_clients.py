@@ -23,6 +23,7 @@ import yaml
 from tests.slowclients import KINDS, SlowConn, Trickler, open_slow
 from tests.tlsfixtures import TlsFiles, client_ssl_context
 from tests.webhook_server import (
+    SHOP_STATE,
     Server,
     admission_review,
     get_status,
@@ -41,22 +42,12 @@ TIMEOUTS = ["--tls-handshake-timeout", str(TIMEOUT), "--header-timeout", str(TIM
 TURN = 1.0
 SLOW = 64
 HANG = 30.0  # ends a hang only
-STATE = [
-    {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}},
-    {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"namespace": "shop", "name": "default"}},
-    {
-        "apiVersion": "vpcresources.k8s.aws/v1beta1",
-        "kind": "SecurityGroupPolicy",
-        "metadata": {"namespace": "shop", "name": "web"},
-        "spec": {"podSelector": {"matchLabels": {"app": "web"}}, "securityGroups": {"groupIds": ["sg-1"]}},
-    },
-]
 
 
 @pytest.fixture
 def state(tmp_path: Path) -> Path:
     path = tmp_path / "state.yaml"
-    path.write_text(yaml.safe_dump_all(STATE))
+    path.write_text(yaml.safe_dump_all(SHOP_STATE))
     return path
 
 

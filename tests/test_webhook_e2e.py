@@ -23,6 +23,7 @@ from tests.tlsfixtures import TlsFiles
 from tests.waiting import eventually
 from tests.webhook_server import (
     FITGUARD,
+    SHOP_STATE,
     Server,
     admission_review,
     get_status,
@@ -35,23 +36,13 @@ from tests.webhook_server import (
 pytestmark = pytest.mark.slow
 
 GUARD = {"key": EXHAUSTED_LABEL, "operator": "DoesNotExist"}
-STATE = [
-    {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}},
-    {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"namespace": "shop", "name": "default"}},
-    {
-        "apiVersion": "vpcresources.k8s.aws/v1beta1",
-        "kind": "SecurityGroupPolicy",
-        "metadata": {"namespace": "shop", "name": "web"},
-        "spec": {"podSelector": {"matchLabels": {"app": "web"}}, "securityGroups": {"groupIds": ["sg-1"]}},
-    },
-]
 
 
 @pytest.fixture(scope="module")
 def server(tls_files: TlsFiles, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     work = tmp_path_factory.mktemp("webhook")
     state = work / "state.yaml"
-    state.write_text(yaml.safe_dump_all(STATE))
+    state.write_text(yaml.safe_dump_all(SHOP_STATE))
     with running(tls_files, ["--state", str(state)], threads=4, metrics_dir=work / "metrics") as started:
         yield started
 
@@ -201,7 +192,7 @@ def test_policy_created_at_run_time_takes_effect(
         conn = server.connect()
         assert "patch" not in post(conn, review(web_pod()))[1]["response"]
         conn.close()
-        fake_kube.create(STATE[2])
+        fake_kube.create(SHOP_STATE[2])
         patched = 0
 
         def four_in_a_row() -> bool:

@@ -32,6 +32,18 @@ from tests.tlsfixtures import TlsFiles, client_ssl_context
 ROOT = Path(__file__).resolve().parents[1]
 # the console script pip installed beside this interpreter: what the image's entry point runs
 FITGUARD = str(Path(sys.executable).with_name("fitguard"))
+# A namespace whose pods labelled app=web match a SecurityGroupPolicy: the state a webhook started
+# with `--state` answers from in the end-to-end tests.
+SHOP_STATE = [
+    {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}},
+    {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"namespace": "shop", "name": "default"}},
+    {
+        "apiVersion": "vpcresources.k8s.aws/v1beta1",
+        "kind": "SecurityGroupPolicy",
+        "metadata": {"namespace": "shop", "name": "web"},
+        "spec": {"podSelector": {"matchLabels": {"app": "web"}}, "securityGroups": {"groupIds": ["sg-1"]}},
+    },
+]
 READY_SECONDS = 20.0
 STOP_SECONDS = 25.0  # above the server's 20 s graceful timeout
 
