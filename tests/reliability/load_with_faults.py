@@ -33,9 +33,9 @@ import yaml
 from cryptography.hazmat.primitives import serialization
 
 from certs import files, material
-from tests.test_webhook_e2e import STATE, _worker_pids
+from tests.test_webhook_e2e import _worker_pids
 from tests.tlsfixtures import TlsFiles, client_ssl_context
-from tests.webhook_server import Server, admission_review, running
+from tests.webhook_server import SHOP_STATE, Server, admission_review, running
 
 POD = {
     "apiVersion": "v1",
@@ -199,7 +199,7 @@ def run(plan: LoadPlan, work: Path) -> Outcome:
     written = files.write_tls_files(work / "tls", ca_cert, cert, key)
     tls = TlsFiles(written.ca_cert, written.cert, written.key, material.certificate_to_pem(ca_cert).decode())
     state = work / "state.yaml"
-    state.write_text(yaml.safe_dump_all(STATE))
+    state.write_text(yaml.safe_dump_all(SHOP_STATE))
     options = ["--state", str(state), "--tls-reload-interval", "0.5"]
     with running(tls, options, workers=2, threads=16) as server:
         return _load(server, tls, (ca_cert, ca_key), plan)
