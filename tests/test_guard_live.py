@@ -265,7 +265,7 @@ def test_held_enis_label_both_nodes_then_the_guard_steps_aside(group: Any, contr
     /snapshotz and the metrics; cluster-autoscaler's template fits the pod again."""
     fill(group, held=True)
     eventually(lambda: labelled(group) == {NODES[0]: True, NODES[1]: True}, "both nodes labelled")
-    # the reconcile sets the gauge after its label writes: the labels can be seen first
+    # the gauge counts the controller's node store, which sees its own label writes by the watch: later
     labelled_two = 'fitguard_branch_eni_guard_labelled_nodes{node_group="ng-sg"} 2.0'
     eventually(lambda: labelled_two in controller.metrics(), "the gauge counts both")
 
