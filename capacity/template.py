@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -147,6 +148,16 @@ class AutoscalerMemory:
         return obj
 
 
+class ScaleFromZero(enum.StrEnum):
+    """Who grows the group from zero nodes, and so which view the webhook judges it by."""
+
+    AUTOSCALER = "autoscaler"  # cluster-autoscaler, from its own template
+    FITGUARD = "fitguard"  # fitguard's scaling driver (--scaling=on), from the actual view
+
+
+FITGUARD = ScaleFromZero.FITGUARD
+
+
 @dataclass(frozen=True, slots=True)
 class NodeGroupTemplate:
     name: str
@@ -160,7 +171,7 @@ class NodeGroupTemplate:
     autoscaler: View | None = None
     daemonset_overhead: Resources = field(default_factory=dict)
     daemonset_pods: int = 0
-    scale_from_zero: str = "autoscaler"  # autoscaler | fitguard
+    scale_from_zero: ScaleFromZero = ScaleFromZero.AUTOSCALER
     # What cluster-autoscaler's node built from tags already runs (capacity.template_pods): its
     # kube-proxy mirror pod and the DaemonSets that match the autoscaler view. When not given:
     # the DaemonSet overhead above plus that kube-proxy pod.
@@ -175,6 +186,7 @@ class NodeGroupTemplate:
     remembered: View | None = field(default=None, init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "scale_from_zero", ScaleFromZero(self.scale_from_zero))
         # Set once, so the fit check's memo (keyed by the overhead object) keeps working.
         if self.autoscaler_overhead is None or self.autoscaler_overhead_pods is None:
             requests, pods = template_node_pods(self.daemonset_overhead, self.daemonset_pods)
@@ -217,7 +229,7 @@ class NodeGroupTemplate:
             return None, "max size is 0"
         if self.nodes > 0:
             return self.actual, "live nodes"
-        if self.scale_from_zero == "fitguard":
+        if self.scale_from_zero is ScaleFromZero.FITGUARD:
             return self.actual, "fitguard scales it from zero"
         if with_memory and self.remembered is not None:
             return self.remembered, "no nodes: cluster-autoscaler remembers a live node of the group"
@@ -264,7 +276,7 @@ class NodeGroupTemplate:
             ),
             daemonset_overhead=parse_resources(overhead, "spec.daemonSetOverhead"),
             daemonset_pods=int(pods),
-            scale_from_zero=str(spec.get("scaleFromZero") or "autoscaler"),
+            scale_from_zero=_scale_from_zero(spec.get("scaleFromZero")),
             memory=(
                 AutoscalerMemory.from_object(memory, "spec.autoscalerMemory") if memory is not None else None
             ),
@@ -331,3 +343,11 @@ def _int(spec: Mapping[str, Any], key: str) -> int:
         return int(value)
     except ValueError:
         raise ValueError(f"spec.{key}: expected an integer, got {value!r}") from None
+
+
+def _scale_from_zero(value: object) -> ScaleFromZero:
+    """spec.scaleFromZero (the CRD allows the two values; absent is cluster-autoscaler)."""
+    try:
+        return ScaleFromZero(str(value or ScaleFromZero.AUTOSCALER))
+    except ValueError:
+        raise ValueError(f"spec.scaleFromZero: {value!r} is neither autoscaler nor fitguard") from None

@@ -13,35 +13,39 @@ from prometheus_client.registry import Collector
 from capacity.names import EXHAUSTED_LABEL
 
 if TYPE_CHECKING:
-    from controller.books import LiveBooks
+    from controller.books import Books
+    from controller.books_reconciler import BooksReconciler
 
 
-def register_metrics(live: LiveBooks, registry: CollectorRegistry) -> tuple[Counter, Histogram]:
-    """The books' counters in `registry`, and their scrape-time collector; (guard lifts, reconcile time)."""
-    guard_lifts = Counter(
-        "fitguard_branch_eni_guard_lifts",
-        "Times the exhausted-node guard stepped aside for cluster-autoscaler, per node group",
-        ["node_group"],
-        registry=registry,
-    )
-    reconcile_seconds = Histogram(
-        "fitguard_branch_eni_reconcile_duration_seconds",
-        "Time one reconcile of the branch ENI books took",
-        registry=registry,
-    )
-    registry.register(BooksCollector(live))
-    return guard_lifts, reconcile_seconds
+class BooksMetrics:
+    """The books' counters in `registry`, and their scrape-time collector."""
+
+    def __init__(self, books: Books, reconciler: BooksReconciler, registry: CollectorRegistry) -> None:
+        self.registry = registry
+        self.guard_lifts = Counter(
+            "fitguard_branch_eni_guard_lifts",
+            "Times the exhausted-node guard stepped aside for cluster-autoscaler, per node group",
+            ["node_group"],
+            registry=registry,
+        )
+        self.reconcile_seconds = Histogram(
+            "fitguard_branch_eni_reconcile_duration_seconds",
+            "Time one reconcile of the branch ENI books took",
+            registry=registry,
+        )
+        registry.register(BooksCollector(books, reconciler))
 
 
 class BooksCollector(Collector):
     """Metrics read from the books at scrape time, so a deleted node leaves no stale series."""
 
-    def __init__(self, live: LiveBooks) -> None:
-        self.live = live
+    def __init__(self, books: Books, reconciler: BooksReconciler) -> None:
+        self.books = books
+        self.reconciler = reconciler
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
-        now = self.live.clock()
-        rows = self.live.snapshot(now)
+        now = self.books.clock()
+        rows = self.books.snapshot(now)
         names = ("capacity", "in_use", "held", "true_free")
         per_node = {
             name: GaugeMetricFamily(
@@ -84,7 +88,7 @@ class BooksCollector(Collector):
             labels=["node", "node_group"],
         )
         for row in rows:
-            node = self.live.nodes.get("", row.name)
+            node = self.books.cache.nodes.get("", row.name)
             if node is not None:
                 labelled.add_metric([row.name, row.node_group], 1.0 if node.exhausted else 0.0)
         yield labelled
@@ -92,7 +96,7 @@ class BooksCollector(Collector):
             "fitguard_branch_eni_waiting_pods", "Pods bound without their branch ENI", waiting
         )
         yield from self._guard()
-        age = now - self.live.last_event if self.live.last_event else 0.0
+        age = now - self.books.last_event if self.books.last_event else 0.0
         yield GaugeMetricFamily(
             "fitguard_branch_eni_books_age_seconds", "Seconds since the books last changed", age
         )
@@ -104,7 +108,7 @@ class BooksCollector(Collector):
             labels=["node_group"],
         )
         counts: dict[str, int] = {}
-        for node in self.live.nodes.items():
+        for node in self.books.cache.nodes.items():
             counts[node.node_group] = counts.get(node.node_group, 0) + (1 if node.exhausted else 0)
         for group, count in sorted(counts.items()):
             labelled.add_metric([group], float(count))
@@ -114,6 +118,6 @@ class BooksCollector(Collector):
             "Node groups the guard has stepped aside from so that cluster-autoscaler can scale them",
             labels=["node_group"],
         )
-        for group in sorted(self.live.guard_state.lifted):
+        for group in sorted(self.reconciler.guard_state.lifted):
             lifted.add_metric([group], 1.0)
         yield lifted

@@ -232,9 +232,10 @@ def _main(args: argparse.Namespace) -> int:
     from capacity.autoscaler_flags import pod_selector
     from capacity.autoscaler_specs import SpecError
     from controller.aws.region import NoRegion, resolve_region
-    from controller.compose import aws_clients, cluster_source
-    from controller.run import ControllerOptions, ScalingInputs, run_once
+    from controller.compose import aws_clients
+    from controller.run import ControllerOptions, run_once
     from controller.scaling_cli import build_driver, scaling_config
+    from controller.settings import TagSyncMode
     from kube.statefile import StateFileError, load_state
 
     setup_logging(args.log_format, args.log_level)
@@ -256,7 +257,7 @@ def _main(args: argparse.Namespace) -> int:
     options = ControllerOptions(
         state=args.state or "",
         dry_run=args.dry_run,
-        sync_autoscaler_tags=args.sync_autoscaler_tags,
+        sync_autoscaler_tags=TagSyncMode(args.sync_autoscaler_tags),
         sync_label_tags=args.sync_autoscaler_label_tags,
         cluster_name=args.cluster_name,
         auto_discovery=tuple(args.node_group_auto_discovery),
@@ -276,12 +277,10 @@ def _main(args: argparse.Namespace) -> int:
         print(f"fitguard controller: {err}", file=sys.stderr)
         return 2
     if args.once:
-        # the process's clients and source, built once (controller/compose.py)
+        # the process's clients, built once (controller/compose.py)
         clients = aws_clients(options.region)
-        source = cluster_source(options)
         driver = build_driver(scaling, clients.autoscaling)
-        scaling_inputs = ScalingInputs(driver) if driver is not None else None
-        report = run_once(options, clients=clients, source=source, scaling=scaling_inputs)
+        report = run_once(options, clients=clients, driver=driver)
         printed = report.to_json()
         print(json.dumps(printed, indent=2) if args.output == "json" else cycle_table(printed))
         return 1 if report.discovery_error else 0
@@ -290,28 +289,34 @@ def _main(args: argparse.Namespace) -> int:
 
 def run_forever(args: argparse.Namespace, options: Any, scaling: Any) -> int:
     from controller.compose import aws_clients, kube_client
-    from controller.loop import ControllerLoop, LoopOptions
+    from controller.loop import ControllerLoop
     from controller.scaling_cli import RescueOptions
+    from controller.settings import (
+        BooksSettings,
+        ControllerSettings,
+        LeadershipSettings,
+        ServingSettings,
+    )
 
-    loop_options = LoopOptions(
-        controller=options,
+    settings = ControllerSettings(
+        discovery=options,
         interval=args.interval,
-        metrics_bind=args.metrics_bind,
-        snapshotz=args.snapshotz,
-        leader_elect=args.leader_elect,
-        branch_eni_release=args.branch_eni_release,
-        manage_certificates=args.manage_certificates,
+        books=BooksSettings(
+            release=args.branch_eni_release, guard_grace=args.guard_grace, dry_run=args.dry_run
+        ),
+        leadership=LeadershipSettings(
+            enabled=args.leader_elect,
+            lease_duration=args.leader_elect_lease_duration,
+            renew_deadline=args.leader_elect_renew_deadline,
+            retry_period=args.leader_elect_retry_period,
+        ),
+        serving=ServingSettings(bind=args.metrics_bind, snapshotz=args.snapshotz),
         scaling=scaling,
         rescue=RescueOptions(args.rescue_waiting_pods, args.reclaim_finished_pods_after),
-        lease_duration=args.leader_elect_lease_duration,
-        renew_deadline=args.leader_elect_renew_deadline,
-        retry_period=args.leader_elect_retry_period,
         verify_with_ec2=args.verify_with_ec2,
-        guard_grace=args.guard_grace,
+        manage_certificates=args.manage_certificates,
     )
-    if args.leader_elect and not (
-        loop_options.lease_duration > loop_options.renew_deadline > loop_options.retry_period > 0
-    ):
+    if args.leader_elect and not settings.leadership.valid():
         print(
             "fitguard controller: need --leader-elect-lease-duration > --leader-elect-renew-deadline > "
             "--leader-elect-retry-period > 0",
@@ -323,7 +328,7 @@ def run_forever(args: argparse.Namespace, options: Any, scaling: Any) -> int:
         signal.signal(signum, lambda *_: stop.set())
     # the process's clients, built once (controller/compose.py)
     api, clients = kube_client(args.kubeconfig), aws_clients(options.region)
-    ControllerLoop(loop_options, api, clients).run(stop)
+    ControllerLoop(settings, api, clients).run(stop)
     return 0
 
 

@@ -3,7 +3,7 @@
 - The AWS clients: one boto3 session in the region `--region` resolved (controller/aws/region.py),
   three clients sharing the one botocore Config of controller/aws/clients.py (retry mode and
   attempts); discovery, tag sync, the scaling driver and the EC2 verifier all use these.
-- The cluster source (controller/source.py): the state file of `--state`, or the API.
+- The Kubernetes client: in-cluster, else the kubeconfig.
 
 `fitguard controller` builds these in controller/cli.py (`--once`) or controller/loop.py (the
 long-running loop) through the functions here, and nothing else creates a client.
@@ -13,12 +13,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from controller.source import ApiSource, ClusterSource, StateFileSource
-
 if TYPE_CHECKING:
     from controller.aws.clients import AwsClients
-    from controller.run import ControllerOptions
-    from kube.client import ApiLike, KubeClient
+    from kube.client import KubeClient
 
 
 def aws_clients(region: str) -> AwsClients:
@@ -34,10 +31,3 @@ def kube_client(kubeconfig: str | None) -> KubeClient:
     from kube.client import KubeClient, load_api_client
 
     return KubeClient(load_api_client(kubeconfig))
-
-
-def cluster_source(options: ControllerOptions, api: ApiLike | None = None) -> ClusterSource:
-    """The state file when `--state` names one, else the API through `api` (built when None)."""
-    if options.state:
-        return StateFileSource(options.state)
-    return ApiSource(api if api is not None else kube_client(options.kubeconfig))

@@ -20,7 +20,7 @@ from capacity.requests import pod_requests
 from capacity.resources import Resources, add
 from capacity.selectors import SelectorError
 from capacity.taints import Taint
-from capacity.template import NodeGroupTemplate, View, instance_capacity, live_capacity
+from capacity.template import NodeGroupTemplate, ScaleFromZero, View, instance_capacity, live_capacity
 from capacity.template_pods import template_node_pods
 from capacity.template_taints import DEFAULT_TAINT_CONFIG, TaintOptions, sanitize_taints
 from controller.aws.records import AwsNodeGroup
@@ -205,7 +205,7 @@ def build_template(
     nodes: list[Mapping[str, Any]],
     daemonsets: list[Mapping[str, Any]],
     facts: FactsLookup,
-    scale_from_zero: str = "autoscaler",
+    scale_from_zero: ScaleFromZero = ScaleFromZero.AUTOSCALER,
     *,
     taint_options: TaintOptions = DEFAULT_TAINT_CONFIG,
 ) -> NodeGroupTemplate:
@@ -240,30 +240,28 @@ def build_template(
 
 def build_templates(
     groups: Iterable[AwsNodeGroup],
-    nodes: Iterable[Mapping[str, Any]],
+    grouped: Mapping[str, list[Mapping[str, Any]]],
     daemonsets: Iterable[Mapping[str, Any]],
     previous: Mapping[str, NodeGroupTemplate],
     *,
     facts: FactsLookup,
-    group_label: str = "",
     taint_options: TaintOptions = DEFAULT_TAINT_CONFIG,
 ) -> list[GroupOutcome]:
-    """Every group's outcome, by name: fresh, or its last template kept with the reason. Taints are
-    sanitised with `taint_options`: the running cluster-autoscaler's flags, or only what every
-    cluster-autoscaler drops when none was found."""
+    """Every group's outcome, by name, from its nodes (`grouped`, group_nodes): fresh, or its last
+    template kept with the reason. Taints are sanitised with `taint_options`: the running
+    cluster-autoscaler's flags, or only what every cluster-autoscaler drops when none was found."""
     groups = list(groups)
     daemonsets = list(daemonsets)
-    grouped = group_nodes(nodes, groups, group_label)
     outcomes = []
     for group in sorted(groups, key=lambda g: g.name):
         before = previous.get(group.name)
         try:
             template = build_template(
                 group,
-                grouped[group.name],
+                list(grouped.get(group.name, [])),
                 daemonsets,
                 facts,
-                before.scale_from_zero if before else "autoscaler",
+                before.scale_from_zero if before else ScaleFromZero.AUTOSCALER,
                 taint_options=taint_options,
             )
         except TemplateError as err:

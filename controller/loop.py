@@ -1,267 +1,248 @@
-"""The long-running controller: every replica keeps warm books; the leader also discovers node
-groups, publishes templates, syncs tags, labels nodes, writes events and rotates certificates.
+"""The long-running controller, composed: the manager (controller/manager.py) with its cache, and the
+runnables it runs.
 
-Leadership is a Lease (kube/leader.py). A leader that loses it stops acting at once (the elector
-sets the stop event the moment the renew deadline passes) and the process exits, as controllers
-built on client-go do, so nothing half-done continues under a new leader.
+- Every replica: the books (controller/books.py), fed by the cache's listeners, their release
+  window read again from time to time; so a follower that takes over acts from warm books.
+- The leader only: the books reconciler (labels, events, the guard), the discovery cycle with its
+  rescue, reclaim and EC2 verification, and the certificates when the controller manages them.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
-import os
 import threading
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
-from capacity.guard import DEFAULT_GRACE
+from prometheus_client import REGISTRY, CollectorRegistry, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
 from capacity.names import API_VERSION, TEMPLATE_KIND
+from cmdline.statushttp import StatusPort, StatusRoutes
 from controller.aws.clients import AwsClients
 from controller.aws.eni_verify import Ec2Verifier
-from controller.books import LiveBooks
+from controller.books import Books
+from controller.books_reconciler import BooksReconciler
+from controller.cache import ClusterCache
 from controller.compose import aws_clients
-from controller.http import ControllerHttp
+from controller.cycle import DiscoveryReconciler
+from controller.labels import LabelWriter
+from controller.manager import Manager
 from controller.metrics import ControllerMetrics
 from controller.report import CycleReport
 from controller.rescue import carry_out, pods_on_node, reclaim_candidates, rescue_candidates
-from controller.run import ControllerOptions, ScalingInputs, run_once
-from controller.scaling import ScalingDriver, list_unschedulable_pods
-from controller.scaling_cli import RescueOptions, build_driver
-from controller.scaling_options import OFF, ON, ScalingOptions
-from controller.source import CachedSource
+from controller.scaling import ScalingDriver
+from controller.scaling_cli import build_driver
+from controller.settings import ControllerSettings
 from controller.tagsync import TagChange
 from kube.client import KubeClient
 from kube.events import EventRecorder, ObjectRef
-from kube.leader import LeaderElector, default_identity
 
 log = logging.getLogger(__name__)
-LEASE_NAME = "fitguard-controller"  # RBAC grants the controller this Lease only (manifests/)
 
 
-@dataclass(frozen=True)
-class LoopOptions:
-    controller: ControllerOptions = field(default_factory=ControllerOptions)
-    interval: float = 60.0  # seconds between discovery cycles
-    reconcile_interval: float = 5.0  # seconds between passes over the branch ENI books
-    metrics_bind: str = "0.0.0.0:8080"
-    snapshotz: bool = False  # serve GET /snapshotz (controller/http.py says why it is off by default)
-    leader_elect: bool = False
-    namespace: str = field(default_factory=lambda: os.environ.get("POD_NAMESPACE", "fitguard-system"))
-    branch_eni_release: str = "cooldown"
-    manage_certificates: bool = False
-    scaling: ScalingOptions | None = None  # None or mode off: no scaling driver
-    rescue: RescueOptions = field(default_factory=RescueOptions)
-    verify_with_ec2: bool = False
-    guard_grace: float = DEFAULT_GRACE  # seconds a blind group waits before the guard steps aside
-    lease_duration: float = 15.0
-    renew_deadline: float = 10.0
-    retry_period: float = 2.0
+class CycleRunner:
+    """The leader's discovery cycle every `interval`, then rescue, reclaim and EC2 verification."""
+
+    name = "discovery"
+    needs_leader = True
+
+    def __init__(self, controller: ControllerLoop) -> None:
+        self.controller = controller
+
+    def run(self, stop: threading.Event) -> None:
+        interval = self.controller.settings.interval
+        metrics = self.controller.metrics
+        while not stop.is_set():
+            started = time.monotonic()
+            try:
+                self.controller.last_cycle = self.controller.cycle()
+                metrics.cycle_done(self.controller.last_cycle, time.time())
+            except Exception:  # one failed cycle must not end leadership; the next one retries
+                log.exception("controller cycle failed")
+                metrics.cycle_failed()
+            stop.wait(max(0.0, interval - (time.monotonic() - started)))
+
+
+class CertificateRunner:
+    name = "certificates"
+    needs_leader = True
+
+    def __init__(self, api: KubeClient) -> None:
+        self.api = api
+
+    def run(self, stop: threading.Event) -> None:
+        from controller.certificates import CertificateReconciler
+
+        CertificateReconciler(self.api).run(stop)
 
 
 class ControllerLoop:
-    def __init__(self, options: LoopOptions, api: KubeClient, clients: AwsClients | None = None) -> None:
-        self.options = options
+    """Builds the manager and its runnables from the settings; `run(stop)` until shutdown."""
+
+    def __init__(
+        self, settings: ControllerSettings, api: KubeClient, clients: AwsClients | None = None
+    ) -> None:
+        self.settings = settings
         self.api = api
         self._clients = clients  # the process's, or built at first use (a follower may never need them)
-        self.identity = default_identity()
-        dry_run = options.controller.dry_run
-        self.recorder = EventRecorder(api, self.identity, dry_run=dry_run)
-        self.elector: LeaderElector | None = None
-        if options.leader_elect:
-            self.elector = LeaderElector(
-                api,
-                LEASE_NAME,
-                options.namespace,
-                self.identity,
-                lease_duration=options.lease_duration,
-                renew_deadline=options.renew_deadline,
-                retry_period=options.retry_period,
-                on_started_leading=self._lead,
-                exit_on_loss=True,
-            )
-        self.books = LiveBooks(
-            api,
-            release=options.branch_eni_release,
-            is_leader=self.is_leader,
-            recorder=self.recorder,
-            dry_run=dry_run,
-            guard_grace=options.guard_grace,
-            scaled_groups=self._scaled_groups,
-            # late-bound: the source is built below, from the books' node watch
-            autoscaler_taints=lambda: self.source.autoscaler_taints(),  # noqa: PLW0108
-        )
-        # the discovery cycle reads list+watch caches, the books' node watch among them
-        self.source = CachedSource(api, self.books.node_objects)
-        # groups `--scaling=on` grows itself (None: not known before the first cycle)
-        self._covered: frozenset[str] | None = None
+        options = settings.discovery
+        self.cache = ClusterCache(options.cache())
+        self.books = Books(self.cache, settings.books)
         self.last_cycle: CycleReport | None = None
-        self.scaling = self._driver(options.scaling) if options.scaling else None
-        self.verifier = self._verifier() if options.verify_with_ec2 else None
-        self.metrics = ControllerMetrics(
-            is_leader=self.is_leader,
-            synced=lambda: self.books.wait_synced(0),
-            last_cycle=lambda: self.last_cycle,
+        self.manager = Manager(api, self.cache, settings.leadership, self._status())
+        self.recorder = EventRecorder(api, self.manager.identity, dry_run=options.dry_run)
+        self.scaling = self._driver()
+        self.discovery = DiscoveryReconciler(
+            self.cache,
+            self.books,
+            options,
+            lambda: self.clients,
+            facts=_facts(),
+            driver=self.scaling,
+            note=self._note_tag_change,
         )
-        sources = (self.metrics, self.books, self.scaling, self.verifier)
-        self.http = ControllerHttp(
-            options.metrics_bind,
-            ready=self._waiting,
-            snapshot=self.snapshot if options.snapshotz else None,
-            registries=tuple(x.registry for x in sources if x is not None),
+        writer = LabelWriter(
+            None if settings.books.dry_run else api,
+            rate=settings.books.label_rate,
+            burst=settings.books.label_burst,
+            rewrite_after=settings.books.rewrite_after,
+            now=time.time(),
         )
+        self.reconciler = BooksReconciler(self.books, writer, self.recorder, self._scaled_groups)
+        self.verifier = self._verifier() if settings.verify_with_ec2 else None
+        self.metrics = ControllerMetrics(self.manager, self.cache, lambda: self.last_cycle)
+        self.manager.add(self.books)
+        self.manager.add(self.reconciler)
+        self.manager.add(CycleRunner(self))
+        if settings.manage_certificates:
+            self.manager.add(CertificateRunner(api))
+
+    # -- composition ----------------------------------------------------------------------------
 
     @property
     def clients(self) -> AwsClients:
         """The AWS clients, built once per process (controller/compose.py): every cycle, the scaling
         driver and the verifier share them."""
         if self._clients is None:
-            self._clients = aws_clients(self.options.controller.region)
+            self._clients = aws_clients(self.settings.discovery.region)
         return self._clients
 
-    def _driver(self, config: ScalingOptions) -> ScalingDriver | None:
-        if config.mode == OFF:
-            return None  # no AWS client needed
-        return build_driver(config, self.clients.autoscaling, self.recorder)
+    def _driver(self) -> ScalingDriver | None:
+        scaling = self.settings.scaling
+        if scaling is None:
+            return None
+        return (
+            build_driver(scaling, self.clients.autoscaling, self.recorder) if scaling.mode != "off" else None
+        )
 
     def _verifier(self) -> Ec2Verifier:
-        ec2 = self.clients.ec2
-        window = self.books.books.window
-        return Ec2Verifier(ec2, window, self.options.controller.cluster_name, self.recorder)
+        return Ec2Verifier(
+            self.clients.ec2, self.books.window, self.settings.discovery.cluster_name, self.recorder
+        )
+
+    def _status(self) -> StatusPort:
+        serving = self.settings.serving
+        routes = StatusRoutes(
+            waiting=self._waiting,
+            metrics=self._metrics,
+            snapshot=self.snapshot if serving.snapshotz else None,
+        )
+        return StatusPort(routes, log, bind=serving.bind)
+
+    @property
+    def http(self) -> StatusPort:
+        return self.manager.status
+
+    @property
+    def elector(self) -> Any:
+        return self.manager.elector
+
+    @property
+    def identity(self) -> str:
+        return self.manager.identity
 
     def is_leader(self) -> bool:
-        return self.elector is None or self.elector.is_leader()
+        return self.manager.is_leader()
 
     def _scaled_groups(self) -> frozenset[str] | None:
         """For the guard: the groups fitguard scales itself, so it keeps their labels."""
-        if self.options.scaling is None or self.options.scaling.mode != ON or self.options.controller.dry_run:
+        scaling = self.settings.scaling
+        if scaling is None or scaling.mode != "on" or self.settings.discovery.dry_run:
             return frozenset()
-        return self._covered
+        return self.discovery.covered()
 
-    def _waiting(self) -> str | None:
-        """Ready once every cache the controller needs completed its first list."""
-        waiting = self.books.waiting_for()
-        return f"first list of {', '.join(waiting)}" if waiting else None
+    def _waiting(self) -> list[str]:
+        """Ready once every store the controller reads completed its first list."""
+        waiting = self.cache.waiting_for()
+        return [f"first list of {', '.join(waiting)}"] if waiting else []
+
+    def _metrics(self) -> tuple[bytes, str]:
+        sources: tuple[Any, ...] = (self.metrics, self.reconciler.metrics, self.scaling, self.verifier)
+        registries: list[CollectorRegistry] = [REGISTRY, *(s.registry for s in sources if s is not None)]
+        return b"".join(generate_latest(r) for r in registries), CONTENT_TYPE_LATEST
 
     def snapshot(self) -> dict[str, Any]:
         """What `fitguard report -o json` prints, plus the last discovery cycle."""
         return {
             "nodes": [row.to_json() for row in self.books.snapshot()],
             "leader": self.is_leader(),
-            "identity": self.identity,
-            "guard": self.books.guard_json(),
+            "identity": self.manager.identity,
+            "guard": self.reconciler.guard_json(),
             "lastCycle": self.last_cycle.to_json() if self.last_cycle is not None else {},
         }
 
-    def start_watches(self) -> None:
-        """The books' pod and node watches and the discovery cycle's DaemonSet and template watches."""
-        self.books.start()
-        self.source.start()
-
     def run(self, stop: threading.Event) -> None:
-        self.http.start()
-        self.start_watches()
-        books = threading.Thread(
-            target=self.books.run, args=(stop, self.options.reconcile_interval), name="books", daemon=True
-        )
-        books.start()
-        try:
-            if self.elector is not None:
-                self.elector.start()
-                stop.wait()
-            else:
-                self._lead(stop)
-        finally:
-            if self.elector is not None:
-                self.elector.stop()
-            self.books.stop()
-            self.source.stop()
-            self.http.stop()
+        self.manager.run(stop)
 
-    def _lead(self, stop: threading.Event) -> None:
-        """The leader's work until `stop` (shutdown, or the lease lost)."""
-        log.info("leading", extra={"identity": self.identity})
-        self.books.wait_synced(60)
-        self.source.wait_synced(60)
-        if self.options.manage_certificates:
-            from controller.certificates import CertificateReconciler
-
-            reconciler = CertificateReconciler(self.api)
-            threading.Thread(target=reconciler.run, args=(stop,), name="certificates", daemon=True).start()
-        while not stop.is_set():
-            started = time.monotonic()
-            try:
-                self.last_cycle = self.cycle()
-                self.metrics.cycle_done(self.last_cycle, time.time())
-            except Exception:  # one failed cycle must not end leadership; the next one retries
-                log.exception("controller cycle failed")
-                self.metrics.cycle_failed()
-            stop.wait(max(0.0, self.options.interval - (time.monotonic() - started)))
+    # -- the leader's cycle ---------------------------------------------------------------------
 
     def cycle(self) -> CycleReport:
-        """Discovery, templates, tags and scaling from the live books; then rescue and reclaim."""
-        scaling = None
-        rows = self.books.snapshot()
-        if self.scaling is not None:
-            scaling = ScalingInputs(
-                self.scaling,
-                pending=list_unschedulable_pods(self.api),
-                records=self.books.pods.items(),
-                true_free={row.name: row.true_free for row in rows},
-                leader=self.is_leader,
-            )
-        report = run_once(
-            self.options.controller,
-            clients=self.clients,
-            source=self.source,
-            note=self._note_tag_change,
-            scaling=scaling,
-        )
-        if not report.discovery_error:
-            self._covered = frozenset(
-                o["metadata"]["name"]
-                for o in report.node_groups
-                if o["spec"].get("scaleFromZero") == "fitguard"
-            )
-        report = dataclasses.replace(
-            report, rescue=tuple(self._rescue([row.name for row in rows if row.waiting]))
-        )
+        """Discovery, templates, tags and scaling from the cache; then rescue and reclaim."""
+        report = self.discovery.reconcile()
+        waiting = [row.name for row in self.books.snapshot() if row.waiting]
+        report = dataclasses.replace(report, rescue=tuple(self._rescue(waiting)))
         if self.verifier is not None:
-            pods, nodes = self.books.pods.items(), self.books.nodes.items()
-            ec2 = self.verifier.verify(pods, nodes, now=time.time(), window=self.books.books.window)
+            pods, nodes = self.cache.pods.items(), self.cache.nodes.items()
+            ec2 = self.verifier.verify(pods, nodes, now=time.time(), window=self.books.window)
             report = dataclasses.replace(report, ec2=ec2)
             if "leaked" in ec2:
                 leaked: dict[str, int] = {}
                 for leak in ec2["leaked"]:
                     leaked[leak["node"]] = leaked.get(leak["node"], 0) + 1
-                self.books.leaked = leaked
+                self.books.note_leaks(leaked)
         return report
 
     def _rescue(self, nodes_with_waiting_pods: list[str]) -> list[dict[str, Any]]:
         """Rescue and reclaim (both off by default) on the nodes where pods wait for a branch ENI."""
-        rescue = self.options.rescue
-        if not (rescue.rescue or rescue.reclaim_after is not None) or not self.is_leader():
+        rescue = self.settings.rescue
+        if not (rescue.rescue or rescue.reclaim_after is not None):
             return []
-        books = self.books.books
+        model = self.books.model
         results: list[dict[str, Any]] = []
         for node in nodes_with_waiting_pods:
             pods = pods_on_node(self.api, node)
             now = time.time()
-            chosen = rescue_candidates(pods, now=now, window=books.window) if rescue.rescue else []
+            chosen = rescue_candidates(pods, now=now, window=model.window) if rescue.rescue else []
             if rescue.reclaim_after is not None:
                 chosen += reclaim_candidates(
                     pods,
                     now=now,
                     after=rescue.reclaim_after,
-                    window=books.window,
-                    waiting_grace=books.waiting_grace,
-                    release=books.release,
+                    window=model.window,
+                    waiting_grace=model.waiting_grace,
+                    release=model.release,
                 )
-            dry_run = self.options.controller.dry_run
-            results += carry_out(self.api, chosen, self.recorder, dry_run=dry_run)
+            results += carry_out(self.api, chosen, self.recorder, dry_run=self.settings.discovery.dry_run)
         return results
 
     def _note_tag_change(self, change: TagChange, message: str) -> None:
         ref = ObjectRef(TEMPLATE_KIND, change.node_group, api_version=API_VERSION)
         self.recorder.normal(ref, "AutoscalerTagSynced", message, action="SyncTags")
+
+
+def _facts() -> Any:
+    from capacity.instances import lookup
+
+    return lookup

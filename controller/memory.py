@@ -8,20 +8,17 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from capacity.autoscaler_flags import pod_selector
-from capacity.autoscaler_memory import AutoscalerProcess, next_memory, running_autoscaler
+from capacity.autoscaler_memory import AutoscalerProcess, next_memory
 from capacity.autoscaler_readiness import is_template_candidate
 from capacity.estimate import remembered_node_view
 from capacity.template import NodeGroupTemplate, View
 from capacity.template_taints import DEFAULT_TAINT_CONFIG, TaintOptions
 from controller.aws.records import AwsNodeGroup
-from controller.discovery import FactsLookup, GroupOutcome, group_nodes, template_node
-
-if TYPE_CHECKING:
-    from kube.client import ApiLike
+from controller.discovery import FactsLookup, GroupOutcome, template_node
 
 log = logging.getLogger(__name__)
 
@@ -34,53 +31,21 @@ def looked_for(selector: str, namespace: str) -> str:
     return f"pods {selector} in {where}"
 
 
-def autoscaler_pods(
-    selector: str,
-    namespace: str,
-    *,
-    state_pods: Iterable[Mapping[str, Any]] | None = None,
-    api: ApiLike | None = None,
-) -> Sequence[Mapping[str, Any]]:
-    """cluster-autoscaler's pods: from a state file's pods, or listed from the API (the API server
-    applies the selector). An empty selector looks for none. Raises KubeError from the API, and
-    ValueError for a selector it cannot read."""
+def select_autoscaler_pods(
+    pods: Iterable[Mapping[str, Any]], selector: str, namespace: str
+) -> list[Mapping[str, Any]]:
+    """cluster-autoscaler's pods among a state file's pods, picked as the API server picks them for
+    a label selector (the live cache asks the API server to). An empty selector looks for none.
+    Raises ValueError for a selector it cannot read."""
     if not selector:
         return []
-    if state_pods is not None:
-        wanted = pod_selector(selector)
-        return [
-            pod
-            for pod in state_pods
-            if wanted(((pod.get("metadata") or {}).get("labels")) or {})
-            and (not namespace or (pod.get("metadata") or {}).get("namespace") == namespace)
-        ]
-    from kube.api import list_pods_by_label
-
-    if api is None:
-        raise ValueError("cluster-autoscaler's pods: neither a state file's pods nor an API client")
-    return list_pods_by_label(api, namespace or None, selector)
-
-
-def observe(
-    selector: str,
-    namespace: str,
-    *,
-    state_pods: Iterable[Mapping[str, Any]] | None = None,
-    api: ApiLike | None = None,
-) -> tuple[AutoscalerProcess | None, str]:
-    """The running cluster-autoscaler (None: none found, or its pods could not be listed: then every
-    group at zero is judged by its tags, and the reason says why) and how it was sought."""
-    sought = looked_for(selector, namespace)
-    if state_pods is not None:
-        return running_autoscaler(autoscaler_pods(selector, namespace, state_pods=state_pods)), sought
-    from kube.client import KubeError
-
-    try:
-        pods = autoscaler_pods(selector, namespace, api=api)
-    except KubeError as err:
-        log.warning("cluster-autoscaler pods unreadable (%s): groups judged by their tags: %s", sought, err)
-        return None, f"{sought}: unreadable ({err})"
-    return running_autoscaler(pods), sought
+    wanted = pod_selector(selector)
+    return [
+        pod
+        for pod in pods
+        if wanted(((pod.get("metadata") or {}).get("labels")) or {})
+        and (not namespace or (pod.get("metadata") or {}).get("namespace") == namespace)
+    ]
 
 
 def live_template(
@@ -108,20 +73,17 @@ def live_template(
 def remember(
     outcomes: list[GroupOutcome],
     groups: Iterable[AwsNodeGroup],
-    nodes: Iterable[Mapping[str, Any]],
+    grouped: Mapping[str, list[Mapping[str, Any]]],
     previous: Mapping[str, NodeGroupTemplate],
     *,
     process: AutoscalerProcess | None,
     sought: str,
     now: float,
     facts: FactsLookup,
-    group_label: str = "",
 ) -> list[GroupOutcome]:
     """Each freshly built template with its memory carried forward from the previous one; a kept
-    (stale) template keeps its record as it was."""
-    groups = list(groups)
+    (stale) template keeps its record as it was. `grouped`: each group's nodes (group_nodes)."""
     by_name = {g.name: g for g in groups}
-    grouped = group_nodes(nodes, groups, group_label)
     taint_options = process.taint_options if process is not None else DEFAULT_TAINT_CONFIG
     result = []
     for outcome in outcomes:

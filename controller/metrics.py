@@ -11,24 +11,28 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator
+from typing import Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from capacity.template import NodeGroupTemplate
 from capacity.view_match import COMPARED_RESOURCES, autoscaler_scales_from_zero, missing_resources
+from controller.cache import ClusterCache
 from controller.report import CycleReport
 
 log = logging.getLogger(__name__)
 
 
+class Leadership(Protocol):
+    def is_leader(self) -> bool: ...
+
+
 class ControllerMetrics:
     def __init__(
         self,
-        *,
-        is_leader: Callable[[], bool],
-        synced: Callable[[], bool],
+        leadership: Leadership,
+        cache: ClusterCache,
         last_cycle: Callable[[], CycleReport | None],
         registry: CollectorRegistry | None = None,
     ) -> None:
@@ -65,12 +69,12 @@ class ControllerMetrics:
             "When the last cycle that did not fail ended (Unix time).",
             registry=self.registry,
         )
-        self.registry.register(_StateCollector(is_leader, synced, last_cycle))
+        self.registry.register(_StateCollector(leadership, cache, last_cycle))
 
     def cycle_done(self, report: CycleReport, now: float) -> None:
         self.cycles.labels("ok").inc()
         self.last_success.set(now)
-        for group in report.errors:
+        for group in report.errors:  # "" is the whole discovery
             self.discovery_errors.labels(group).inc()
         for line in report.tag_sync:
             if line.error:
@@ -84,22 +88,20 @@ class _StateCollector(Collector):
     """Leadership, cache sync and the node groups of the last cycle, read at scrape time."""
 
     def __init__(
-        self,
-        is_leader: Callable[[], bool],
-        synced: Callable[[], bool],
-        last_cycle: Callable[[], CycleReport | None],
+        self, leadership: Leadership, cache: ClusterCache, last_cycle: Callable[[], CycleReport | None]
     ) -> None:
-        self.is_leader = is_leader
-        self.synced = synced
+        self.leadership = leadership
+        self.cache = cache
         self.last_cycle = last_cycle
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
-        leads = 1.0 if self.is_leader() else 0.0
+        leads = 1.0 if self.leadership.is_leader() else 0.0
+        synced = self.cache.pods.synced and self.cache.nodes.synced
         yield GaugeMetricFamily("fitguard_leader", "1 when this replica leads", leads)
         yield GaugeMetricFamily(
             "fitguard_books_synced",
             "1 once the pod and node caches have listed completely",
-            1.0 if self.synced() else 0.0,
+            1.0 if synced else 0.0,
         )
         blind = GaugeMetricFamily(
             "fitguard_node_group_blind",
@@ -119,12 +121,7 @@ class _StateCollector(Collector):
         )
         nodes = GaugeMetricFamily("fitguard_node_group_nodes", "Nodes of the group", labels=["node_group"])
         last = self.last_cycle()
-        for obj in last.node_groups if last is not None else ():
-            try:
-                template = NodeGroupTemplate.from_object(obj)
-            except (TypeError, ValueError) as err:
-                log.debug("node group metrics: template unreadable: %s", err)
-                continue
+        for template in last.templates if last is not None else ():
             nodes.add_metric([template.name], float(template.nodes))
             if template.memory is not None:
                 remembers.add_metric([template.name], 1.0 if template.memory.remembers else 0.0)

@@ -99,17 +99,19 @@ def publish(
     now: float | None = None,
     autoscaling_groups: Mapping[str, str] | None = None,
     existing: Iterable[Mapping[str, Any]] | None = None,
+    desired: Iterable[Mapping[str, Any]] | None = None,
 ) -> PublishResult:
     """Compares with the NodeGroupTemplates that exist (`existing`: the cycle's reading of them,
     listed here when None), then creates, replaces or deletes as planned, then writes the status
     of each of ours (controller/status.py). Every write reads the object afresh or carries a uid
     precondition, so a reading a little behind costs a retry, never a lost change. API errors on
-    one object are reported and do not stop the others."""
+    one object are reported and do not stop the others. `desired`: the objects of `outcomes`, when
+    the caller built them already."""
     client = as_kube_client(api)
     outcomes = list(outcomes)
     existing = list(existing) if existing is not None else list_node_group_templates(client)
     stored = {str(o["metadata"]["name"]): o for o in existing}
-    desired = desired_objects(outcomes)
+    desired = list(desired) if desired is not None else desired_objects(outcomes)
     plan = plan_publish(desired, existing)
     result = PublishResult(unchanged=len(desired) - len(plan.writes) - len(plan.manual))
     for name in plan.manual:

@@ -6,27 +6,37 @@ EC2 verification. `to_json()` is the contract `fitguard controller --once -o jso
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
+from capacity.template import NodeGroupTemplate
+from controller.discovery import GroupOutcome
+from controller.publish import desired_objects
 from controller.tagsync import TagChange
+
+
+class TagWrite(enum.Enum):
+    PLANNED = "planned"  # --sync-autoscaler-tags=plan, or a dry run: logged, not written
+    APPLIED = "applied"
+    FAILED = "failed"
 
 
 @dataclass(frozen=True)
 class TagSyncLine:
-    """One planned tag change and what became of it: applied, or the error that kept it unwritten
-    (neither: only planned)."""
+    """One planned tag change and what became of it (the error when it could not be written)."""
 
     change: TagChange
-    applied: bool = False
+    write: TagWrite = TagWrite.PLANNED
     error: str = ""
 
     def to_json(self) -> dict[str, Any]:
         line: dict[str, Any] = {
             **self.change.to_json(),
             "current": self.change.current,
-            "applied": self.applied,
+            "applied": self.write is TagWrite.APPLIED,
         }
         if self.error:
             line["error"] = self.error
@@ -35,27 +45,39 @@ class TagSyncLine:
 
 @dataclass(frozen=True)
 class CycleReport:
-    """One cycle. `errors` by node group; the key "" is a discovery that failed as a whole."""
+    """One cycle: each group's outcome (its template, fresh or kept, and why kept), the tag sync,
+    the scaling, and what failed: the whole discovery (`discovery_error`) or one group."""
 
-    node_groups: tuple[Mapping[str, Any], ...] = ()  # the NodeGroupTemplate objects, as published
+    outcomes: tuple[GroupOutcome, ...] = ()
     tag_sync: tuple[TagSyncLine, ...] = ()
-    errors: Mapping[str, str] = field(default_factory=dict)
+    discovery_error: str = ""
     scale_ups: tuple[Mapping[str, Any], ...] = ()  # each scale-up of the plan with its outcome
     scaling: Mapping[str, Any] | None = None  # the whole plan with its reasons, when scaling ran
     rescue: tuple[Mapping[str, Any], ...] | None = None  # the loop's rescue and reclaim, when it ran
     ec2: Mapping[str, Any] | None = None  # the loop's EC2 verification, when it ran
 
+    @cached_property
+    def node_groups(self) -> tuple[dict[str, Any], ...]:
+        """The NodeGroupTemplate objects as published (built once per cycle)."""
+        return tuple(desired_objects(self.outcomes))
+
     @property
-    def discovery_error(self) -> str:
-        """Why discovery failed as a whole ("" when it did not)."""
-        return self.errors.get("", "")
+    def templates(self) -> tuple[NodeGroupTemplate, ...]:
+        return tuple(o.template for o in self.outcomes if o.template is not None)
+
+    @property
+    def errors(self) -> dict[str, str]:
+        """Why each group was kept, and the whole discovery's failure under the key "" (the JSON
+        contract's `errors`)."""
+        reasons = {o.name: o.reason for o in self.outcomes if o.reason}
+        return {**reasons, "": self.discovery_error} if self.discovery_error else reasons
 
     def to_json(self) -> dict[str, Any]:
         report: dict[str, Any] = {
             "nodeGroups": list(self.node_groups),
             "tagSync": [line.to_json() for line in self.tag_sync],
             "scaleUps": list(self.scale_ups),
-            "errors": dict(self.errors),
+            "errors": self.errors,
         }
         if self.scaling is not None:
             report["scaling"] = self.scaling

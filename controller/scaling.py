@@ -15,6 +15,7 @@ plan would not stop it), never lowers one.
 from __future__ import annotations
 
 import dataclasses
+import enum
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -24,9 +25,9 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from capacity.autoscaler_readiness import is_template_candidate
 from capacity.demand import ALL, BLIND, classify, is_scalable, pending_shapes
-from capacity.expander import usable
+from capacity.expander import Priorities, usable
 from capacity.names import EXHAUSTED_LABEL, TERMINAL_PHASES
-from capacity.planner import NodeFree, Plan, ScaleUp, plan
+from capacity.planner import NodeFree, Plan, PlannerOptions, ScaleUp, plan
 from capacity.records import NODE_GROUP_LABELS
 from capacity.resources import POD_ENI, PODS, parse_resources
 from capacity.string_maps import string_map
@@ -35,29 +36,60 @@ from capacity.template import NodeGroupTemplate
 from controller.aws.asgs import describe_asgs, set_desired_capacity, tag_last_scale_up
 from controller.aws.clients import AWS_ERRORS, describe_error
 from controller.scaling_options import OFF, ON, PLAN, ScalingOptions
-from kube.client import ApiLike
 from kube.events import EventRecorder, ObjectRef
 
 log = logging.getLogger(__name__)
 # Event reasons on the pods of a scale-up: cluster-autoscaler's for one made, fitguard's for a plan.
 TRIGGERED = "TriggeredScaleUp"
 PLANNED = "ScaleUpPlanned"
-SCALED = "scaled"  # how an outcome that raised the desired capacity begins
 
 
-def groups_to_mark(templates: Iterable[NodeGroupTemplate], config: ScalingOptions) -> set[str]:
+class Outcome(enum.Enum):
+    """What became of one scale-up of the plan."""
+
+    SCALED = "scaled"  # the desired capacity raised
+    SKIPPED = "skipped"  # the ASG moved since the plan, or is at its max size: re-planned next cycle
+    FAILED = "failed"  # AWS refused or failed
+    PLANNED = "planned"  # --scaling=plan: told, not made
+    OFF = "off"  # not the leader's to make
+
+
+@dataclass(frozen=True)
+class ScaleUpOutcome:
+    outcome: Outcome
+    detail: str = ""  # "2->4" for one made, why for one skipped or failed
+
+    def __str__(self) -> str:
+        """The word (and detail) of `--once -o json`'s `outcome`: "scaled 2->4", "skipped: why"."""
+        if self.outcome is Outcome.SCALED:
+            return f"{self.outcome.value} {self.detail}"
+        return f"{self.outcome.value}: {self.detail}" if self.detail else self.outcome.value
+
+
+def groups_to_mark(
+    templates: Iterable[NodeGroupTemplate], config: ScalingOptions, priorities: Priorities | None = None
+) -> set[str]:
     """The groups whose NodeGroupTemplate gets `spec.scaleFromZero: fitguard`: those fitguard will
-    grow itself (scaling on, an ASG or managed group with an actual view that the expander may choose)."""
+    grow itself (scaling on, an ASG or managed group with an actual view that the expander may choose,
+    with the priority expander's `priorities` as last read when given)."""
     if config.mode != ON:
         return set()
+    planner = planner_with(config, priorities)
     return {
         t.name
         for t in templates
         if is_scalable(t)
         and t.actual is not None
         and t.max_size > 0
-        and usable(t.name, config.planner.expanders, config.planner.priorities)
+        and usable(t.name, planner.expanders, planner.priorities)
     }
+
+
+def planner_with(config: ScalingOptions, priorities: Priorities | None) -> PlannerOptions:
+    """The planner's options with the priority expander's ConfigMap as last read (None: the flags')."""
+    return (
+        config.planner if priorities is None else dataclasses.replace(config.planner, priorities=priorities)
+    )
 
 
 # -- reading the cluster ------------------------------------------------------------------------
@@ -146,7 +178,7 @@ class Cycle:
     demand: int
     skipped: list[dict[str, Any]]
     errors: dict[str, str] = field(default_factory=dict)
-    outcomes: dict[str, str] = field(default_factory=dict)  # group -> what happened to its scale-up
+    outcomes: dict[str, ScaleUpOutcome] = field(default_factory=dict)  # group -> its scale-up's fate
 
 
 class ScalingDriver:
@@ -189,6 +221,7 @@ class ScalingDriver:
         now: float,
         true_free_pod_eni: Mapping[str, int | None] | None = None,
         asg_names: Mapping[str, str] | None = None,
+        priorities: Priorities | None = None,
     ) -> Cycle:
         """Reads the ASGs (when a client is set) and plans. `pods`: raw pods (only the unschedulable
         ones are read); `pod_records`: PodRecords of bound pods, for the nodes' free capacity."""
@@ -223,14 +256,14 @@ class ScalingDriver:
         self.unschedulable.labels(scope=ALL).set(unschedulable)
         self.unschedulable.labels(scope=BLIND).set(blind.pod_count)
         free = node_free(nodes, pod_records, true_free_pod_eni)
-        result = plan(
-            demand.shapes, current.values(), free, now=now, last_scale_up=last, config=self.config.planner
-        )
+        planner = planner_with(self.config, priorities)
+        result = plan(demand.shapes, current.values(), free, now=now, last_scale_up=last, config=planner)
         skipped = [{"pods": [p.key for p in s.shape.pods], "why": s.why} for s in demand.skipped]
         return Cycle(result, current, names, raw, unschedulable, demand.pod_count, skipped, errors)
 
-    def act(self, cycle: Cycle, *, now: float, leader: bool = True) -> list[dict[str, Any]]:
-        """Carries the plan out as the mode says; returns the `scaleUps` list of `--once -o json`."""
+    def act(self, cycle: Cycle, *, now: float) -> list[dict[str, Any]]:
+        """Carries the plan out as the mode says (only the leader acts); returns the `scaleUps` list
+        of `--once -o json`."""
         self.planned_nodes.clear()
         for s in cycle.plan.scale_ups:
             self.planned_nodes.labels(node_group=s.node_group).set(s.to_size - s.from_size)
@@ -242,36 +275,39 @@ class ScalingDriver:
                 len(s.pods),
                 "; ".join(s.reasons),
             )
-            if self.config.mode == ON and leader:
+            if self.config.mode == ON:
                 cycle.outcomes[s.node_group] = self._scale(cycle, s, now)
             else:
-                cycle.outcomes[s.node_group] = "planned" if self.config.mode == PLAN else "off"
+                cycle.outcomes[s.node_group] = ScaleUpOutcome(
+                    Outcome.PLANNED if self.config.mode == PLAN else Outcome.OFF
+                )
         for n in cycle.plan.not_helped:
             log.info("%d pods not helped: %s", len(n.pods), n.message())
-        if leader and self.config.mode != OFF:
+        if self.config.mode != OFF:
             self._events(cycle)
         return [
-            {**s.to_json(), "outcome": cycle.outcomes.get(s.node_group, "")} for s in cycle.plan.scale_ups
+            {**s.to_json(), "outcome": _word(cycle.outcomes.get(s.node_group))} for s in cycle.plan.scale_ups
         ]
 
-    def _scale(self, cycle: Cycle, s: ScaleUp, now: float) -> str:
-        """SetDesiredCapacity if the ASG is still where the plan started; the outcome in a word or line."""
+    def _scale(self, cycle: Cycle, s: ScaleUp, now: float) -> ScaleUpOutcome:
+        """SetDesiredCapacity if the ASG is still where the plan started."""
         asg = cycle.asg_names.get(s.node_group, s.node_group)
         try:
             state = describe_asgs(self.autoscaling, [asg]).get(asg)
             if state is None:
-                return f"failed: ASG {asg} not found"
+                return ScaleUpOutcome(Outcome.FAILED, f"ASG {asg} not found")
             if state.desired != s.from_size:
                 # someone (another replica, cluster-autoscaler, a person) moved it since: re-plan next cycle
-                return f"skipped: desired is {state.desired}, the plan started from {s.from_size}"
+                why = f"desired is {state.desired}, the plan started from {s.from_size}"
+                return ScaleUpOutcome(Outcome.SKIPPED, why)
             target = min(s.to_size, state.max_size)
             if target <= state.desired:
-                return f"skipped: already at max size {state.max_size}"
+                return ScaleUpOutcome(Outcome.SKIPPED, f"already at max size {state.max_size}")
             set_desired_capacity(self.autoscaling, asg, target)
         except AWS_ERRORS as err:
             reason = describe_error("SetDesiredCapacity", err)
             log.error("scale-up of %s failed: %s", s.node_group, reason)
-            return f"failed: {reason}"
+            return ScaleUpOutcome(Outcome.FAILED, reason)
         self.scale_ups_total.labels(node_group=s.node_group).inc()
         try:
             tag_last_scale_up(self.autoscaling, asg, target, now)
@@ -280,19 +316,20 @@ class ScalingDriver:
             log.warning(
                 "tagging %s with its scale-up failed: %s", asg, describe_error("CreateOrUpdateTags", err)
             )
-        return f"{SCALED} {state.desired}->{target}"
+        return ScaleUpOutcome(Outcome.SCALED, f"{state.desired}->{target}")
 
     def _events(self, cycle: Cycle) -> None:
         if self.recorder is None:
             return
         for s in cycle.plan.scale_ups:
-            outcome = cycle.outcomes.get(s.node_group, "")
+            made = cycle.outcomes.get(s.node_group)
+            outcome = made.outcome if made is not None else None
             # cluster-autoscaler's own reason only for a desired capacity really raised (as its
             # processors/status/eventing_scale_up_processor.go records it for a successful scale-up
             # only); a plan gets a reason of ours, so nothing counting TriggeredScaleUp is misled
-            if outcome.startswith(SCALED):
+            if outcome is Outcome.SCALED:
                 reason, note = TRIGGERED, f"pod triggered scale-up: [{s.info()}]"
-            elif outcome == "planned":
+            elif outcome is Outcome.PLANNED:
                 reason, note = PLANNED, f"scale-up planned, not made (--scaling=plan): [{s.info()}]"
             else:
                 continue
@@ -316,14 +353,10 @@ def scale_ups_json(cycle: Cycle) -> dict[str, Any]:
         "unschedulablePods": cycle.unschedulable,
         "demandPods": cycle.demand,
         "notDemand": cycle.skipped,
-        "outcomes": dict(sorted(cycle.outcomes.items())),
+        "outcomes": {group: str(outcome) for group, outcome in sorted(cycle.outcomes.items())},
         "errors": cycle.errors,
     }
 
 
-def list_unschedulable_pods(api: ApiLike, page_size: int = 500) -> list[dict[str, Any]]:
-    """Raw pending, unbound pods (the planner needs their affinity and tolerations, which the books'
-    records do not keep), listed in pages; only the unschedulable ones are read afterwards."""
-    from kube import api as kube_api
-
-    return kube_api.list_unschedulable_pods(api, page_size)
+def _word(outcome: ScaleUpOutcome | None) -> str:
+    return str(outcome) if outcome is not None else ""

@@ -130,19 +130,19 @@ def first(objects: list[dict[str, Any]], name: str) -> dict[str, Any]:
 
 def discover(examples: Path, tags: str) -> dict[str, Any]:
     """One controller cycle on the demo cluster, scaling in plan mode (nothing written to AWS)."""
-    from controller.compose import aws_clients, cluster_source
-    from controller.run import ControllerOptions, ScalingInputs, run_once
+    from controller.compose import aws_clients
+    from controller.run import ControllerOptions, run_once
     from controller.scaling_cli import build_driver
     from controller.scaling_options import ScalingOptions
+    from controller.settings import TagSyncMode
 
     options = ControllerOptions(
-        state=str(examples / "cluster.yaml"), sync_autoscaler_tags=tags, cluster_name="demo"
+        state=str(examples / "cluster.yaml"), sync_autoscaler_tags=TagSyncMode(tags), cluster_name="demo"
     )
     clients = aws_clients(options.region)
     driver = build_driver(ScalingOptions(mode="plan"), clients.autoscaling)
-    scaling = ScalingInputs(driver) if driver else None
     # the demo reads the report as a user reads `--once -o json`
-    return run_once(options, clients=clients, source=cluster_source(options), scaling=scaling).to_json()
+    return run_once(options, clients=clients, driver=driver).to_json()
 
 
 def show_scaling(out: TextIO, report: dict[str, Any]) -> None:

@@ -19,7 +19,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from capacity.books_once import books_from_objects
 from capacity.branch_eni import (
     DEFAULT_WAITING_GRACE,
     RELEASE_MODELS,
@@ -59,12 +58,23 @@ def build_report(
     waiting_grace: float = DEFAULT_WAITING_GRACE,
     window: float | None = None,
 ) -> Report:
-    """The books of every node in `objects` (Pods, Nodes and the VPC CNI ConfigMap) at `now`;
-    the release window comes from the ConfigMap unless given."""
-    books, skipped = books_from_objects(
-        objects, now, release=release, waiting_grace=waiting_grace, window=window
-    )
-    return Report(books.node_summary(now), now, books.window, release, skipped)
+    """The books of every node in `objects` (Pods, Nodes and the VPC CNI ConfigMap) at `now`,
+    built as the controller builds them (its cache and books); the release window comes from the
+    ConfigMap unless given."""
+    from controller.books import Books
+    from controller.cache import CacheSettings, ClusterCache
+    from controller.settings import BooksSettings
+
+    cache = ClusterCache(CacheSettings(autoscaler_selector=""))  # cluster-autoscaler is not read
+    settings = BooksSettings(release=release, window=window, waiting_grace=waiting_grace)
+    books = Books(cache, settings, clock=lambda: now)
+    kinds: dict[str, list[dict[str, Any]]] = {}
+    for obj in objects:
+        if isinstance(obj, Mapping):
+            kinds.setdefault(str(obj.get("kind")), []).append(dict(obj))
+    cache.fill(kinds)
+    skipped = cache.pods.rejected + cache.nodes.rejected  # too malformed to count
+    return Report(books.snapshot(now), now, books.window, release, skipped)
 
 
 def write_report_table(report: Report, out: TextIO) -> None:

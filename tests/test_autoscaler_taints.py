@@ -20,7 +20,7 @@ from capacity.taints import Taint
 from capacity.template import AutoscalerMemory, View
 from capacity.template_taints import DEFAULT_TAINT_CONFIG, TaintOptions
 from controller.aws.records import AwsNodeGroup
-from controller.discovery import build_templates
+from controller.discovery import build_templates, group_nodes
 from controller.memory import live_template
 from controller.tagsync import plan_tag_sync
 
@@ -135,14 +135,14 @@ def test_both_views_drop_the_taints_the_flags_name_and_the_template_runs_the_dae
     taint tags and the estimate both lose that taint and keep `dedicated`; the DaemonSet that does
     not tolerate the CNI's taint now runs on the template (podsExpectedOnFreshNode places them after
     sanitising). Without the flags the taint stays and the DaemonSet is not on the template."""
-    with_flags = build_templates([group(TAGS)], [], [DAEMONSET], {}, facts=lookup, taint_options=OPTIONS)
+    with_flags = build_templates([group(TAGS)], {}, [DAEMONSET], {}, facts=lookup, taint_options=OPTIONS)
     template = with_flags[0].template
     assert template is not None and template.autoscaler is not None and template.actual is not None
     assert template.autoscaler.taints == (Taint("dedicated", "ml", "NoSchedule"),)
     assert template.actual.taints == (Taint("dedicated", "ml", "NoSchedule"),)
     assert (template.autoscaler_overhead, template.autoscaler_overhead_pods) == ({"cpu": 150}, 2)
 
-    without = build_templates([group(TAGS)], [], [DAEMONSET], {}, facts=lookup)[0].template
+    without = build_templates([group(TAGS)], {}, [DAEMONSET], {}, facts=lookup)[0].template
     assert without is not None and without.autoscaler is not None
     assert without.autoscaler.taints == (
         Taint(CILIUM, "true", "NoExecute"),
@@ -195,10 +195,10 @@ def test_a_taint_both_views_drop_is_never_synced_to_a_tag() -> None:
     view, so no taint/* tag is planned for it (and none would be planned again every cycle)."""
     live = node("ip-2", [("maintenance", "", "NoSchedule"), ("dedicated", "ml", "NoSchedule")])
     tagged = group(((TAINT_TAG + "dedicated", "ml:NoSchedule"),))
-    outcome = build_templates([tagged], [live], [], {}, facts=lookup, taint_options=OPTIONS)[0]
+    outcome = build_templates([tagged], group_nodes([live], [tagged]), [], {}, facts=lookup, taint_options=OPTIONS)[0]
     assert outcome.template is not None
     assert plan_tag_sync([tagged], {"ng-a": outcome.template}, labels_and_taints=True) == []
-    unflagged = build_templates([tagged], [live], [], {}, facts=lookup)[0].template
+    unflagged = build_templates([tagged], group_nodes([live], [tagged]), [], {}, facts=lookup)[0].template
     assert unflagged is not None
     planned = plan_tag_sync([tagged], {"ng-a": unflagged}, labels_and_taints=True)
     assert [(c.key, c.value) for c in planned] == [(TAINT_TAG + "maintenance", ":NoSchedule")]

@@ -18,8 +18,11 @@ import pytest
 
 from capacity.guard import spared_message
 from capacity.names import EXHAUSTED_LABEL
-from controller.books import BooksDecision, LiveBooks
+from controller.books import Books
+from controller.books_reconciler import BooksReconciler
+from controller.labels import BooksDecision, LabelAction
 from kube.events import EventRecorder
+from tests.books_stack import books_stack
 from tests.waiting import eventually
 
 BASE = 1_714_564_800.0  # 2024-05-01T12:00:00Z
@@ -96,34 +99,31 @@ def scales_ng() -> frozenset[str]:
     return frozenset({"ng"})
 
 
-def dry_books(clock: Clock, **options: Any) -> tuple[LiveBooks, EventRecorder]:
+def dry_books(clock: Clock, **options: Any) -> tuple[Any, EventRecorder]:
     recorder = EventRecorder(None, "books-test", clock=clock)
     options.setdefault("window", 1000.0)
     options.setdefault("scaled_groups", scales_ng)
-    return LiveBooks(None, clock=clock, recorder=recorder, dry_run=True, **options), recorder
+    return books_stack(None, clock=clock, recorder=recorder, dry_run=True, **options), recorder
 
 
 def test_the_books_wait_for_both_first_lists_and_act_only_then() -> None:
-    """Both caches are awaited until their first list is in; a pass before that (or by a follower)
-    decides and tells nothing; the guard's view is empty until a pass has run."""
+    """Both caches are awaited until their first list is in; a pass before that decides and tells
+    nothing; the guard's view is empty until a pass has run."""
     clock = Clock()
     live, _ = dry_books(clock)
     assert live.waiting_for() == ["nodes", "pods"]
     assert live.wait_synced(0) is False
-    assert live.guard_json() == {"graceSeconds": 30.0, "groups": {}, "nodes": {}}
+    assert live.reconciler.guard_json() == {"graceSeconds": 30.0, "groups": {}, "nodes": {}}
     live.nodes.replace([node("a")])
     assert live.waiting_for() == ["pods"]
     live.pods.replace([pod("j1", "a", phase="Succeeded", finished=BASE - 5), pod("w1", "a"), pod("w2", "a")])
-    assert live.reconcile() == [BooksDecision("label-set", "a", HELD_A)]
+    assert live.reconcile() == [BooksDecision(LabelAction.SET, "a", HELD_A)]
     assert live.waiting_for() == []
     assert live.wait_synced(0) is True
 
-    follower, follower_events = dry_books(clock, is_leader=lambda: False)
-    follower.nodes.replace([node("a")])
-    follower.pods.replace([pod("j1", "a", phase="Succeeded", finished=BASE - 5)])
-    assert follower.reconcile() == []
-    assert events(follower_events) == []
-    assert follower.guard_json() == {"graceSeconds": 30.0, "groups": {}, "nodes": {}}
+    # a follower keeps its books and runs no pass at all: the manager runs the reconciler only
+    # while it leads (tests/test_manager.py), the books on every replica
+    assert (BooksReconciler.needs_leader, Books.needs_leader) == (True, False)
 
     # the pods not listed yet: the labelled node looks all free, and its label must stay
     unsynced, unsynced_events = dry_books(clock)
@@ -156,11 +156,11 @@ def test_a_pass_labels_a_held_node_and_removes_a_label_that_means_nothing() -> N
     live.nodes.replace([node("a"), node("b", None, exhausted=True), node("c", None)])
     live.pods.replace([pod("j1", "a", phase="Succeeded", finished=BASE - 5), pod("w1", "a"), pod("w2", "a")])
     assert live.reconcile() == [
-        BooksDecision("label-set", "a", HELD_A),
-        BooksDecision("label-removed", "b", "no branch ENIs"),
+        BooksDecision(LabelAction.SET, "a", HELD_A),
+        BooksDecision(LabelAction.REMOVED, "b", "no branch ENIs"),
     ]
     assert events(recorder) == [("Warning", "BranchENIsHeld", HELD_A, node_ref("a"))]
-    assert live.guard_json() == {
+    assert live.reconciler.guard_json() == {
         "graceSeconds": 30.0,
         "groups": {
             "ng": {
@@ -191,19 +191,19 @@ def test_a_written_label_is_not_rewritten_until_the_watch_shows_it_or_rewrite_af
     live, _ = dry_books(clock)
     live.nodes.replace([node("a")])
     live.pods.replace([pod("j1", "a", phase="Succeeded", finished=BASE - 5), pod("w1", "a"), pod("w2", "a")])
-    assert live.reconcile(BASE) == [BooksDecision("label-set", "a", HELD_A)]
+    assert live.reconcile(BASE) == [BooksDecision(LabelAction.SET, "a", HELD_A)]
     assert live.reconcile(BASE + 59.9) == []
-    assert live.reconcile(BASE + 60) == [BooksDecision("label-set", "a", HELD_A)]
+    assert live.reconcile(BASE + 60) == [BooksDecision(LabelAction.SET, "a", HELD_A)]
     live.nodes.apply("MODIFIED", node("a", exhausted=True))
     assert live.reconcile(BASE + 61) == []
     live.nodes.apply("MODIFIED", node("a"))
-    assert live.reconcile(BASE + 62) == [BooksDecision("label-set", "a", HELD_A)]
+    assert live.reconcile(BASE + 62) == [BooksDecision(LabelAction.SET, "a", HELD_A)]
 
 
 def test_label_writes_beyond_the_rate_are_deferred(caplog: pytest.LogCaptureFixture) -> None:
     """With a burst of one write and a rate of one per 1000 s, the second node's write in the same
     pass is deferred for the rate limit (and logged so), and stays deferred a second later."""
-    caplog.set_level("INFO", logger="controller.books")
+    caplog.set_level("INFO", logger="controller")
     clock = Clock()
     live, _ = dry_books(clock, label_rate=0.001, label_burst=1.0)
     live.nodes.replace([node("a"), node("b")])
@@ -218,14 +218,14 @@ def test_label_writes_beyond_the_rate_are_deferred(caplog: pytest.LogCaptureFixt
         ]
     )
     assert live.reconcile(BASE) == [
-        BooksDecision("label-set", "a", HELD_A),
-        BooksDecision("label-deferred", "b", "rate limit"),
+        BooksDecision(LabelAction.SET, "a", HELD_A),
+        BooksDecision(LabelAction.DEFERRED, "b", "rate limit"),
     ]
-    assert live.reconcile(BASE + 1) == [BooksDecision("label-deferred", "b", "rate limit")]
+    assert live.reconcile(BASE + 1) == [BooksDecision(LabelAction.DEFERRED, "b", "rate limit")]
     deferred = [r.__dict__ for r in caplog.records if r.getMessage() == "label write deferred"]
     assert [(r["name"], r["node"], r["exhausted"], r["why"]) for r in deferred] == [
-        ("controller.books", "b", True, "rate limit"),
-        ("controller.books", "b", True, "rate limit"),
+        ("controller.labels", "b", True, "rate limit"),
+        ("controller.labels", "b", True, "rate limit"),
     ]
 
 
@@ -249,7 +249,9 @@ def test_the_held_warning_is_told_once_and_the_release_once() -> None:
     live.reconcile(BASE + 1)
     live.nodes.apply("MODIFIED", node("a", exhausted=True))
     # the pass's own time, not the clock's, decides what the books hold
-    assert live.reconcile(BASE + 40) == [BooksDecision("label-removed", "a", "1 of 3 branch ENIs are free")]
+    assert live.reconcile(BASE + 40) == [
+        BooksDecision(LabelAction.REMOVED, "a", "1 of 3 branch ENIs are free")
+    ]
     live.reconcile(BASE + 41)
     assert events(recorder) == [
         ("Warning", "BranchENIsHeld", HELD_A, node_ref("a")),
@@ -260,7 +262,7 @@ def test_the_held_warning_is_told_once_and_the_release_once() -> None:
 def test_a_pod_waiting_for_its_branch_eni_is_told_once_per_wait(caplog: pytest.LogCaptureFixture) -> None:
     """A running pod bound two minutes ago without its branch ENI gets one WaitingForBranchENI warning
     (on the pod, with its uid), not one per pass; the event is also logged with its fields."""
-    caplog.set_level("INFO", logger="controller.books")
+    caplog.set_level("INFO", logger="controller")
     clock = Clock()
     live, recorder = dry_books(clock, waiting_grace=20.0)
     live.nodes.replace([node("a", 1)])
@@ -274,7 +276,9 @@ def test_a_pod_waiting_for_its_branch_eni_is_told_once_per_wait(caplog: pytest.L
     )
     assert events(recorder) == [("Warning", "WaitingForBranchENI", note, pod_ref)]
     logged = [
-        r.__dict__ for r in caplog.records if r.name == "controller.books" and r.getMessage() == "event"
+        r.__dict__
+        for r in caplog.records
+        if r.name == "controller.books_reconciler" and r.getMessage() == "event"
     ]
     assert [(r["kind"], r["object"], r["reason"], r["note"]) for r in logged] == [
         ("Pod", "w1", "WaitingForBranchENI", note)
@@ -287,10 +291,10 @@ def test_label_writes_reach_the_api_server_and_a_refused_write_is_reported(
     """Not in dry run, the label is set on the node through the API; a node the server does not know
     gets a label-failed decision with the server's answer, and no write is remembered for it. Each
     write and failure is logged with its fields."""
-    caplog.set_level("INFO", logger="controller.books")
+    caplog.set_level("INFO", logger="controller")
     fake_kube.create(node("a"))
     clock = Clock()
-    live = LiveBooks(fake_kube.api_client(), window=1000.0, clock=clock, scaled_groups=scales_ng)
+    live = books_stack(fake_kube.api_client(), window=1000.0, clock=clock, scaled_groups=scales_ng)
     live.nodes.replace([node("a"), node("gone")])
     live.pods.replace(
         [
@@ -303,8 +307,8 @@ def test_label_writes_reach_the_api_server_and_a_refused_write_is_reported(
         ]
     )
     assert live.reconcile(BASE) == [
-        BooksDecision("label-set", "a", HELD_A),
-        BooksDecision("label-failed", "gone", '404 NotFound: nodes "gone" not found'),
+        BooksDecision(LabelAction.SET, "a", HELD_A),
+        BooksDecision(LabelAction.FAILED, "gone", '404 NotFound: nodes "gone" not found'),
     ]
     logged = [r.__dict__ for r in caplog.records if r.getMessage() in ("label-set", "label write failed")]
     assert [
@@ -337,19 +341,19 @@ def test_label_writes_reach_the_api_server_and_a_refused_write_is_reported(
     }
     fake_kube.create(node("gone"))
     held_gone = "1 of 3 branch ENIs are held by finished pods k1; the scheduler sees 1 free, 0 are"
-    assert live.reconcile(BASE + 1) == [BooksDecision("label-set", "gone", held_gone)]
+    assert live.reconcile(BASE + 1) == [BooksDecision(LabelAction.SET, "gone", held_gone)]
 
 
 def test_a_dry_run_writes_no_label(fake_kube: Any) -> None:
     """In dry run the decision is made and told, and the node on the server keeps its labels."""
     fake_kube.create(node("a"))
     clock = Clock()
-    live = LiveBooks(
+    live = books_stack(
         fake_kube.api_client(), window=1000.0, clock=clock, dry_run=True, scaled_groups=scales_ng
     )
     live.nodes.replace([node("a")])
     live.pods.replace([pod("j1", "a", phase="Succeeded", finished=BASE - 5), pod("w1", "a"), pod("w2", "a")])
-    assert live.reconcile(BASE) == [BooksDecision("label-set", "a", HELD_A)]
+    assert live.reconcile(BASE) == [BooksDecision(LabelAction.SET, "a", HELD_A)]
     assert EXHAUSTED_LABEL not in fake_kube.get("Node", "a")["metadata"]["labels"]
     assert fake_kube.requests.find("PATCH") == []
 
@@ -360,13 +364,13 @@ def test_the_window_follows_the_configmap_and_is_kept_through_errors(
     """A fixed window is used without reading the API; otherwise the ConfigMap's cooldown plus the
     processing period (default 60 + 30 without it); a failed read or a ConfigMap gone keeps the
     window; each step is logged with its fields."""
-    caplog.set_level("INFO", logger="controller.books")
-    fixed = LiveBooks(fake_kube.api_client(), window=7.0)
-    assert fixed.read_window() == 7.0
+    caplog.set_level("INFO", logger="controller")
+    fixed = books_stack(fake_kube.api_client(), window=7.0)
+    assert fixed.books.read_window() == 7.0
     assert fake_kube.requests.find("GET", "configmaps") == []
 
-    live = LiveBooks(fake_kube.api_client())
-    assert (live.read_window(), live.cooldown, live.books.window) == (90.0, 60.0, 90.0)
+    live = books_stack(fake_kube.api_client())
+    assert (live.books.read_window(), live.books.cooldown, live.books.window) == (90.0, 60.0, 90.0)
     fake_kube.create(
         {
             "apiVersion": "v1",
@@ -375,11 +379,11 @@ def test_the_window_follows_the_configmap_and_is_kept_through_errors(
             "data": {"branch-eni-cooldown": "45"},
         }
     )
-    assert (live.read_window(), live.cooldown, live.books.window) == (75.0, 45.0, 75.0)
+    assert (live.books.read_window(), live.books.cooldown, live.books.window) == (75.0, 45.0, 75.0)
     fake_kube.faults.fail(500, method="GET", path="configmaps")
-    assert (live.read_window(), live.cooldown, live.books.window) == (75.0, 45.0, 75.0)
+    assert (live.books.read_window(), live.books.cooldown, live.books.window) == (75.0, 45.0, 75.0)
     fake_kube.delete("ConfigMap", "amazon-vpc-cni", "kube-system")
-    assert (live.read_window(), live.cooldown, live.books.window) == (75.0, 45.0, 75.0)
+    assert (live.books.read_window(), live.books.cooldown, live.books.window) == (75.0, 45.0, 75.0)
     # the window is told when first read and when it changes, not when kept
     assert logged(caplog) == [
         ("INFO", "branch-eni-cooldown absent or unreadable", {"value": None, "keeping": None}),
@@ -508,7 +512,7 @@ def test_the_guard_steps_aside_after_its_grace_and_comes_back_when_the_pod_leave
     live.nodes.replace([guard_node("a"), guard_node("b")])
     live.pods.replace([*held_group(), pending()])
     assert live.reconcile(BASE) == []
-    assert live.guard_json()["groups"] == {
+    assert live.reconciler.guard_json()["groups"] == {
         "ng": {
             "state": "grace",
             "reason": "every ready node is labelled and 1 guarded pods pend on it: grace period",
@@ -521,8 +525,8 @@ def test_the_guard_steps_aside_after_its_grace_and_comes_back_when_the_pod_leave
     recorder.recent.clear()
 
     assert live.reconcile(BASE + 10) == [
-        BooksDecision("label-removed", "a", f"guard lifted for ng: {LIFT}"),
-        BooksDecision("label-removed", "b", f"guard lifted for ng: {LIFT}"),
+        BooksDecision(LabelAction.REMOVED, "a", f"guard lifted for ng: {LIFT}"),
+        BooksDecision(LabelAction.REMOVED, "b", f"guard lifted for ng: {LIFT}"),
     ]
     pod_ref = {
         "apiVersion": "v1",
@@ -541,9 +545,9 @@ def test_the_guard_steps_aside_after_its_grace_and_comes_back_when_the_pod_leave
     )
     lifted = [r.__dict__ for r in caplog.records if r.getMessage() == "guard lifted"]
     assert [(r["name"], r["levelname"], r["node_group"], r["reason"]) for r in lifted] == [
-        ("controller.books", "WARNING", "ng", LIFT)
+        ("controller.books_reconciler", "WARNING", "ng", LIFT)
     ]
-    assert live.guard_json() == {
+    assert live.reconciler.guard_json() == {
         "graceSeconds": 10.0,
         "groups": {
             "ng": {
@@ -579,7 +583,7 @@ def test_a_group_fitguard_scales_keeps_its_labels_after_the_grace() -> None:
     live.pods.replace([*held_group(), pending()])
     live.reconcile(BASE)
     assert live.reconcile(BASE + 10) == []
-    assert live.guard_json()["groups"]["ng"]["state"] == "scaling"
+    assert live.reconciler.guard_json()["groups"]["ng"]["state"] == "scaling"
     assert [reason for _, reason, _, _ in events(recorder)] == ["BranchENIsHeld", "BranchENIsHeld"]
 
 
@@ -592,31 +596,31 @@ def test_a_pod_that_is_bound_or_a_cordoned_node_changes_what_the_guard_sees() ->
     live.nodes.replace([guard_node("a"), guard_node("b")])
     live.pods.replace([*held_group(), pending()])
     live.reconcile(BASE)
-    assert live.guard_json()["groups"]["ng"]["pods"] == ["apps/web-new"]
+    assert live.reconciler.guard_json()["groups"]["ng"]["pods"] == ["apps/web-new"]
     live.pods.apply("MODIFIED", {**pending(), "spec": {**GUARDED_SPEC, "nodeName": "a"}})
     live.reconcile(BASE + 1)
-    assert live.guard_json()["groups"]["ng"]["pods"] == []
+    assert live.reconciler.guard_json()["groups"]["ng"]["pods"] == []
 
     two, _ = dry_books(clock, guard_grace=10.0, scaled_groups=frozenset)
     two.nodes.replace([guard_node("a"), guard_node("b")])
     two.pods.replace([*held_group(), pending("web-1"), pending("web-2")])
     two.reconcile(BASE)
-    assert two.guard_json()["groups"]["ng"]["pods"] == ["apps/web-1", "apps/web-2"]
+    assert two.reconciler.guard_json()["groups"]["ng"]["pods"] == ["apps/web-1", "apps/web-2"]
 
     cordoned, _ = dry_books(clock, guard_grace=10.0, scaled_groups=frozenset)
     cordoned.nodes.replace([guard_node("a"), guard_node("b")])
     cordoned.pods.replace([bound("fa", "a", finished=True), bound("ra", "a"), pending()])
     cordoned.reconcile(BASE)
-    assert cordoned.guard_json()["groups"]["ng"]["state"] == "clear"
+    assert cordoned.reconciler.guard_json()["groups"]["ng"]["state"] == "clear"
     cordoned.nodes.apply("MODIFIED", guard_node("b", unschedulable=True))
     spared = (
         "1 held by finished or deleted pods of 2 branch ENIs; the scheduler sees 1 free, 0 are; not "
         f"labelled: {spared_message('ng')}"
     )
     # "a" was labelled while "b" was a candidate too; alone, its label goes before it can be cached
-    assert cordoned.reconcile(BASE + 1) == [BooksDecision("label-removed", "a", spared)]
-    assert cordoned.guard_json()["groups"]["ng"]["state"] == "last-node"
-    assert cordoned.guard_json()["nodes"]["a"]["labelled"] is False
+    assert cordoned.reconcile(BASE + 1) == [BooksDecision(LabelAction.REMOVED, "a", spared)]
+    assert cordoned.reconciler.guard_json()["groups"]["ng"]["state"] == "last-node"
+    assert cordoned.reconciler.guard_json()["nodes"]["a"]["labelled"] is False
 
 
 def test_a_deleted_node_leaves_the_books_and_its_write_is_forgotten() -> None:
@@ -626,53 +630,65 @@ def test_a_deleted_node_leaves_the_books_and_its_write_is_forgotten() -> None:
     live, _ = dry_books(clock)
     live.nodes.replace([node("a")])
     live.pods.replace([pod("j1", "a", phase="Succeeded", finished=BASE - 5), pod("w1", "a"), pod("w2", "a")])
-    assert live.reconcile(BASE) == [BooksDecision("label-set", "a", HELD_A)]
+    assert live.reconcile(BASE) == [BooksDecision(LabelAction.SET, "a", HELD_A)]
     live.nodes.apply("DELETED", node("a"))
-    assert [row.name for row in live.snapshot(BASE + 1)] == []
+    assert [row.name for row in live.books.snapshot(BASE + 1)] == []
     live.nodes.apply("ADDED", node("a"))
-    assert live.reconcile(BASE + 2) == [BooksDecision("label-set", "a", HELD_A)]
+    assert live.reconcile(BASE + 2) == [BooksDecision(LabelAction.SET, "a", HELD_A)]
 
 
 def test_the_loop_passes_until_stopped_survives_a_failed_pass_and_rereads_the_window(
     fake_kube: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """run(): a pass that raises (the leadership check failing once) is logged and does not end the
-    loop; the next passes label and tell as usual, the window is read from the API at each refresh
-    (and not before the refresh period), and setting `stop` ends the loop."""
+    """The reconciler's run(): a pass that raises (the scaled groups unknown once) is logged and does
+    not end the loop; the next passes label and tell as usual, and setting `stop` ends it. The
+    books' run() reads the window from the API at each refresh, and not before the refresh period."""
     clock = Clock()
     recorder = EventRecorder(None, "books-test", clock=clock)
     calls = []
 
-    def leader() -> bool:
+    def scaled() -> frozenset[str]:
         calls.append(1)
         if len(calls) == 1:
-            raise RuntimeError("leadership unknown")
-        return True
+            raise RuntimeError("scaled groups unknown")
+        return frozenset({"ng"})
 
-    live = LiveBooks(fake_kube.api_client(), clock=clock, recorder=recorder, dry_run=True, is_leader=leader)
+    live = books_stack(
+        fake_kube.api_client(),
+        clock=clock,
+        recorder=recorder,
+        dry_run=True,
+        scaled_groups=scaled,
+        reconcile_interval=0.01,
+        window_refresh=0.01,
+    )
     live.nodes.replace([node("a")])
     live.pods.replace([pod("j1", "a", phase="Succeeded", finished=BASE - 5), pod("w1", "a"), pod("w2", "a")])
     stop = threading.Event()
-    loop = threading.Thread(target=live.run, args=(stop, 0.01, 0.0), daemon=True)
-    loop.start()
+    loops = [threading.Thread(target=r.run, args=(stop,), daemon=True) for r in (live.reconciler, live.books)]
+    for loop in loops:
+        loop.start()
     eventually(lambda: len(calls) >= 3, "passes after the failed one")
     eventually(lambda: len(fake_kube.requests.find("GET", "configmaps")) >= 2, "the window re-read")
     stop.set()
-    loop.join(30.0)
-    assert not loop.is_alive()
+    for loop in loops:
+        loop.join(30.0)
+        assert not loop.is_alive()
     assert events(recorder) == [("Warning", "BranchENIsHeld", HELD_A, node_ref("a"))]
-    failures = [r for r in caplog.records if r.name == "controller.books" and r.levelname == "ERROR"]
+    failures = [
+        r for r in caplog.records if r.name == "controller.books_reconciler" and r.levelname == "ERROR"
+    ]
     assert [(r.getMessage(), str(r.exc_info[1]) if r.exc_info else "") for r in failures] == [
-        ("branch ENI reconcile failed", "leadership unknown")
+        ("branch ENI reconcile failed", "scaled groups unknown")
     ]
 
-    # a refresh period longer than the test: passes go on, the window is not read again
+    # a refresh period longer than the test: the window is not read again
     reads = len(fake_kube.requests.find("GET", "configmaps"))
-    passes = len(calls)
+    slow = books_stack(fake_kube.api_client(), clock=clock, dry_run=True, window_refresh=1e9)
     stop = threading.Event()
-    loop = threading.Thread(target=live.run, args=(stop, 0.01, 1e9), daemon=True)
+    loop = threading.Thread(target=slow.books.run, args=(stop,), daemon=True)
     loop.start()
-    eventually(lambda: len(calls) >= passes + 3, "three more passes")
+    time.sleep(0.2)  # long enough for many reads had the period been short
     stop.set()
     loop.join(30.0)
     assert len(fake_kube.requests.find("GET", "configmaps")) == reads
@@ -688,7 +704,7 @@ def test_start_lists_pods_and_nodes_in_pages_of_the_given_size_on_named_threads(
     for name in ("a", "b", "c"):
         fake_kube.create(node(name))
         fake_kube.create(pod(f"w-{name}", name))
-    live = LiveBooks(fake_kube.api_client(), window=1000.0, dry_run=True)
+    live = books_stack(fake_kube.api_client(), window=1000.0, dry_run=True)
     live.start(page_size=2)
     try:
         assert live.wait_synced(30.0)
@@ -697,11 +713,15 @@ def test_start_lists_pods_and_nodes_in_pages_of_the_given_size_on_named_threads(
         for path in ("/api/v1/nodes", "/api/v1/pods"):
             lists = [r.query for r in fake_kube.requests.find("GET", path, watch=False) if r.path == path]
             assert lists == [{"resourceVersion": "0", "limit": "2"}]
-        assert sorted((row.name, row.in_use) for row in live.snapshot()) == [("a", 1), ("b", 1), ("c", 1)]
+        assert sorted((row.name, row.in_use) for row in live.books.snapshot()) == [
+            ("a", 1),
+            ("b", 1),
+            ("c", 1),
+        ]
     finally:
         live.stop()
     fake_kube.requests.clear()
-    default = LiveBooks(fake_kube.api_client(), window=1000.0, dry_run=True).start()
+    default = books_stack(fake_kube.api_client(), window=1000.0, dry_run=True).start()
     try:
         assert default.wait_synced(30.0)
         lists = [r.query for r in fake_kube.requests.find("GET", "/api/v1/pods", watch=False)]
@@ -718,5 +738,5 @@ def test_the_release_model_reaches_the_books(release: str, held: tuple[int, int,
     live, _ = dry_books(clock, window=40.0, release=release)
     live.nodes.replace([node("a")])
     live.pods.replace([pod("j1", "a", phase="Succeeded", finished=BASE - 5), pod("w1", "a"), pod("w2", "a")])
-    [row] = live.snapshot(BASE + 100)
+    [row] = live.books.snapshot(BASE + 100)
     assert (row.held, row.true_free, tuple(row.held_by)) == held

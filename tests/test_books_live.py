@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 
 from capacity.names import EXHAUSTED_LABEL
-from controller.books import LiveBooks
+from controller.labels import LabelAction
 from kube.events import EventRecorder
+from tests.books_stack import BooksStack, books_stack
 from tests.waiting import eventually
 
 NODE = "ip-10-0-1-23.ec2.internal"
@@ -76,8 +77,8 @@ def pod(
     }
 
 
-def row(live: LiveBooks, now: float | None = None) -> Any:
-    return next(r for r in live.snapshot(now) if r.name == NODE)
+def row(live: BooksStack, now: float | None = None) -> Any:
+    return next(r for r in live.books.snapshot(now) if r.name == NODE)
 
 
 def labels(fake_kube: Any) -> dict[str, str]:
@@ -96,7 +97,7 @@ def started(fake_kube: Any):
     recorder = EventRecorder(api, "books-test", clock=clock)
     # fitguard scales "ng" itself, so its one node may carry the label (a group's last ready node is
     # otherwise spared for cluster-autoscaler's memory: tests/test_guard.py)
-    live = LiveBooks(
+    live = books_stack(
         api,
         window=WINDOW,
         waiting_grace=20.0,
@@ -123,7 +124,7 @@ def test_a_finished_job_pod_is_held_labelled_then_released(fake_kube, started) -
     assert (summary.in_use, summary.scheduler_free, summary.true_free) == (2, 1, 0)
 
     decisions = live.reconcile()
-    assert [(d.action, d.node) for d in decisions] == [("label-set", NODE)]
+    assert [(d.action, d.node) for d in decisions] == [(LabelAction.SET, NODE)]
     assert "1 of 3 branch ENIs are held by finished pods job-a-x7k2" in decisions[0].reason
     assert labels(fake_kube).get(EXHAUSTED_LABEL) == "true"
     assert len(events(fake_kube, "BranchENIsHeld")) == 1
@@ -133,7 +134,7 @@ def test_a_finished_job_pod_is_held_labelled_then_released(fake_kube, started) -
     assert len(fake_kube.requests.find("PATCH", f"/nodes/{NODE}")) == patches
 
     clock.now += WINDOW
-    assert [d.action for d in live.reconcile()] == ["label-removed"]
+    assert [d.action for d in live.reconcile()] == [LabelAction.REMOVED]
     assert (row(live).held, row(live).true_free) == (0, 1)
     assert EXHAUSTED_LABEL not in labels(fake_kube)
     assert len(events(fake_kube, "BranchENIsReleased")) == 1
@@ -191,7 +192,7 @@ def test_a_dropped_watch_and_a_410_relist_neither_lose_nor_double_count(fake_kub
     # list's objects), both within the window: held
     assert (summary.in_use, summary.held, summary.waiting) == (4, 2, 1)
     assert set(summary.held_by) == {"web-0", "web-1"}
-    assert live.books.tracked() == len(fake_kube.objects("Pod"))
+    assert live.books.model.tracked() == len(fake_kube.objects("Pod"))
     # the 410 forced one fresh list, not a loop of relists (one more before it when the dropped
     # watch had lasted under a second without an event: client-go relists that too): a pod
     # created now arrives by a watch event, after which no further list has been made
@@ -207,7 +208,7 @@ def test_a_pod_waiting_for_its_branch_eni_gets_an_event(fake_kube, started) -> N
     fake_kube.create(pod("job-b-d4s6", phase="Pending", eni=False))
     live.start()
     assert live.wait_synced(10.0)
-    eventually(lambda: live.books.tracked() == 1, "the pod in the books")
+    eventually(lambda: live.books.model.tracked() == 1, "the pod in the books")
     live.reconcile()
     found = events(fake_kube, "WaitingForBranchENI")
     assert len(found) == 1
@@ -239,23 +240,23 @@ def test_the_books_wait_the_cooldown_the_live_configmap_sets_and_keep_it_when_it
     fake_kube.create(vpc_cni({"branch-eni-cooldown": "120", "enable-windows-ipam": "false"}))
     fake_kube.create(node())
     fake_kube.create(pod("job-a", phase="Succeeded", finished=BASE - 100))
-    live = LiveBooks(fake_kube.api_client(), waiting_grace=20.0, clock=clock)
+    live = books_stack(fake_kube.api_client(), waiting_grace=20.0, clock=clock)
     try:
         live.start()
         assert live.wait_synced(10.0)
         eventually(lambda: live.pods.get("batch", "job-a") is not None, "the job seen")
-        assert (live.cooldown, live.books.window) == (120.0, 150.0)
+        assert (live.books.cooldown, live.books.window) == (120.0, 150.0)
         assert (row(live).held, row(live).held_by, row(live).next_release) == (1, ("job-a",), 50.0)
 
         for data in ({"enable-windows-ipam": "false"}, {"branch-eni-cooldown": "2m"}, None):
             fake_kube.apply(vpc_cni(data))
-            assert live.read_window() == 150.0
-            assert (live.cooldown, row(live).held) == (120.0, 1)
+            assert live.books.read_window() == 150.0
+            assert (live.books.cooldown, row(live).held) == (120.0, 1)
         fake_kube.delete("ConfigMap", "amazon-vpc-cni", "kube-system")
-        assert (live.read_window(), live.cooldown, row(live).held) == (150.0, 120.0, 1)
+        assert (live.books.read_window(), live.books.cooldown, row(live).held) == (150.0, 120.0, 1)
 
         fake_kube.create(vpc_cni({"branch-eni-cooldown": "45"}))
-        assert (live.read_window(), live.cooldown) == (75.0, 45.0)
+        assert (live.books.read_window(), live.books.cooldown) == (75.0, 45.0)
         # upstream compares every queued ENI with the cooldown in force: the job's ENI is free now
         assert (row(live).held, row(live).true_free) == (0, 3)
     finally:
@@ -264,8 +265,8 @@ def test_the_books_wait_the_cooldown_the_live_configmap_sets_and_keep_it_when_it
 
 def test_books_started_without_the_configmap_use_the_default_cooldown(fake_kube) -> None:
     """No ConfigMap at start: the VPC resource controller's 60 s default, a 90 s window."""
-    live = LiveBooks(fake_kube.api_client(), clock=Clock())
-    assert (live.read_window(), live.cooldown) == (90.0, 60.0)
+    live = books_stack(fake_kube.api_client(), clock=Clock())
+    assert (live.books.read_window(), live.books.cooldown) == (90.0, 60.0)
 
 
 def test_a_leaked_branch_eni_earns_the_label_and_running_pods_alone_do_not(fake_kube, started) -> None:
@@ -284,9 +285,9 @@ def test_a_leaked_branch_eni_earns_the_label_and_running_pods_alone_do_not(fake_
     eventually(lambda: row(live).in_use == 2, "one pod gone")
     clock.now += WINDOW  # the deleted pod's tombstone has expired: one ENI is free by the books
     assert (row(live).held, row(live).true_free) == (0, 1)
-    live.leaked = {NODE: 1}  # as the loop sets it from --verify-with-ec2's audit
+    live.books.note_leaks({NODE: 1})  # as the loop sets it from --verify-with-ec2's audit
     decisions = live.reconcile()
     assert [(d.action, d.node, d.reason) for d in decisions] == [
-        ("label-set", NODE, "1 leaked of 3 branch ENIs; the scheduler sees 1 free, 0 are")
+        (LabelAction.SET, NODE, "1 leaked of 3 branch ENIs; the scheduler sees 1 free, 0 are")
     ]
     assert labels(fake_kube).get(EXHAUSTED_LABEL) == "true"

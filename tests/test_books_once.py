@@ -1,7 +1,8 @@
-"""The branch ENI books of one list of objects (`fitguard report`, `fitguard controller --once`):
-the release window read from the amazon-vpc-cni ConfigMap in kube-system and nowhere else, unless
-given; malformed Pods and Nodes counted and skipped without hiding the others; other kinds ignored;
-the release model and the waiting grace passed through. Whole node summaries are compared."""
+"""The branch ENI books of one list of objects (`fitguard report`, and `fitguard controller --once`
+through the same cache and books, controller/cache.py and controller/books.py): the release window
+read from the amazon-vpc-cni ConfigMap in kube-system and nowhere else, unless given; malformed Pods
+and Nodes counted and skipped without hiding the others; other kinds ignored; the release model and
+the waiting grace passed through. Whole node summaries are compared."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from capacity.books_once import books_from_objects, vpc_cni_data
+from controller.cache import ClusterCache
+from fitguard.report import Report, build_report
 
 NOW = 1_714_564_800.0  # 2024-05-01T12:00:00Z
 POD_ENI = "vpc.amazonaws.com/pod-eni"
@@ -27,6 +29,11 @@ def config_map(namespace: str, name: str, data: Any, kind: str = "ConfigMap") ->
 
 def vpc_cni(cooldown: str) -> dict[str, Any]:
     return config_map("kube-system", "amazon-vpc-cni", {"branch-eni-cooldown": cooldown})
+
+
+def books_from_objects(objects: list[dict[str, Any]], now: float, **options: Any) -> tuple[Report, int]:
+    report = build_report(objects, now, **options)
+    return report, report.skipped
 
 
 NODE = {
@@ -107,9 +114,7 @@ def test_the_window_comes_from_kube_systems_amazon_vpc_cni_only() -> None:
     books, skipped = books_from_objects([*decoys, vpc_cni("90"), NODE, finished_pod("a", 100, 2)], NOW)
     assert skipped == 0
     assert books.window == 120.0
-    assert [s.to_json() for s in books.node_summary(NOW)] == [
-        summary(held=2, held_by=("a",), next_release=20.0)
-    ]
+    assert [s.to_json() for s in books.nodes] == [summary(held=2, held_by=("a",), next_release=20.0)]
 
 
 @pytest.mark.parametrize(
@@ -133,14 +138,15 @@ def test_a_given_window_overrides_the_configmap() -> None:
     """window=50: the pod finished 100 s ago holds nothing any more, whatever the ConfigMap says."""
     books, _ = books_from_objects([vpc_cni("600"), NODE, finished_pod("a", 100, 2)], NOW, window=50.0)
     assert books.window == 50.0
-    assert [s.to_json() for s in books.node_summary(NOW)] == [summary()]
+    assert [s.to_json() for s in books.nodes] == [summary()]
 
 
-def test_vpc_cni_data_is_the_configmaps_data_or_none() -> None:
-    assert vpc_cni_data([NODE, vpc_cni("90")]) == {"branch-eni-cooldown": "90"}
-    assert vpc_cni_data([config_map("kube-system", "amazon-vpc-cni", "text")]) == {}
-    assert vpc_cni_data([{"kind": "ConfigMap"}, NODE]) is None
-    assert vpc_cni_data([]) is None
+def test_a_state_files_configmap_is_found_by_namespace_and_name_only() -> None:
+    """The cache filled from a file answers a ConfigMap by namespace and name: the object, or None."""
+    cache = ClusterCache().fill({"ConfigMap": [vpc_cni("90"), config_map("default", "x", {})]})
+    assert cache.config_map("kube-system", "amazon-vpc-cni") == vpc_cni("90")
+    assert cache.config_map("default", "amazon-vpc-cni") is None
+    assert ClusterCache().fill({}).config_map("kube-system", "amazon-vpc-cni") is None
 
 
 def test_malformed_pods_and_nodes_are_counted_and_the_rest_still_booked() -> None:
@@ -156,9 +162,7 @@ def test_malformed_pods_and_nodes_are_counted_and_the_rest_still_booked() -> Non
     ]
     books, skipped = books_from_objects(objects, NOW)
     assert skipped == 3
-    assert [s.to_json() for s in books.node_summary(NOW)] == [
-        summary(held=1, held_by=("a",), next_release=80.0)
-    ]
+    assert [s.to_json() for s in books.nodes] == [summary(held=1, held_by=("a",), next_release=80.0)]
 
 
 def test_the_release_model_and_waiting_grace_are_passed_on() -> None:
@@ -166,8 +170,6 @@ def test_the_release_model_and_waiting_grace_are_passed_on() -> None:
     without its ENI is waiting, with grace 50 s it is not yet."""
     objects = [NODE, finished_pod("a", 3600, 1), waiting_pod("w", 40)]
     books, _ = books_from_objects(objects, NOW, release="on-delete", waiting_grace=30.0)
-    assert [s.to_json() for s in books.node_summary(NOW)] == [
-        summary(in_use=1, held=1, held_by=("a",), waiting=("w",))
-    ]
+    assert [s.to_json() for s in books.nodes] == [summary(in_use=1, held=1, held_by=("a",), waiting=("w",))]
     books, _ = books_from_objects(objects, NOW, waiting_grace=50.0)
-    assert [s.to_json() for s in books.node_summary(NOW)] == [summary(in_use=1)]
+    assert [s.to_json() for s in books.nodes] == [summary(in_use=1)]

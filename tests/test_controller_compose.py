@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from controller.loop import ControllerLoop, LoopOptions
+from controller.loop import ControllerLoop
 from controller.run import ControllerOptions
 from controller.scaling_options import ScalingOptions
-from controller.source import CachedSource
+from controller.settings import ControllerSettings, LeadershipSettings, ServingSettings
 from fitguard.demo_seed import seed_moto
 from kube.client import as_kube_client
 from kube.statefile import load_state
@@ -40,17 +40,16 @@ def cluster(fake_kube: Any, aws: Any) -> Any:
 def started_loop(cluster: Any, controller: ControllerOptions) -> ControllerLoop:
     """A leading controller with scaling (plan) and EC2 verification, its books synced; cycles are
     run by the test itself."""
-    options = LoopOptions(
-        controller=controller,
-        metrics_bind="127.0.0.1:0",
-        namespace=NAMESPACE,
+    options = ControllerSettings(
+        discovery=controller,
+        serving=ServingSettings(bind="127.0.0.1:0"),
+        leadership=LeadershipSettings(namespace=NAMESPACE),
         scaling=ScalingOptions(mode="plan"),
         verify_with_ec2=True,
     )
     loop = ControllerLoop(options, as_kube_client(cluster.api_client()))
-    loop.start_watches()
-    assert loop.books.wait_synced(60), "the books' first lists completed"
-    assert loop.source.wait_synced(60), "the discovery caches' first lists completed"
+    loop.cache.start(loop.api)
+    assert loop.cache.wait_synced(60), "the cache's first lists completed"
     return loop
 
 
@@ -59,8 +58,7 @@ def loops() -> Iterator[list[ControllerLoop]]:
     made: list[ControllerLoop] = []
     yield made
     for loop in made:
-        loop.books.stop()
-        loop.source.stop()
+        loop.cache.stop()
 
 
 @pytest.mark.slow
@@ -80,7 +78,6 @@ def test_one_set_of_aws_clients_per_process_in_the_region_given(cluster: Any, lo
     loop.cycle()
     assert loop.clients is clients
     assert loop.scaling.autoscaling is clients.autoscaling
-    assert isinstance(loop.source, CachedSource)
 
 
 TEMPLATES = "/apis/fitguard.io/v1alpha1/nodegrouptemplates"
@@ -117,11 +114,11 @@ def test_a_discovery_cycle_reads_the_watched_caches_and_lists_nothing_again(
     assert first.discovery_error == "" and lists(cluster) == []
     names = sorted(o["metadata"]["name"] for o in cluster.objects("NodeGroupTemplate"))
     assert names == ["ng-batch", "ng-burst", "ng-general"]
-    wait_for(lambda: len(loop.source.templates) == 3, "the template watch saw the three published")
+    wait_for(lambda: len(loop.cache.templates) == 3, "the template watch saw the three published")
     daemonset = copy.deepcopy(next(d for d in cluster.objects("DaemonSet")))
     daemonset["metadata"] = {"name": "extra-agent", "namespace": daemonset["metadata"]["namespace"]}
     cluster.create(daemonset)
-    wait_for(lambda: len(loop.source.daemonsets) == len(cluster.objects("DaemonSet")), "the watch saw it")
+    wait_for(lambda: len(loop.cache.daemonsets) == len(cluster.objects("DaemonSet")), "the watch saw it")
     cluster.requests.clear()
     second = loop.cycle()
     assert second.discovery_error == "" and lists(cluster) == []
@@ -149,7 +146,7 @@ def test_a_second_identical_cycle_writes_no_template_and_no_status(cluster: Any,
         return sorted(str((t.get("status") or {}).get("lastDiscoveryTime")) for t in objects)
 
     wait_for(
-        lambda: statuses(loop.source.templates.items()) == statuses(cluster.objects("NodeGroupTemplate")),
+        lambda: statuses(loop.cache.templates.items()) == statuses(cluster.objects("NodeGroupTemplate")),
         "the template watch brought the statuses back",
     )
     cluster.requests.clear()

@@ -14,8 +14,15 @@ from typing import Any
 import pytest
 
 from capacity.names import EXHAUSTED_LABEL
-from controller.loop import LEASE_NAME, ControllerLoop, LoopOptions
+from controller.loop import ControllerLoop
 from controller.run import ControllerOptions
+from controller.settings import (
+    LEASE_NAME,
+    BooksSettings,
+    ControllerSettings,
+    LeadershipSettings,
+    ServingSettings,
+)
 from fitguard.demo_seed import seed_moto
 from kube.client import as_kube_client
 from kube.statefile import load_state
@@ -49,17 +56,14 @@ def cluster(fake_kube: Any, aws: Any) -> Any:
 def replicas(cluster: Any) -> Iterator[list[tuple[ControllerLoop, threading.Event]]]:
     started = []
     for _ in range(2):
-        options = LoopOptions(
-            controller=ControllerOptions(cluster_name="demo"),
+        options = ControllerSettings(
+            discovery=ControllerOptions(cluster_name="demo"),
             interval=0.5,
-            reconcile_interval=0.2,
-            metrics_bind="127.0.0.1:0",
-            snapshotz=True,
-            leader_elect=True,
-            namespace=NAMESPACE,
-            lease_duration=2.0,
-            renew_deadline=1.5,
-            retry_period=0.3,
+            books=BooksSettings(reconcile_interval=0.2),
+            serving=ServingSettings(bind="127.0.0.1:0", snapshotz=True),
+            leadership=LeadershipSettings(
+                enabled=True, namespace=NAMESPACE, lease_duration=2.0, renew_deadline=1.5, retry_period=0.3
+            ),
         )
         loop = ControllerLoop(options, as_kube_client(cluster.api_client()))
         assert loop.elector is not None
@@ -120,21 +124,22 @@ def test_followers_keep_warm_books_and_serve_the_endpoints(replicas: list[Any]) 
 
 
 @pytest.mark.slow
-def test_readyz_waits_until_every_cache_completed_its_first_list(
+def test_readyz_waits_until_every_store_of_the_cache_completed_its_first_list(
     cluster: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """/readyz is 503 from the moment the endpoints listen: while start-up still reads the VPC CNI
     ConfigMap (held 3 s by the fake API server) no cache exists yet, and that is not ready; while the
-    first pod list is held, only the pods are missing; it turns 200 once both lists completed.
+    pod list is held, only the pods are missing; it turns 200 once every list completed. (No
+    cluster-autoscaler is looked for: its store is complete, empty, once start-up is past.)
     (Paged lists, so that the held request is the pods' list.)"""
     monkeypatch.setenv("KUBE_FEATURE_WatchListClient", "false")
     cluster.faults.delay(3.0, method="GET", path="/configmaps/amazon-vpc-cni")
     cluster.faults.delay(3.0, method="GET", path="/api/v1/pods", watch=False)
-    options = LoopOptions(
-        controller=ControllerOptions(cluster_name="demo"),
+    options = ControllerSettings(
+        discovery=ControllerOptions(cluster_name="demo", autoscaler_selector=""),
         interval=60.0,
-        metrics_bind="127.0.0.1:0",
-        namespace=NAMESPACE,
+        serving=ServingSettings(bind="127.0.0.1:0"),
+        leadership=LeadershipSettings(namespace=NAMESPACE),
     )
     loop = ControllerLoop(options, as_kube_client(cluster.api_client()))
     stop = threading.Event()
@@ -144,12 +149,14 @@ def test_readyz_waits_until_every_cache_completed_its_first_list(
         wait_for(
             lambda: cluster.requests.find("GET", "/configmaps/amazon-vpc-cni"), "start-up reads the ConfigMap"
         )
-        assert get(readyz) == (503, "waiting for: first list of nodes, pods\n")
-        wait_for(lambda: get(readyz) == (503, "waiting for: first list of pods\n"), "nodes listed, pods held")
-        wait_for(lambda: get(readyz)[0] == 200, "ready once both lists completed")
-        assert loop.books.waiting_for() == []
+        every = "nodes, pods, daemonsets, NodeGroupTemplate, cluster-autoscaler pods"
+        assert get(readyz) == (503, f"waiting for: first list of {every}\n")
+        held = "waiting for: first list of pods\n"
+        wait_for(lambda: get(readyz) == (503, held), "the rest listed, the pod list held")
+        wait_for(lambda: get(readyz)[0] == 200, "ready once every list completed")
+        assert loop.cache.waiting_for() == []
         assert [r.fault for r in cluster.requests.find("GET", "/api/v1/pods", watch=False)][:1] == ["delay"]
-        # LoopOptions.snapshotz is off by default: the snapshot is not served (tests/test_snapshotz_flag.py)
+        # snapshotz is off by default: the snapshot is not served (tests/test_snapshotz_flag.py)
         assert get(f"http://127.0.0.1:{loop.http.port}/snapshotz")[0] == 404
     finally:
         stop.set()

@@ -7,8 +7,10 @@ from botocore.exceptions import ClientError
 from prometheus_client import REGISTRY
 
 from controller.aws.clients import describe_error
+from controller.cache import ClusterCache
+from controller.discovery import GroupOutcome
 from controller.metrics import ControllerMetrics
-from controller.report import CycleReport, TagSyncLine
+from controller.report import CycleReport, TagSyncLine, TagWrite
 from controller.tagsync import TagChange
 
 
@@ -25,19 +27,25 @@ def values(metrics: ControllerMetrics, name: str) -> dict[tuple[tuple[str, str],
     return found
 
 
+class AlwaysLeader:
+    def is_leader(self) -> bool:
+        return True
+
+
 def test_cycle_reports_count_discovery_and_tag_sync_errors_by_group() -> None:
     """A report's per-group reasons (and "" for the whole discovery) and its failed tag writes are
     counted by node group; tags written without error are not; a failed cycle counts as failed."""
-    metrics = ControllerMetrics(is_leader=lambda: True, synced=lambda: True, last_cycle=lambda: None)
+    metrics = ControllerMetrics(AlwaysLeader(), ClusterCache(), last_cycle=lambda: None)
     report = CycleReport(
-        errors={"ng-a": "DescribeLaunchTemplateVersions: AccessDenied", "": "whole discovery failed"},
+        (GroupOutcome("ng-a", None, "DescribeLaunchTemplateVersions: AccessDenied"),),
         tag_sync=(
-            TagSyncLine(change("ng-a"), applied=False, error="TagResource: denied"),
-            TagSyncLine(change("ng-b"), applied=True),
+            TagSyncLine(change("ng-a"), TagWrite.FAILED, "TagResource: denied"),
+            TagSyncLine(change("ng-b"), TagWrite.APPLIED),
         ),
+        discovery_error="whole discovery failed",
     )
     metrics.cycle_done(report, now=1_800_000_000.0)
-    metrics.cycle_done(CycleReport(errors={"ng-a": "again"}), now=1_800_000_060.0)
+    metrics.cycle_done(CycleReport((GroupOutcome("ng-a", None, "again"),)), now=1_800_000_060.0)
     metrics.cycle_failed()
     assert values(metrics, "fitguard_discovery_errors_total") == {
         (("node_group", "ng-a"),): 2.0,

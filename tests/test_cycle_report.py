@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from capacity.planner import PlannerOptions, parse_headroom
-from controller.compose import aws_clients, cluster_source
-from controller.run import ControllerOptions, ScalingInputs, run_once
+from controller.compose import aws_clients
+from controller.run import ControllerOptions, run_once
 from controller.scaling_cli import build_driver
 from controller.scaling_options import ScalingOptions
 from fitguard.demo_seed import seed_moto
@@ -34,8 +34,7 @@ def demo_report() -> Any:
     planner = PlannerOptions(headroom=tuple(h for text in HEADROOM for h in parse_headroom(text)))
     driver = build_driver(ScalingOptions(mode="plan", planner=planner), clients.autoscaling)
     assert driver is not None
-    source = cluster_source(options)
-    return run_once(options, clients=clients, source=source, scaling=ScalingInputs(driver))
+    return run_once(options, clients=clients, driver=driver)
 
 
 @pytest.mark.slow

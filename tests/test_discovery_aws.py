@@ -87,7 +87,7 @@ def scratch_pod() -> dict[str, Any]:
 
 def discover(clients: AwsClients, previous: dict[str, NodeGroupTemplate] | None = None, **kwargs: Any) -> Any:
     groups = AwsDiscovery(clients, SELECT_ENABLED, "demo", lookup, **kwargs).node_groups()
-    outcomes = build_templates(groups, [], [], previous or {}, facts=lookup)
+    outcomes = build_templates(groups, {}, [], previous or {}, facts=lookup)
     return groups, {o.name: o for o in outcomes}
 
 

@@ -14,7 +14,7 @@ import pytest
 from botocore.awsrequest import AWSPreparedRequest, AWSResponse
 
 from controller.aws.clients import AwsClients
-from controller.run import ControllerOptions, ScalingInputs, run_once
+from controller.run import ControllerOptions, run_once
 from controller.scaling import ON, ScalingDriver, ScalingOptions
 from tests.awsfixtures import AwsEnvironment, _RawBody, error_response
 from tests.fakekube.server import FakeKubeServer
@@ -71,7 +71,7 @@ def setup(
 
 
 def cycle(fake_kube: FakeKubeServer, clients: AwsClients, driver: ScalingDriver) -> dict[str, Any]:
-    report = run_once(OPTIONS, clients=clients, api=fake_kube.api_client(), scaling=ScalingInputs(driver))
+    report = run_once(OPTIONS, clients=clients, api=fake_kube.api_client(), driver=driver)
     return report.to_json()
 
 

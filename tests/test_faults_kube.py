@@ -15,8 +15,8 @@ import pytest
 from flask.testing import FlaskClient
 
 from capacity.names import EXHAUSTED_LABEL
-from controller.books import LiveBooks
 from kube.reflector import Reflector
+from tests.books_stack import BooksStack, books_stack
 from tests.fakekube.server import FakeKubeServer
 from tests.waiting import eventually
 from webhook.app import create_app
@@ -240,11 +240,11 @@ def eni_pod(name: str, node_name: str, phase: str = "Running") -> dict[str, Any]
     }
 
 
-def books(fake_kube: FakeKubeServer, clock: Clock, page_size: int = 500) -> LiveBooks:
+def books(fake_kube: FakeKubeServer, clock: Clock, page_size: int = 500) -> BooksStack:
     # on-delete: a deleted pod frees its ENI at once, so a fresh rebuild must agree exactly
     # fitguard scales every group itself here, so a group's one node may carry the label (the guard
     # otherwise spares a group's last ready node for cluster-autoscaler's memory: tests/test_guard.py)
-    live = LiveBooks(
+    live = books_stack(
         fake_kube.api_client(),
         release="on-delete",
         window=60.0,
@@ -254,8 +254,8 @@ def books(fake_kube: FakeKubeServer, clock: Clock, page_size: int = 500) -> Live
     return live.start(page_size=page_size)
 
 
-def rows(live: LiveBooks) -> list[dict[str, Any]]:
-    return sorted((r.to_json() for r in live.snapshot()), key=lambda r: r["name"])
+def rows(live: BooksStack) -> list[dict[str, Any]]:
+    return sorted((r.to_json() for r in live.books.snapshot()), key=lambda r: r["name"])
 
 
 def fresh_rows(fake_kube: FakeKubeServer, clock: Clock) -> list[dict[str, Any]]:

@@ -19,9 +19,10 @@ from typing import Any
 import pytest
 
 from capacity.resources import POD_ENI
-from controller.loop import ControllerLoop, LoopOptions
+from controller.loop import ControllerLoop
 from controller.run import ControllerOptions
 from controller.scaling import ON, PLAN, ScalingOptions
+from controller.settings import BooksSettings, ControllerSettings, ServingSettings
 from fitguard.cli import build_parser
 from kube.client import as_kube_client
 from tests import autoscaler_template
@@ -180,14 +181,12 @@ def desired(aws: AwsEnvironment) -> int:
 
 class Running:
     def __init__(self, fake_kube: Any, mode: str) -> None:
-        options = LoopOptions(
-            controller=ControllerOptions(cluster_name="guard"),
+        options = ControllerSettings(
+            discovery=ControllerOptions(cluster_name="guard"),
             interval=0.3,
-            reconcile_interval=0.05,
-            metrics_bind="127.0.0.1:0",
-            snapshotz=True,
+            books=BooksSettings(reconcile_interval=0.05, guard_grace=GRACE),
+            serving=ServingSettings(bind="127.0.0.1:0", snapshotz=True),
             scaling=ScalingOptions(mode=mode),
-            guard_grace=GRACE,
         )
         self.loop = ControllerLoop(options, as_kube_client(fake_kube.api_client()))
         self.stop = threading.Event()
@@ -197,8 +196,8 @@ class Running:
     def passes(self, count: int = 2) -> None:
         """Waits until the guard has decided `count` more times (what it saw is then current)."""
         for _ in range(count):
-            seen = self.loop.books.guard
-            eventually(lambda seen=seen: self.loop.books.guard is not seen, "another pass of the guard")
+            seen = self.loop.reconciler.guard
+            eventually(lambda seen=seen: self.loop.reconciler.guard is not seen, "another pass of the guard")
 
     def snapshot(self) -> dict[str, Any]:
         return json.loads(http_get(f"http://127.0.0.1:{self.loop.http.port}/snapshotz"))
@@ -243,7 +242,7 @@ def test_a_group_full_of_running_pods_gets_no_label(group: Any, controller: Runn
     cluster-autoscaler's template from either node fits the new guarded pod."""
     fill(group, held=False)
     group.create(pending_pod())
-    eventually(lambda: controller.loop.books.pods.get("apps", "web-new") is not None, "the pending pod seen")
+    eventually(lambda: controller.loop.cache.pods.get("apps", "web-new") is not None, "the pending pod seen")
     controller.passes()
     assert labelled(group) == {NODES[0]: False, NODES[1]: False}
     assert group.requests.find("PATCH", f"/nodes/{NODES[0]}") == []

@@ -277,18 +277,19 @@ def test_the_remembers_condition_follows_cluster_autoscalers_memory(fake_kube: A
 def test_the_remembers_gauge_is_one_per_remembered_group_and_absent_before_observation() -> None:
     """fitguard_node_group_autoscaler_remembers, whole: 1 for a group cluster-autoscaler remembers,
     0 for one it does not, no series for a group whose memory was never observed."""
+    from controller.cache import ClusterCache
+    from controller.discovery import GroupOutcome
     from controller.metrics import ControllerMetrics
     from controller.report import CycleReport
-    from tests.test_controller_metrics import values
+    from tests.test_controller_metrics import AlwaysLeader, values
 
     groups = [
-        template("ng-kept", memory=memory(True, REMEMBERS_REASON)).to_object(),
-        template("ng-forgotten", memory=memory(False, FORGOT_REASON)).to_object(),
-        template("ng-unobserved").to_object(),
+        template("ng-kept", memory=memory(True, REMEMBERS_REASON)),
+        template("ng-forgotten", memory=memory(False, FORGOT_REASON)),
+        template("ng-unobserved"),
     ]
-    metrics = ControllerMetrics(
-        is_leader=lambda: True, synced=lambda: True, last_cycle=lambda: CycleReport(node_groups=tuple(groups))
-    )
+    report = CycleReport(tuple(GroupOutcome(t.name, t) for t in groups))
+    metrics = ControllerMetrics(AlwaysLeader(), ClusterCache(), last_cycle=lambda: report)
     assert values(metrics, "fitguard_node_group_autoscaler_remembers") == {
         (("node_group", "ng-kept"),): 1.0,
         (("node_group", "ng-forgotten"),): 0.0,

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import http.client
 import json
+import logging
 from pathlib import Path
 
 import pytest
 import yaml
 
+from cmdline.statushttp import StatusPort, StatusRoutes
 from controller.cli import register as register_controller
-from controller.http import ControllerHttp
 from tests.tlsfixtures import TlsFiles
 from tests.webhook_server import get_status, manifest_args, running
 from webhook import status
@@ -69,8 +70,8 @@ def test_the_webhook_server_serves_snapshotz_with_the_flag(
 
 def _controller_get(snapshot: bool, path: str) -> tuple[int, bytes]:
     shown = (lambda: {"leader": True}) if snapshot else None
-    http = ControllerHttp("127.0.0.1:0", ready=lambda: None, snapshot=shown)
-    http.start()
+    routes = StatusRoutes(waiting=list, metrics=lambda: (b"", "text/plain"), snapshot=shown)
+    http = StatusPort(routes, logging.getLogger("test"), bind="127.0.0.1:0").start()
     try:
         conn = http_client(http.port)
         conn.request("GET", path)
@@ -87,7 +88,7 @@ def http_client(port: int) -> http.client.HTTPConnection:
 def test_the_controller_answers_snapshotz_only_when_asked() -> None:
     """Without a snapshot (no --snapshotz) 404 and the one line; with one, its JSON; /healthz either way."""
     assert _controller_get(False, "/snapshotz") == (404, OFF)
-    assert _controller_get(True, "/snapshotz") == (200, b'{"leader": true}')
+    assert _controller_get(True, "/snapshotz") == (200, b'{"leader":true}')
     assert _controller_get(False, "/healthz") == (200, b"ok\n")
 
 

@@ -2,7 +2,7 @@
 after it (the answer then meets a closed socket), a close mid-request, and a connection that stays
 silent past the idle timeout each leave at most one DEBUG line, never an ERROR or a traceback, and the
 port keeps answering. For the webhook's status server (webhook/status.py, in-process and through
-`fitguard webhook`) and the controller's (controller/http.py)."""
+`fitguard webhook`) and the controller's (cmdline/statushttp.py StatusPort, bound to its own port)."""
 
 from __future__ import annotations
 
@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 
 from cmdline import statushttp
-from controller.http import ControllerHttp
+from cmdline.statushttp import StatusPort, StatusRoutes
 from tests.tlsfixtures import TlsFiles
 from tests.webhook_server import get_status, running
 from webhook.cluster import from_objects
 from webhook.review import WebhookOptions
-from webhook.status import StatusServer, bind_listener
+from webhook.status import bind_listener, status_port
 
 ROOT = Path(__file__).resolve().parents[1]
 HANG_SECONDS = 10.0  # only ends a hang: each wait below returns as soon as the server acts
@@ -91,7 +91,7 @@ def short_idle(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def webhook_port(short_idle: None) -> Iterator[int]:
     listener = bind_listener("127.0.0.1:0")
-    server = StatusServer(listener, from_objects([]), WebhookOptions(), lambda: True).start()
+    server = status_port(listener, from_objects([]), WebhookOptions(), lambda: True).start()
     yield listener.getsockname()[1]
     server.server.shutdown()
     listener.close()
@@ -99,7 +99,8 @@ def webhook_port(short_idle: None) -> Iterator[int]:
 
 @pytest.fixture
 def controller_port(short_idle: None) -> Iterator[int]:
-    http = ControllerHttp("127.0.0.1:0", ready=lambda: None, snapshot=dict).start()
+    routes = StatusRoutes(waiting=list, metrics=lambda: (b"", "text/plain"), snapshot=dict)
+    http = StatusPort(routes, logging.getLogger("test"), bind="127.0.0.1:0").start()
     yield http.port
     http.stop()
 

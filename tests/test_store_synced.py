@@ -1,5 +1,5 @@
 """kube/store.py: a store counts as synced only once its listeners have seen the first list, so
-whoever waits for `synced` (LiveBooks.wait_synced, the controller's start-up, the benchmark's
+whoever waits for `synced` (the books' wait for their stores, the controller's start-up, the benchmark's
 probe) finds the books built from the whole list, not from part of it."""
 
 from __future__ import annotations

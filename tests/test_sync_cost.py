@@ -50,18 +50,19 @@ def test_quantities_parse_the_same_the_first_and_the_second_time() -> None:
             parse_resources({"cpu": "12x"}, "r")
 
 
-def test_the_first_synced_books_leave_the_garbage_collectors_generations(fake_kube: Any) -> None:
-    """Once both caches have listed, the records are frozen out of the cyclic GC (gc.freeze), so
-    later watch events do not pay for walking them; not before."""
-    from controller.books import LiveBooks
+def test_the_first_synced_cache_leaves_the_garbage_collectors_generations() -> None:
+    """Once every store of the controller's cache has listed, the records are frozen out of the
+    cyclic GC (gc.freeze), so later watch events do not pay for walking them; not before."""
+    from controller.cache import ClusterCache
 
     gc.unfreeze()
-    live = LiveBooks(fake_kube.api_client(), dry_run=True)
+    cache = ClusterCache()
     try:
-        assert (live.wait_synced(0), gc.get_freeze_count()) == (False, 0)
-        live.nodes.replace([], "1")
-        live.pods.replace([{"metadata": {"namespace": "a", "name": "p1"}}], "1")
-        assert live.wait_synced(0)
+        cache.nodes.replace([], "1")
+        cache.pods.replace([{"metadata": {"namespace": "a", "name": "p1"}}], "1")
+        assert (cache.wait_synced(0), gc.get_freeze_count()) == (False, 0)
+        cache.fill({})
+        assert cache.wait_synced(0)
         assert gc.get_freeze_count() > 0
     finally:
         gc.unfreeze()

@@ -228,11 +228,11 @@ class WebhookServer(BaseApplication):
         self.certificate = certificate
         app, view = self.factory(self.options)
         if self.status_listener is not None:
-            from webhook.status import StatusServer
+            from webhook.status import status_port
 
             pressure = self.pressure
             serving = (lambda: pressure.blocked(time.monotonic())) if pressure is not None else None
-            StatusServer(self.status_listener, view, self.options.config, certificate.ready, serving).start()
+            status_port(self.status_listener, view, self.options.config, certificate.ready, serving).start()
         return app
 
     def ssl_context(

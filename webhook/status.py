@@ -10,12 +10,9 @@ every worker's files.
 
 from __future__ import annotations
 
-import json
 import logging
 import socket
-import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from cmdline import statushttp
@@ -24,8 +21,7 @@ from webhook.review import WebhookOptions
 
 log = logging.getLogger(__name__)
 DEFAULT_METRICS_BIND = "0.0.0.0:8080"  # the default of `fitguard webhook --metrics-bind`
-PATHS = ("/healthz", "/readyz", "/metrics", "/snapshotz")
-SNAPSHOTZ_OFF = b"/snapshotz is off (start with --snapshotz to serve it)\n"
+SNAPSHOTZ_OFF = statushttp.SNAPSHOTZ_OFF
 Serving = Callable[[], list[str]]  # why the admission port cannot answer now; empty when it can
 
 
@@ -55,6 +51,26 @@ def snapshot(cluster: ClusterView, config: WebhookOptions) -> dict[str, Any]:
     return shown
 
 
+def routes(
+    cluster: ClusterView,
+    config: WebhookOptions,
+    tls_ready: Callable[[], bool],
+    serving: Serving | None = None,
+) -> statushttp.StatusRoutes:
+    """This worker's status routes: its caches and certificate, every worker's metrics."""
+
+    def metrics() -> tuple[bytes, str]:
+        from webhook import metrics
+
+        return metrics.render()
+
+    return statushttp.StatusRoutes(
+        waiting=lambda: waiting_for(cluster, tls_ready, serving),
+        metrics=metrics,
+        snapshot=(lambda: snapshot(cluster, config)) if config.snapshotz else None,
+    )
+
+
 def answer(
     method: str,
     path: str,
@@ -65,27 +81,7 @@ def answer(
     serving: Serving | None = None,
 ) -> tuple[int, bytes, str]:
     """(status, body, content type) of one request to the status port."""
-    path = path.split("?", 1)[0]
-    if path not in PATHS:
-        return 404, b"not found\n", "text/plain"
-    if method != "GET":
-        return 405, b"method not allowed\n", "text/plain"
-    if path == "/healthz":
-        return 200, b"ok\n", "text/plain"
-    if path == "/readyz":
-        waiting = waiting_for(cluster, tls_ready, serving)
-        if waiting:
-            return 503, f"waiting for: {', '.join(waiting)}\n".encode(), "text/plain"
-        return 200, b"ok\n", "text/plain"
-    if path == "/metrics":
-        from webhook import metrics
-
-        data, content_type = metrics.render()
-        return 200, data, content_type
-    if not config.snapshotz:
-        return 404, SNAPSHOTZ_OFF, "text/plain"
-    body = json.dumps(snapshot(cluster, config), separators=(",", ":")).encode()
-    return 200, body, "application/json"
+    return routes(cluster, config, tls_ready, serving).answer(method, path)
 
 
 def bind_listener(bind: str) -> socket.socket:
@@ -103,44 +99,12 @@ def bind_listener(bind: str) -> socket.socket:
     return sock
 
 
-class StatusServer:
+def status_port(
+    listener: socket.socket,
+    cluster: ClusterView,
+    config: WebhookOptions,
+    tls_ready: Callable[[], bool],
+    serving: Serving | None = None,
+) -> statushttp.StatusPort:
     """One worker's thread accepting on the shared status socket."""
-
-    def __init__(
-        self,
-        listener: socket.socket,
-        cluster: ClusterView,
-        config: WebhookOptions,
-        tls_ready: Callable[[], bool],
-        serving: Serving | None = None,
-    ) -> None:
-        def respond(handler: BaseHTTPRequestHandler) -> None:
-            code, body, content_type = answer(
-                handler.command, handler.path, cluster, config, tls_ready, serving=serving
-            )
-            handler.send_response(code)
-            handler.send_header("Content-Type", content_type)
-            handler.send_header("Content-Length", str(len(body)))
-            if code == 405:
-                handler.send_header("Allow", "GET")
-            handler.end_headers()
-            if handler.command != "HEAD":
-                handler.wfile.write(body)
-
-        class Handler(statushttp.StatusHandler):
-            logger = log
-
-            def __getattr__(self, name: str) -> Any:
-                if name.startswith("do_"):  # every method: unknown ones get 405, not 501
-                    return lambda: respond(self)
-                raise AttributeError(name)
-
-        self.server = statushttp.StatusServer(listener.getsockname()[:2], Handler, bind_and_activate=False)
-        self.server.logger = log
-        self.server.socket.close()
-        self.server.socket = listener  # bound and listening in the master, shared by the workers
-        self._thread = threading.Thread(target=self.server.serve_forever, name="status-http", daemon=True)
-
-    def start(self) -> StatusServer:
-        self._thread.start()
-        return self
+    return statushttp.StatusPort(routes(cluster, config, tls_ready, serving), log, listener=listener)

@@ -34,8 +34,8 @@ def probe(
     rss_start, _ = rss_mb()
     from kubernetes import client
 
-    from controller.books import LiveBooks
     from kube.watchlist import WATCH_LIST_ENV
+    from tests.books_stack import books_stack
 
     if watch_list is not None:
         os.environ[WATCH_LIST_ENV] = "true" if watch_list else "false"
@@ -44,7 +44,7 @@ def probe(
     configuration.proxy = None
     api = client.ApiClient(configuration)
     rss_imported, _ = rss_mb()
-    live = LiveBooks(api, dry_run=True)
+    live = books_stack(api, dry_run=True)
 
     seen = {"count": 0, "armed": False, "first": 0.0, "last": 0.0}
     finished = threading.Event()
@@ -98,7 +98,7 @@ def probe(
         started = time.perf_counter()
         live.reconcile()
         reconciles.append(time.perf_counter() - started)
-    rows = live.snapshot()
+    rows = live.books.snapshot()
     gc.collect()
     rss_end, peak_end = rss_mb()
     figures.update(

@@ -1,0 +1,238 @@
+"""The controller's one model of the cluster, in the shape of controller-runtime's cache: a store per
+kind, each filled one way for the whole process and read by every reconciler.
+
+- The long-running controller: list+watch reflectors (kube/reflector.py), one per kind.
+- `fitguard controller --once`: one list of each kind (`listed`).
+- `--state FILE`: the file's objects (`from_state`).
+
+Either way the stores hold the same projections (kube/store.py): pod and node records for the books
+(capacity/records.py), the unbound pending pods the planner reads (slim, kube/podwire.py), the slim
+nodes discovery reads, the DaemonSets, the NodeGroupTemplates and cluster-autoscaler's pods. The
+books listen to the stores (controller/books.py), so every path builds them from the same events.
+ConfigMaps are read one at a time when asked for: from the file, or a GET (RBAC grants the two named
+ones, not a list).
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from capacity.autoscaler_memory import DEFAULT_SELECTOR, AutoscalerProcess, running_autoscaler
+from capacity.names import TEMPLATE_KIND
+from capacity.records import NodeRecord, PodRecord, discovery_node, project_node, project_pod
+from capacity.template_taints import DEFAULT_TAINT_CONFIG, TaintOptions
+from controller.memory import looked_for, select_autoscaler_pods
+from kube.store import Fanout, Store, object_key
+
+if TYPE_CHECKING:
+    from kube.client import ApiLike
+    from kube.reflector import Reflector
+
+log = logging.getLogger(__name__)
+
+
+class ConfigMapUnreadable(Exception):
+    """The API refused or failed a ConfigMap read (other than its absence); the message says why."""
+
+
+@dataclass(frozen=True)
+class CacheSettings:
+    page_size: int = 500  # objects per list page
+    autoscaler_selector: str = DEFAULT_SELECTOR  # cluster-autoscaler's pods; "" looks for none
+    autoscaler_namespace: str = ""  # "" = all namespaces
+
+
+def pending_pod(obj: Mapping[str, Any]) -> Any:
+    """A pod the planner may place (unbound, Pending, not being deleted), as decoded; None: not one.
+    The planner reads its affinity and tolerations, which the pod records keep only for pod-eni pods."""
+    meta, spec, status = (obj.get(k) or {} for k in ("metadata", "spec", "status"))
+    if spec.get("nodeName") or meta.get("deletionTimestamp"):
+        return None
+    return obj if (status.get("phase") or "Pending") == "Pending" else None
+
+
+class ClusterCache:
+    """The stores, filled once per process; `api` is what ConfigMaps are read through (None: a file)."""
+
+    def __init__(self, settings: CacheSettings | None = None) -> None:
+        self.settings = settings or CacheSettings()
+        self.pods: Store[PodRecord] = Store("pods", project_pod)
+        self.pending: Store[Mapping[str, Any]] = Store("pending pods", pending_pod)
+        self.nodes: Store[NodeRecord] = Store("nodes", project_node)
+        self.node_objects: Store[dict[str, Any]] = Store("nodes (discovery)", discovery_node)
+        self.daemonsets: Store[dict[str, Any]] = Store("daemonsets")
+        self.templates: Store[dict[str, Any]] = Store(TEMPLATE_KIND)
+        self.autoscalers: Store[dict[str, Any]] = Store("cluster-autoscaler pods")
+        self.api: ApiLike | None = None
+        self._config_maps: dict[tuple[str, str], dict[str, Any]] | None = None  # a state file's
+        self._autoscaler_error = ""  # why cluster-autoscaler's pods could not be listed (--once)
+        self._reflectors: list[Reflector] = []
+        self._frozen = False
+        # run once ConfigMaps can be read and before any object arrives (the books' release window,
+        # which decides whether a finished pod still holds its branch ENI when it is first seen)
+        self._before_fill: list[Callable[[], object]] = []
+
+    # -- filling ------------------------------------------------------------------------------
+
+    def before_fill(self, step: Callable[[], object]) -> None:
+        self._before_fill.append(step)
+
+    def _prepare(self) -> None:
+        for step in self._before_fill:
+            step()
+
+    def fill(self, kinds: Mapping[str, list[dict[str, Any]]]) -> ClusterCache:
+        """Every store from objects by kind (a state file): what is not there is an empty store."""
+        self._config_maps = {object_key(cm): cm for cm in kinds.get("ConfigMap", [])}
+        self._prepare()
+        pods = kinds.get("Pod", [])
+        self._replace_nodes(kinds.get("Node", []))
+        self._replace_pods(pods)
+        self.daemonsets.replace(kinds.get("DaemonSet", []))
+        self.templates.replace(kinds.get(TEMPLATE_KIND, []))
+        selector, namespace = self.settings.autoscaler_selector, self.settings.autoscaler_namespace
+        self.autoscalers.replace(select_autoscaler_pods(pods, selector, namespace))
+        return self
+
+    def list_from(self, api: ApiLike) -> ClusterCache:
+        """Every store from one list of each kind (`--once`); ConfigMaps read through `api` after."""
+        from kube import api as kube_api
+        from kube.client import KubeError
+
+        self.api = api
+        self._prepare()
+        size = self.settings.page_size
+        self._replace_nodes(kube_api.list_all_nodes(api, size))
+        self._replace_pods(kube_api.list_all_pods(api, size))
+        self.daemonsets.replace(kube_api.list_daemonsets(api))
+        self.templates.replace(kube_api.list_node_group_templates(api))
+        selector, namespace = self.settings.autoscaler_selector, self.settings.autoscaler_namespace
+        try:
+            found = kube_api.list_pods_by_label(api, namespace or None, selector) if selector else []
+        except KubeError as err:
+            log.warning(
+                "cluster-autoscaler pods unreadable (%s): groups judged by their tags: %s", selector, err
+            )
+            self._autoscaler_error = str(err)
+            found = []
+        self.autoscalers.replace(found)
+        return self
+
+    def _replace_pods(self, pods: Iterable[Mapping[str, Any]]) -> None:
+        Fanout([self.pods, self.pending]).replace(pods)
+
+    def _replace_nodes(self, nodes: Iterable[Mapping[str, Any]]) -> None:
+        Fanout([self.nodes, self.node_objects]).replace(nodes)
+
+    def start(self, api: ApiLike) -> ClusterCache:
+        """A reflector per kind (threads); `wait_synced` before trusting the stores."""
+        from kube import podwire
+        from kube.api import start_reflector
+        from kube.client import NODES, PODS, as_kube_client
+        from kube.reflector import Reflector
+
+        self.api = api
+        self._prepare()
+        client, size = as_kube_client(api), self.settings.page_size
+        pods = Fanout([self.pods, self.pending])
+        nodes = Fanout([self.nodes, self.node_objects])
+        self._reflectors = [
+            Reflector(client, NODES, nodes, page_size=size, name="books-nodes").start(),
+            # pods parsed for the fields the records and the planner read only
+            Reflector(
+                client,
+                PODS,
+                pods,
+                page_size=size,
+                name="books-pods",
+                decode_page=podwire.decode_page,
+                decode_line=podwire.decode_event,
+            ).start(),
+            start_reflector(api, "DaemonSet", self.daemonsets),
+            start_reflector(api, TEMPLATE_KIND, self.templates),
+        ]
+        selector, namespace = self.settings.autoscaler_selector, self.settings.autoscaler_namespace
+        if selector:
+            watch = Reflector(
+                client,
+                PODS,
+                self.autoscalers,
+                namespace=namespace or None,
+                label_selector=selector,
+                name="autoscaler-pods",
+            )
+            self._reflectors.append(watch.start())
+        else:
+            self.autoscalers.replace([])
+        return self
+
+    def stop(self) -> None:
+        for reflector in self._reflectors:
+            reflector.stop()
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def stores(self) -> tuple[Store[Any], ...]:
+        return (self.nodes, self.pods, self.daemonsets, self.templates, self.autoscalers)
+
+    def waiting_for(self) -> list[str]:
+        """The stores whose first list has not completed (every one of them before `start`)."""
+        return [store.kind for store in self.stores() if not store.synced]
+
+    def wait_synced(self, timeout: float | None = None) -> bool:
+        """Whether every store completed its first list, waiting up to `timeout` s (None: no limit)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.waiting_for():
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
+            time.sleep(0.05)
+        if not self._frozen:
+            # the first complete stores leave the GC's generations (as webhook/server.py's caches):
+            # collections would otherwise rescan 150,000 long-lived records for nothing
+            self._frozen = True
+            gc.freeze()
+        return True
+
+    @property
+    def from_file(self) -> bool:
+        return self._config_maps is not None
+
+    @staticmethod
+    def ordered(store: Store[dict[str, Any]]) -> list[dict[str, Any]]:
+        """A store's objects in the order a list returns them (by namespace, then name)."""
+        return sorted(store.items(), key=object_key)
+
+    def config_map(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """One ConfigMap, None when absent; ConfigMapUnreadable when the API could not say."""
+        if self._config_maps is not None:
+            return self._config_maps.get((namespace, name))
+        if self.api is None:
+            return None
+        from kube.api import get_config_map
+        from kube.client import KubeError
+
+        try:
+            return get_config_map(self.api, namespace, name)
+        except KubeError as err:
+            if err.not_found:
+                return None
+            raise ConfigMapUnreadable(str(err)) from None
+
+    def autoscaler(self) -> tuple[AutoscalerProcess | None, str]:
+        """The running cluster-autoscaler (None: none found, or its pods unreadable: then every
+        group at zero is judged by its tags) and how it was sought, for the reason a person reads."""
+        sought = looked_for(self.settings.autoscaler_selector, self.settings.autoscaler_namespace)
+        if self._autoscaler_error:
+            return None, f"{sought}: unreadable ({self._autoscaler_error})"
+        return running_autoscaler(self.autoscalers.items()), sought
+
+    def autoscaler_taints(self) -> TaintOptions:
+        """The taint options of the cluster-autoscaler running now (only what every
+        cluster-autoscaler drops when none is found)."""
+        process, _ = self.autoscaler()
+        return process.taint_options if process is not None else DEFAULT_TAINT_CONFIG
