@@ -108,7 +108,7 @@ class ClusterCache:
         self._prepare()
         size = self.settings.page_size
         self._replace_nodes(kube_api.list_all_nodes(api, size))
-        self._replace_pods(kube_api.list_all_pods(api, size))
+        self._replace_pods(kube_api.list_slim_pods(api, size))
         self.daemonsets.replace(kube_api.list_daemonsets(api))
         self.templates.replace(kube_api.list_node_group_templates(api))
         selector, namespace = self.settings.autoscaler_selector, self.settings.autoscaler_namespace

@@ -33,7 +33,7 @@ from capacity.resources import POD_ENI, PODS, parse_resources
 from capacity.string_maps import string_map
 from capacity.taints import Taint
 from capacity.template import NodeGroupTemplate
-from controller.aws.asgs import describe_asgs, set_desired_capacity, tag_last_scale_up
+from controller.aws.asgs import AsgGroups
 from controller.aws.clients import AWS_ERRORS, describe_error
 from controller.scaling_options import OFF, ON, PLAN, ScalingOptions
 from kube.events import EventRecorder, ObjectRef
@@ -187,12 +187,12 @@ class ScalingDriver:
     def __init__(
         self,
         config: ScalingOptions,
-        autoscaling: Any = None,
+        asgs: AsgGroups | None = None,
         recorder: EventRecorder | None = None,
         registry: CollectorRegistry | None = None,
     ) -> None:
         self.config = config
-        self.autoscaling = autoscaling
+        self.asgs = asgs  # None: plan from the published templates alone
         self.recorder = recorder
         self.registry = registry or CollectorRegistry()
         self.scale_ups_total = Counter(
@@ -229,9 +229,9 @@ class ScalingDriver:
         names = {name: (asg_names or {}).get(name, name) for name, t in current.items() if is_scalable(t)}
         errors: dict[str, str] = {}
         last: dict[str, float] = {}
-        if self.autoscaling is not None and names and self.config.mode != OFF:
+        if self.asgs is not None and names and self.config.mode != OFF:
             try:
-                states = describe_asgs(self.autoscaling, sorted(set(names.values())))
+                states = self.asgs.describe(sorted(set(names.values())))
             except AWS_ERRORS as err:
                 errors[""] = describe_error("DescribeAutoScalingGroups", err)
                 log.error("reading the ASGs failed, planning from the published templates: %s", errors[""])
@@ -292,8 +292,11 @@ class ScalingDriver:
     def _scale(self, cycle: Cycle, s: ScaleUp, now: float) -> ScaleUpOutcome:
         """SetDesiredCapacity if the ASG is still where the plan started."""
         asg = cycle.asg_names.get(s.node_group, s.node_group)
+        asgs = self.asgs
+        if asgs is None:
+            return ScaleUpOutcome(Outcome.FAILED, "no Auto Scaling client")
         try:
-            state = describe_asgs(self.autoscaling, [asg]).get(asg)
+            state = asgs.describe([asg]).get(asg)
             if state is None:
                 return ScaleUpOutcome(Outcome.FAILED, f"ASG {asg} not found")
             if state.desired != s.from_size:
@@ -303,14 +306,14 @@ class ScalingDriver:
             target = min(s.to_size, state.max_size)
             if target <= state.desired:
                 return ScaleUpOutcome(Outcome.SKIPPED, f"already at max size {state.max_size}")
-            set_desired_capacity(self.autoscaling, asg, target)
+            asgs.set_desired(asg, target)
         except AWS_ERRORS as err:
             reason = describe_error("SetDesiredCapacity", err)
             log.error("scale-up of %s failed: %s", s.node_group, reason)
             return ScaleUpOutcome(Outcome.FAILED, reason)
         self.scale_ups_total.labels(node_group=s.node_group).inc()
         try:
-            tag_last_scale_up(self.autoscaling, asg, target, now)
+            asgs.note_scale_up(asg, target, now)
         except AWS_ERRORS as err:
             # the scale-up stands; only the cooldown after a restart is lost
             log.warning(

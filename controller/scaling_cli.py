@@ -96,6 +96,7 @@ def build_driver(
     """The scaling driver on the process's Auto Scaling client (controller/compose.py); None when off."""
     if config.mode == "off":
         return None
+    from controller.aws.asgs import AsgGroups
     from controller.scaling import ScalingDriver
 
-    return ScalingDriver(config, autoscaling, recorder, registry)
+    return ScalingDriver(config, AsgGroups(autoscaling), recorder, registry)

@@ -90,14 +90,12 @@ def list_pods_on_node(api: ApiLike, node: str) -> list[dict[str, Any]]:
     return _items(as_kube_client(api).get(PODS.path(), {"fieldSelector": f"spec.nodeName={node}"}))
 
 
-def list_unschedulable_pods(api: ApiLike, page_size: int = 500) -> list[dict[str, Any]]:
-    """Pending pods bound to no node, page by page (the API server applies the field selector)."""
+def list_slim_pods(api: ApiLike, page_size: int = 500) -> list[dict[str, Any]]:
+    """Every pod, page by page, decoded for what the controller's books and planner read only
+    (kube/podwire.py), as its pod watch decodes them: `--once` holds no whole pod either."""
     from kube import podwire  # the controller's alone: the webhook never loads the schema
 
-    query = {"fieldSelector": "spec.nodeName=,status.phase=Pending"}
-    # only what the planner reads of each pod (capacity/demand.py pending_shapes): a cluster with
-    # thousands of pending pods must not hold them whole (kube/podwire.py)
-    return as_kube_client(api).list_all(PODS.path(), query, page_size, decode=podwire.decode_page)
+    return as_kube_client(api).list_all(PODS.path(), None, page_size, decode=podwire.decode_page)
 
 
 def list_pods_by_label(api: ApiLike, namespace: str | None, selector: str) -> list[dict[str, Any]]:

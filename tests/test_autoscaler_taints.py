@@ -195,7 +195,9 @@ def test_a_taint_both_views_drop_is_never_synced_to_a_tag() -> None:
     view, so no taint/* tag is planned for it (and none would be planned again every cycle)."""
     live = node("ip-2", [("maintenance", "", "NoSchedule"), ("dedicated", "ml", "NoSchedule")])
     tagged = group(((TAINT_TAG + "dedicated", "ml:NoSchedule"),))
-    outcome = build_templates([tagged], group_nodes([live], [tagged]), [], {}, facts=lookup, taint_options=OPTIONS)[0]
+    outcome = build_templates(
+        [tagged], group_nodes([live], [tagged]), [], {}, facts=lookup, taint_options=OPTIONS
+    )[0]
     assert outcome.template is not None
     assert plan_tag_sync([tagged], {"ng-a": outcome.template}, labels_and_taints=True) == []
     unflagged = build_templates([tagged], group_nodes([live], [tagged]), [], {}, facts=lookup)[0].template

@@ -69,7 +69,11 @@ def test_one_set_of_aws_clients_per_process_in_the_region_given(cluster: Any, lo
     loop = started_loop(cluster, ControllerOptions(cluster_name="demo", region="us-west-2"))
     loops.append(loop)
     clients = loop.clients
-    assert loop.scaling is not None and loop.scaling.autoscaling is clients.autoscaling
+    assert (
+        loop.scaling is not None
+        and loop.scaling.asgs is not None
+        and loop.scaling.asgs.client is clients.autoscaling
+    )
     assert loop.verifier is not None and loop.verifier.ec2 is clients.ec2
     for client in (clients.autoscaling, clients.ec2, clients.eks):
         assert client.meta.region_name == "us-west-2"
@@ -77,7 +81,7 @@ def test_one_set_of_aws_clients_per_process_in_the_region_given(cluster: Any, lo
     loop.cycle()
     loop.cycle()
     assert loop.clients is clients
-    assert loop.scaling.autoscaling is clients.autoscaling
+    assert loop.scaling.asgs is not None and loop.scaling.asgs.client is clients.autoscaling
 
 
 TEMPLATES = "/apis/fitguard.io/v1alpha1/nodegrouptemplates"

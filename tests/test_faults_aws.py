@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from botocore.awsrequest import AWSPreparedRequest, AWSResponse
 
+from controller.aws.asgs import AsgGroups
 from controller.aws.clients import AwsClients
 from controller.run import ControllerOptions, run_once
 from controller.scaling import ON, ScalingDriver, ScalingOptions
@@ -67,7 +68,7 @@ def setup(
         launch_template(clients.ec2, name, "m5.large", root)
         asg(clients.autoscaling, name, ENABLED)
     fake_kube.create(scratch_pod())
-    return clients, ScalingDriver(ScalingOptions(mode=ON), clients.autoscaling)
+    return clients, ScalingDriver(ScalingOptions(mode=ON), AsgGroups(clients.autoscaling))
 
 
 def cycle(fake_kube: FakeKubeServer, clients: AwsClients, driver: ScalingDriver) -> dict[str, Any]:
@@ -99,7 +100,9 @@ def test_a_failed_second_page_of_asgs_deletes_nothing_and_scales_nothing(
     every published template stays as it was (none deleted for a group missing from page 1), no
     SetDesiredCapacity is sent; the next clean cycle scales ng-a once."""
     clients, driver = setup
-    published = cycle(fake_kube, clients, ScalingDriver(ScalingOptions(mode="plan"), clients.autoscaling))
+    published = cycle(
+        fake_kube, clients, ScalingDriver(ScalingOptions(mode="plan"), AsgGroups(clients.autoscaling))
+    )
     assert published["errors"] == {} and sorted(templates(fake_kube)) == sorted(GROUPS)
     before = templates(fake_kube)
     sets = count_sets(clients)

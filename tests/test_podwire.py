@@ -298,9 +298,9 @@ def unschedulable_variants() -> list[bytes]:
 
 
 def test_the_planner_makes_the_same_shapes_of_slim_pending_pods() -> None:
-    """The cycle's unschedulable pods are listed through the schema (kube/api.py
-    list_unschedulable_pods): the planner groups them into the same shapes, with the same pods,
-    as it does the whole objects; the opted-out pod is left out by both."""
+    """The cycle's unschedulable pods are decoded through the schema (controller/cache.py's pod
+    watch, and kube/api.py list_slim_pods for --once): the planner groups them into the same
+    shapes, with the same pods, as it does the whole objects; the opted-out pod is left out by both."""
     page = page_of(unschedulable_variants())
     want = planned(json.loads(page)["items"])
     assert len(want[0]) >= 2 and "ignored" not in str(want)

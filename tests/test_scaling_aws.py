@@ -13,6 +13,7 @@ from capacity.names import EXHAUSTED_LABEL, LAST_SCALE_UP_TAG
 from capacity.records import project_pod
 from capacity.resources import POD_ENI
 from capacity.template import NodeGroupTemplate
+from controller.aws.asgs import AsgGroups
 from controller.aws.clients import AwsClients
 from controller.scaling import (
     ON,
@@ -119,7 +120,7 @@ def desired(aws: AwsEnvironment, name: str) -> int:
 def driver(mode: str, fake_kube: Any = None, **config: Any) -> ScalingDriver:
     recorder = EventRecorder(fake_kube.api_client(), "test") if fake_kube is not None else None
     return ScalingDriver(
-        ScalingOptions(mode=mode, **config), AwsClients.from_environment().autoscaling, recorder
+        ScalingOptions(mode=mode, **config), AsgGroups(AwsClients.from_environment().autoscaling), recorder
     )
 
 
@@ -133,7 +134,7 @@ def test_plan_mode_plans_one_least_waste_node_and_writes_nothing_to_aws(
     templates = storage_groups(aws)
     pod = fake_kube.create(pending("scratch", SCRATCH))
     d = driver(PLAN, fake_kube)
-    calls = [inject_errors(d.autoscaling, op, times=0) for op in ("SetDesiredCapacity", "CreateOrUpdateTags")]
+    calls = [inject_errors(d.asgs.client, op, times=0) for op in ("SetDesiredCapacity", "CreateOrUpdateTags")]
 
     cycle = d.plan_cycle(templates, [pod], [], now=NOW)
     scale_ups = d.act(cycle, now=NOW)
@@ -257,7 +258,7 @@ def test_cooldown_from_the_tag_survives_a_restart(aws: AwsEnvironment) -> None:
 def test_two_controllers_never_scale_a_group_twice_for_the_same_demand(aws: AwsEnvironment) -> None:
     make_asg(aws, "ng-large")
     a, b = driver(ON), driver(ON)
-    calls = [inject_errors(d.autoscaling, "SetDesiredCapacity", times=0) for d in (a, b)]
+    calls = [inject_errors(d.asgs.client, "SetDesiredCapacity", times=0) for d in (a, b)]
     pods = [pending("scratch", SCRATCH)]
     cycle_a = a.plan_cycle([template("ng-large")], pods, [], now=NOW)
     cycle_b = b.plan_cycle([template("ng-large")], pods, [], now=NOW)  # same state, same plan
@@ -274,7 +275,7 @@ def test_two_controllers_never_scale_a_group_twice_for_the_same_demand(aws: AwsE
 def test_a_throttled_set_desired_capacity_is_retried(aws: AwsEnvironment) -> None:
     make_asg(aws, "ng-large")
     d = driver(ON)
-    throttle = inject_errors(d.autoscaling, "SetDesiredCapacity", code="Throttling", times=2)
+    throttle = inject_errors(d.asgs.client, "SetDesiredCapacity", code="Throttling", times=2)
     assert (
         d.act(d.plan_cycle([template("ng-large")], [pending("a", SCRATCH)], [], now=NOW), now=NOW)[0][
             "outcome"
@@ -288,7 +289,7 @@ def test_a_throttled_set_desired_capacity_is_retried(aws: AwsEnvironment) -> Non
 def test_a_final_throttle_is_reported_not_raised(aws: AwsEnvironment, fake_kube: Any) -> None:
     make_asg(aws, "ng-large")
     d = driver(ON, fake_kube)
-    inject_errors(d.autoscaling, "SetDesiredCapacity", code="Throttling", times=50)
+    inject_errors(d.asgs.client, "SetDesiredCapacity", code="Throttling", times=50)
     pod = fake_kube.create(pending("a", SCRATCH))
     [result] = d.act(d.plan_cycle([template("ng-large")], [pod], [], now=NOW), now=NOW)
     assert result["outcome"].startswith("failed: SetDesiredCapacity: Throttling")
@@ -321,16 +322,22 @@ def test_bound_pods_take_their_nodes_capacity_until_they_finish(aws: AwsEnvironm
     assert bool(cycle.plan.scale_ups) == (phase == "Running")
 
 
-def test_unschedulable_pods_are_listed_unbound_and_pending_in_pages(fake_kube: Any) -> None:
-    from controller.scaling import list_unschedulable_pods
+def test_the_planners_pending_pods_are_the_unbound_pending_ones_listed_in_pages(fake_kube: Any) -> None:
+    """The cache's pending store (what the planner reads) holds the unbound Pending pods of a paged
+    list, not a bound one nor a finished one; the pod records hold every pod."""
+    from controller.cache import CacheSettings, ClusterCache
 
     for i in range(3):
         fake_kube.create(pending(f"p-{i}", SCRATCH))
     bound = pending("bound", SCRATCH)
     bound["spec"]["nodeName"] = "n1"
     fake_kube.create(bound)
-    found = list_unschedulable_pods(fake_kube.api_client(), page_size=2)
-    assert sorted(p["metadata"]["name"] for p in found) == ["p-0", "p-1", "p-2"]
+    done = pending("done", SCRATCH)
+    done["status"] = {"phase": "Failed"}
+    fake_kube.create(done)
+    cache = ClusterCache(CacheSettings(page_size=2, autoscaler_selector="")).list_from(fake_kube.api_client())
+    assert sorted(p["metadata"]["name"] for p in cache.pending.items()) == ["p-0", "p-1", "p-2"]
+    assert len(cache.pods) == 5
 
 
 def test_a_cordoned_unlabelled_node_does_not_hide_an_exhausted_group() -> None:
@@ -354,7 +361,7 @@ def test_a_group_already_at_its_max_size_is_not_scaled_counted_or_tagged(
     pod = fake_kube.create(pending("big", {"cpu": "1500m", "ephemeral-storage": "30Gi"}))
     d = driver(ON, fake_kube, scope=ALL)
     writes = [
-        inject_errors(d.autoscaling, op, times=0) for op in ("SetDesiredCapacity", "CreateOrUpdateTags")
+        inject_errors(d.asgs.client, op, times=0) for op in ("SetDesiredCapacity", "CreateOrUpdateTags")
     ]
     cycle = d.plan_cycle([template("ng-large", max_size=3, desired=2, nodes=2)], [pod], [], now=NOW)
     assert [(s.node_group, s.from_size, s.to_size) for s in cycle.plan.scale_ups] == [("ng-large", 2, 3)]

@@ -23,6 +23,7 @@ from capacity.records import project_pod
 from capacity.resources import POD_ENI
 from capacity.taints import Taint
 from capacity.template import NodeGroupTemplate
+from controller.aws.asgs import AsgGroups
 from controller.scaling import (
     OFF,
     ON,
@@ -234,7 +235,8 @@ def test_a_planned_cycle_without_aws_is_told_not_made() -> None:
     """With no ASG client the plan starts from the templates: two unschedulable 1.5-CPU pods need
     two 2-CPU nodes of the only ASG (the manual group cannot grow, a bound pod is not demand).
     `plan` reports the scale-up as planned and `off` as off, in the whole `-o json` answer, with
-    the planned-nodes and unschedulable-pods gauges; a non-leader with scaling on only plans. In the
+    the planned-nodes and unschedulable-pods gauges (only the leader acts at all: the manager runs the
+    discovery reconciler only while it leads, tests/test_manager.py). In the
     blind scope the same pods are cluster-autoscaler's to serve: no demand, each said why."""
     templates = [template("ng-a"), template("ng-manual", "manual")]
     pods = [pending("p1", "1500m"), pending("p2", "1500m"), {"metadata": {"name": "bound"}, "spec": {}}]
@@ -251,9 +253,6 @@ def test_a_planned_cycle_without_aws_is_told_not_made() -> None:
         )
         assert driver.registry.get_sample_value("fitguard_unschedulable_pods", {"scope": "all"}) == 2.0
         assert driver.registry.get_sample_value("fitguard_unschedulable_pods", {"scope": "blind"}) == 0.0
-    not_leader = ScalingDriver(ScalingOptions(mode=ON, scope="all"))
-    cycle = not_leader.plan_cycle(templates, pods, [], now=NOW)
-    assert not_leader.act(cycle, now=NOW, leader=False) == [{**up, "outcome": "off"}]
     blind = ScalingDriver(ScalingOptions(mode=PLAN))
     cycle = blind.plan_cycle(templates, pods, [], now=NOW, asg_names={"ng-a": "asg-a"})
     assert cycle.asg_names == {"ng-a": "asg-a"}
@@ -332,7 +331,7 @@ def test_scaling_on_raises_the_desired_capacity_only_from_where_the_plan_started
     pods = [pending("p1", "1500m"), pending("p2", "1500m")]
     cycle_of = ScalingDriver(ScalingOptions(mode=ON, scope="all"))
     client = autoscaling()
-    driver = ScalingDriver(ScalingOptions(mode=ON, scope="all"), client)
+    driver = ScalingDriver(ScalingOptions(mode=ON, scope="all"), AsgGroups(client))
     cases = [
         (
             lambda s: (
@@ -394,7 +393,7 @@ def test_the_plan_starts_from_the_asgs_sizes_and_last_scale_up_as_aws_reports_th
     templates = [template("ng-a"), template("ng-manual", "manual")]
     pods = [pending("p1", "1500m"), pending("p2", "1500m")]
     client = autoscaling()
-    driver = ScalingDriver(ScalingOptions(mode=PLAN, scope="all"), client)
+    driver = ScalingDriver(ScalingOptions(mode=PLAN, scope="all"), AsgGroups(client))
     with Stubber(client) as stub:
         describe(stub, "asg-a", 0, 1)
         cycle = driver.plan_cycle(templates, pods, [], now=NOW, asg_names={"ng-a": "asg-a"})
@@ -427,7 +426,7 @@ def test_the_leader_tells_each_pod_what_became_of_it_and_logs_each_scale_up(
     """Through the fake API server: `plan` puts fitguard's own ScaleUpPlanned on each pod of a
     planned scale-up (never cluster-autoscaler's TriggeredScaleUp, which only a scale-up really made
     gets: tests/test_scaling_aws.py), and a pod no group can take gets NotTriggerScaleUp with the
-    reason; a follower and scaling `off` record nothing. Each scale-up is logged as one whole line."""
+    reason; scaling `off` records nothing. Each scale-up is logged as one whole line."""
     templates = [template("ng-a")]
     pods = [fake_kube.create(pending(n, "1500m")) for n in ("p1", "p2")] + [
         fake_kube.create(pending("huge", "64"))
@@ -442,9 +441,8 @@ def test_the_leader_tells_each_pod_what_became_of_it_and_logs_each_scale_up(
     info = "[{ng-a 0->2 (max: 10)}]"
     not_helped = "pod didn't trigger scale-up: 1 Insufficient cpu"
     with caplog.at_level(logging.INFO, logger="controller.scaling"):
-        for mode, leader in ((OFF, True), (PLAN, False)):
-            driver = ScalingDriver(ScalingOptions(mode=mode, scope="all"), None, recorder)
-            driver.act(driver.plan_cycle(templates, pods, [], now=NOW), now=NOW, leader=leader)
+        off = ScalingDriver(ScalingOptions(mode=OFF, scope="all"), None, recorder)
+        off.act(off.plan_cycle(templates, pods, [], now=NOW), now=NOW)
         assert events() == []
         planner = ScalingDriver(ScalingOptions(mode=PLAN, scope="all"), None, recorder)
         planner.act(planner.plan_cycle(templates, pods, [], now=NOW), now=NOW)
@@ -455,11 +453,11 @@ def test_the_leader_tells_each_pod_what_became_of_it_and_logs_each_scale_up(
         ("p2", "ScaleUpPlanned", planned),
     ]
     assert [r.getMessage() for r in caplog.records if r.getMessage().startswith("scale-up")] == [
-        f"scale-up {mode}: {{ng-a 0->2 (max: 10)}} for 2 pods (pods)" for mode in (OFF, PLAN, PLAN)
+        f"scale-up {mode}: {{ng-a 0->2 (max: 10)}} for 2 pods (pods)" for mode in (OFF, PLAN)
     ]
     assert [r.getMessage() for r in caplog.records if "not helped" in r.getMessage()] == [
         f"1 pods not helped: {not_helped}"
-    ] * 3
+    ] * 2
 
 
 def test_a_cycle_places_pods_on_existing_free_nodes_and_follows_the_planners_options() -> None:

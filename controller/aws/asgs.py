@@ -67,3 +67,21 @@ def tag_last_scale_up(autoscaling: Any, asg: str, target: int, now: float) -> No
             }
         ]
     )
+
+
+class AsgGroups:
+    """The ASGs as the scaling driver reads and grows them: what cluster-autoscaler's
+    `cloudprovider.NodeGroup` offers (`TargetSize`, `MaxSize`, `IncreaseSize`), for many groups at
+    once, on one Auto Scaling client. Every method raises the AWS errors as they come."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+
+    def describe(self, names: Sequence[str]) -> dict[str, AsgState]:
+        return describe_asgs(self.client, names)
+
+    def set_desired(self, asg: str, target: int) -> None:
+        set_desired_capacity(self.client, asg, target)
+
+    def note_scale_up(self, asg: str, target: int, now: float) -> None:
+        tag_last_scale_up(self.client, asg, target, now)
