@@ -11,6 +11,7 @@ import threading
 from typing import Any
 
 from capacity.autoscaler_memory import DEFAULT_SELECTOR
+from capacity.defaults import METRICS_BIND
 from capacity.quantity import format_quantity, parse_quantity
 from cmdline.durations import parse_duration
 from cmdline.logs import add_arguments as add_logging_arguments
@@ -195,7 +196,7 @@ def _add_http_arguments(parser: Any) -> None:
     """The plain-HTTP port for probes, metrics and the snapshot."""
     parser.add_argument(
         "--metrics-bind",
-        default="0.0.0.0:8080",
+        default=METRICS_BIND,
         metavar="HOST:PORT",
         help="plain HTTP for /healthz, /readyz, /metrics, /snapshotz (default: %(default)s)",
     )

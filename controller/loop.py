@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from capacity.defaults import LEASE_NAME, METRICS_BIND, NAMESPACE
 from capacity.guard import DEFAULT_GRACE
 from capacity.names import API_VERSION, TEMPLATE_KIND
 from controller.aws.clients import AwsClients
@@ -37,7 +38,6 @@ from kube.events import EventRecorder, ObjectRef
 from kube.leader import LeaderElector, default_identity
 
 log = logging.getLogger(__name__)
-LEASE_NAME = "fitguard-controller"  # RBAC grants the controller this Lease only (manifests/)
 
 
 @dataclass(frozen=True)
@@ -45,10 +45,10 @@ class LoopOptions:
     controller: ControllerOptions = field(default_factory=ControllerOptions)
     interval: float = 60.0  # seconds between discovery cycles
     reconcile_interval: float = 5.0  # seconds between passes over the branch ENI books
-    metrics_bind: str = "0.0.0.0:8080"
+    metrics_bind: str = METRICS_BIND
     snapshotz: bool = False  # serve GET /snapshotz (controller/http.py says why it is off by default)
     leader_elect: bool = False
-    namespace: str = field(default_factory=lambda: os.environ.get("POD_NAMESPACE", "fitguard-system"))
+    namespace: str = field(default_factory=lambda: os.environ.get("POD_NAMESPACE", NAMESPACE))
     branch_eni_release: str = "cooldown"
     manage_certificates: bool = False
     scaling: ScalingOptions | None = None  # None or mode off: no scaling driver

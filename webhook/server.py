@@ -26,6 +26,7 @@ from typing import Any
 
 from gunicorn.app.base import BaseApplication
 
+from capacity.defaults import METRICS_BIND
 from capacity.names import WEBHOOK_REPORTER
 from cmdline.safe_text import for_terminal
 from webhook.review import WebhookOptions
@@ -81,7 +82,7 @@ class ServeOptions:
     log_level: str = "info"
     client_ca: Path | None = None  # None: no client certificate asked for
     tls_reload_interval: float = DEFAULT_RELOAD_INTERVAL_SECONDS
-    metrics_bind: str = "0.0.0.0:8080"  # plain HTTP: /healthz, /readyz, /metrics, /snapshotz
+    metrics_bind: str = METRICS_BIND  # plain HTTP: /healthz, /readyz, /metrics, /snapshotz
     handshake_timeout: float = HANDSHAKE_TIMEOUT_SECONDS
     header_timeout: float = HEADER_TIMEOUT_SECONDS
     body_timeout: float = BODY_TIMEOUT_SECONDS
