@@ -49,6 +49,7 @@ from kube.client import NODES, PODS, ApiLike, KubeError, as_kube_client
 from kube.events import EventRecorder, ObjectRef, TokenBucket
 from kube.patch import remove_node_label, set_node_label
 from kube.reflector import Reflector
+from kube.settings import ReflectorOptions, WatchSettings
 from kube.store import Fanout, Store
 
 log = logging.getLogger(__name__)
@@ -185,17 +186,13 @@ class LiveBooks:
     def start(self, page_size: int = 500) -> LiveBooks:
         """Starts the pod and node reflectors (threads); `wait_synced` before trusting the books."""
         self.read_window()
+        watch = WatchSettings(page_size=page_size)
+        nodes = ReflectorOptions(name="books-nodes", watch=watch)
+        # pods parsed for the fields the records read only
+        pods = ReflectorOptions(name="books-pods", decoders=podwire.DECODERS, watch=watch)
         self._reflectors = [
-            Reflector(
-                self.api,
-                NODES,
-                Fanout([self.nodes, self.node_objects]),
-                page_size=page_size,
-                name="books-nodes",
-            ).start(),
-            Reflector(
-                self.api, PODS, self.pods, page_size=page_size, name="books-pods", **podwire.DECODERS
-            ).start(),  # pods parsed for the fields the records read only
+            Reflector(self.api, NODES, Fanout([self.nodes, self.node_objects]), nodes).start(),
+            Reflector(self.api, PODS, self.pods, pods).start(),
         ]
         return self
 

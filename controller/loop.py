@@ -35,7 +35,8 @@ from controller.source import CachedSource
 from controller.tagsync import TagChange
 from kube.client import KubeClient
 from kube.events import EventRecorder, ObjectRef
-from kube.leader import LeaderElector, default_identity
+from kube.leader import LeaderCallbacks, LeaderElector, default_identity
+from kube.settings import LeaderSettings
 
 log = logging.getLogger(__name__)
 
@@ -70,16 +71,16 @@ class ControllerLoop:
         self.recorder = EventRecorder(api, self.identity, dry_run=dry_run)
         self.elector: LeaderElector | None = None
         if options.leader_elect:
-            self.elector = LeaderElector(
-                api,
-                LEASE_NAME,
-                options.namespace,
-                self.identity,
+            leadership = LeaderSettings(
+                name=LEASE_NAME,
+                namespace=options.namespace,
                 lease_duration=options.lease_duration,
                 renew_deadline=options.renew_deadline,
                 retry_period=options.retry_period,
-                on_started_leading=self._lead,
                 exit_on_loss=True,
+            )
+            self.elector = LeaderElector(
+                api, leadership, LeaderCallbacks(on_started_leading=self._lead), identity=self.identity
             )
         self.books = LiveBooks(
             api,

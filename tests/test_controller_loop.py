@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
+from capacity.defaults import LEASE_NAME
 from capacity.names import EXHAUSTED_LABEL
-from controller.loop import LEASE_NAME, ControllerLoop, LoopOptions
+from controller.loop import ControllerLoop, LoopOptions
 from controller.run import ControllerOptions
 from fitguard.demo_seed import seed_moto
 from kube.client import as_kube_client
