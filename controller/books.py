@@ -47,9 +47,9 @@ from kube import podwire
 from kube.api import get_config_map
 from kube.client import NODES, PODS, ApiLike, KubeError, as_kube_client
 from kube.events import EventRecorder, ObjectRef, TokenBucket
+from kube.options import ReflectorOptions, WatchOptions
 from kube.patch import remove_node_label, set_node_label
 from kube.reflector import Reflector
-from kube.settings import ReflectorOptions, WatchSettings
 from kube.store import Fanout, Store
 
 log = logging.getLogger(__name__)
@@ -186,7 +186,7 @@ class LiveBooks:
     def start(self, page_size: int = 500) -> LiveBooks:
         """Starts the pod and node reflectors (threads); `wait_synced` before trusting the books."""
         self.read_window()
-        watch = WatchSettings(page_size=page_size)
+        watch = WatchOptions(page_size=page_size)
         nodes = ReflectorOptions(name="books-nodes", watch=watch)
         # pods parsed for the fields the records read only
         pods = ReflectorOptions(name="books-pods", decoders=podwire.DECODERS, watch=watch)

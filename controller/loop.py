@@ -36,7 +36,7 @@ from controller.tagsync import TagChange
 from kube.client import KubeClient
 from kube.events import EventRecorder, ObjectRef
 from kube.leader import LeaderCallbacks, LeaderElector, default_identity
-from kube.settings import LeaderSettings
+from kube.options import LeaderOptions
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +71,7 @@ class ControllerLoop:
         self.recorder = EventRecorder(api, self.identity, dry_run=dry_run)
         self.elector: LeaderElector | None = None
         if options.leader_elect:
-            leadership = LeaderSettings(
+            leadership = LeaderOptions(
                 name=LEASE_NAME,
                 namespace=options.namespace,
                 lease_duration=options.lease_duration,

@@ -26,7 +26,7 @@ from kube.client import (
     Resource,
     as_kube_client,
 )
-from kube.settings import ReflectorOptions
+from kube.options import ReflectorOptions
 
 if TYPE_CHECKING:
     from kube.reflector import Reflector
@@ -184,7 +184,7 @@ def start_reflector(
     api: ApiLike, kind: str, store: Store[Any], options: ReflectorOptions = ReflectorOptions()
 ) -> Reflector:
     """A started list+watch reflector keeping `store` equal to the API's objects of `kind` (one of
-    `KINDS`); `options` (kube/settings.py) narrow it to a namespace or selectors and carry the
+    `KINDS`); `options` (kube/options.py) narrow it to a namespace or selectors and carry the
     process's watch settings."""
     from kube.reflector import Reflector
 

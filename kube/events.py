@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kube.client import EVENTS, MERGE_PATCH, KubeClient, KubeError, as_kube_client
-from kube.settings import EventSettings
+from kube.options import EventOptions
 
 NOTE_LIMIT = 1024  # events.k8s.io/v1 validation: note is at most 1 kB
 log = logging.getLogger(__name__)
@@ -122,25 +122,25 @@ class EventRecorder:
         self,
         api: KubeClient | Any | None,
         reporting_instance: str,
-        settings: EventSettings = EventSettings(),
+        options: EventOptions = EventOptions(),
         *,
         dry_run: bool = False,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        """`settings`: who reports and the de-duplication window and rate limits (kube/settings.py);
+        """`options`: who reports and the de-duplication window and rate limits (kube/options.py);
         `api` None is a dry run."""
         self.api = as_kube_client(api) if api is not None else None
         self.dry_run = dry_run or api is None
-        self.settings = settings
-        self.reporting_controller = settings.reporting_controller
+        self.options = options
+        self.reporting_controller = options.reporting_controller
         self.reporting_instance = reporting_instance[:128]
         self.clock = clock
-        self.window = settings.window
-        self.timeout = settings.timeout
+        self.window = options.window
+        self.timeout = options.timeout
         self.stats = EventStats()
         # {"verb", "event", "dryRun"} of every write, sent or not
-        self.recent: deque[dict[str, Any]] = deque(maxlen=settings.history)
-        self._global = TokenBucket(settings.rate, settings.burst, clock())
+        self.recent: deque[dict[str, Any]] = deque(maxlen=options.history)
+        self._global = TokenBucket(options.rate, options.burst, clock())
         self._buckets: dict[tuple[str, str, str], TokenBucket] = {}
         self._seen: dict[_Key, _Seen] = {}
         self._lock = threading.Lock()
@@ -216,7 +216,7 @@ class EventRecorder:
         bucket_key = (regarding.kind, regarding.namespace, regarding.name)
         bucket = self._buckets.get(bucket_key)
         if bucket is None:
-            limits = self.settings
+            limits = self.options
             bucket = self._buckets[bucket_key] = TokenBucket(
                 limits.per_object_rate, limits.per_object_burst, now
             )

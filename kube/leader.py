@@ -24,7 +24,7 @@ from typing import Any
 
 from kube.client import LEASES, KubeClient, KubeError, as_kube_client
 from kube.events import micro_time
-from kube.settings import LeaderSettings
+from kube.options import LeaderOptions
 
 log = logging.getLogger(__name__)
 
@@ -53,28 +53,27 @@ class LeaderElector:
     def __init__(
         self,
         api: KubeClient | Any,
-        settings: LeaderSettings = LeaderSettings(),
+        options: LeaderOptions = LeaderOptions(),
         callbacks: LeaderCallbacks = LeaderCallbacks(),
         *,
         identity: str = "",
         clock: Callable[[], float] = time.time,
     ) -> None:
-        """`settings`: the Lease and the durations (kube/settings.py, checked there); `identity`:
+        """`options`: the Lease and the durations (kube/options.py, checked there); `identity`:
         this candidate's, default_identity() when empty; `clock`: the wall clock, only for the
         times written into the Lease."""
         self.api = as_kube_client(api)
-        self.settings = settings
-        self.name = name = settings.name
-        self.namespace = namespace = settings.namespace
+        self.name = name = options.name
+        self.namespace = namespace = options.namespace
         self.path = LEASES.path(namespace, name)
         self.collection = LEASES.path(namespace)
         self.identity = identity or default_identity()
-        self.lease_duration = settings.lease_duration
-        self.renew_deadline = settings.renew_deadline
-        self.retry_period = settings.retry_period
+        self.lease_duration = options.lease_duration
+        self.renew_deadline = options.renew_deadline
+        self.retry_period = options.retry_period
         self.on_started_leading = callbacks.on_started_leading
         self.on_stopped_leading = callbacks.on_stopped_leading
-        self.exit_on_loss = settings.exit_on_loss
+        self.exit_on_loss = options.exit_on_loss
         self.clock = clock
         self.observed_holder = ""
         self.terms = 0  # times this elector became leader (a metric)
@@ -88,7 +87,7 @@ class LeaderElector:
         self._observed_at = 0.0
         self._thread: threading.Thread | None = None
         # a hung call ends by the deadline
-        self._timeout = (min(2.0, settings.retry_period * 2), settings.renew_deadline)
+        self._timeout = (min(2.0, options.retry_period * 2), options.renew_deadline)
 
     # -- public API ---------------------------------------------------------------------------
 

@@ -24,8 +24,8 @@ import msgspec
 
 from capacity.names import IGNORE_LABEL, KEEP_LABEL
 from capacity.records import POD_ENI_ANNOTATION
+from kube.options import Decoders
 from kube.pages import gc_paused
-from kube.settings import Decoders
 
 # -- the schema: only what capacity/records.py project_pod, kube/store.py object_key and the
 # planner's capacity/demand.py pending_shapes (the cycle's unschedulable pods) read ----------------

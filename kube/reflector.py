@@ -29,12 +29,12 @@ import urllib3
 from kube import relist
 from kube.backoff import Backoff
 from kube.client import KubeClient, KubeError, Resource, as_kube_client
+from kube.options import ReflectorOptions
 from kube.reflector_stats import ReflectorStats
 from kube.relist import AfterWatch
 from kube.responses import InFlight
 from kube.responses import abort as _abort
 from kube.responses import lines as _lines
-from kube.settings import ReflectorOptions
 from kube.store import Store
 from kube.store import project_page as _project_page
 from kube.watchlist import InitialEvents, NoWatchList, WatchProgress, watch_list_enabled
@@ -59,7 +59,7 @@ class Reflector:
         rng: random.Random | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        """`options`: what to watch and the process's watch settings (kube/settings.py);
+        """`options`: what to watch and the process's watch settings (kube/options.py);
         `rng` spreads watch timeouts and backoffs, `clock` times a watch (a very short one is
         relisted)."""
         watch = options.watch

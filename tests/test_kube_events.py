@@ -8,7 +8,7 @@ import pytest
 
 from kube.client import KubeClient
 from kube.events import EventRecorder, ObjectRef
-from kube.settings import EventSettings
+from kube.options import EventOptions
 from tests.fakekube.fixtures import fake_kube  # noqa: F401  (the fixture)
 from tests.fakekube.server import FakeKubeServer
 
@@ -25,7 +25,7 @@ class Clock:
 
 
 def recorder(fake: FakeKubeServer, clock: Clock, **settings: Any) -> EventRecorder:
-    return EventRecorder(KubeClient(fake.api_client()), "fitguard-0", EventSettings(**settings), clock=clock)
+    return EventRecorder(KubeClient(fake.api_client()), "fitguard-0", EventOptions(**settings), clock=clock)
 
 
 @pytest.mark.slow

@@ -11,7 +11,7 @@ import pytest
 
 from kube.client import KubeClient
 from kube.leader import LeaderCallbacks, LeaderElector
-from kube.settings import LeaderSettings
+from kube.options import LeaderOptions
 from tests.fakekube.fixtures import fake_kube  # noqa: F401  (the fixture)
 from tests.fakekube.server import FakeKubeServer
 from tests.waiting import eventually
@@ -40,7 +40,7 @@ def elector(fake_kube: FakeKubeServer) -> Iterator[Callable[..., tuple[LeaderEle
         calls = Calls()
         elector = LeaderElector(
             KubeClient(fake_kube.api_client()),
-            LeaderSettings(name="fitguard-controller", namespace="kube-system", **{**FAST, **settings}),
+            LeaderOptions(name="fitguard-controller", namespace="kube-system", **{**FAST, **settings}),
             LeaderCallbacks(on_started_leading=calls.on_started, on_stopped_leading=calls.on_stopped),
             identity=identity,
         )
@@ -154,7 +154,7 @@ def test_durations_must_nest() -> None:
     """Settings whose lease is no longer than the renew deadline, or whose deadline is within the
     retry period, are refused when they are made, before any elector campaigns with them."""
     with pytest.raises(ValueError, match="lease_duration > renew_deadline > retry_period"):
-        LeaderSettings(lease_duration=5, renew_deadline=5, retry_period=1)
+        LeaderOptions(lease_duration=5, renew_deadline=5, retry_period=1)
     with pytest.raises(ValueError, match="lease_duration > renew_deadline > retry_period"):
-        LeaderSettings(lease_duration=5, renew_deadline=1, retry_period=1)
-    assert LeaderSettings(lease_duration=5, renew_deadline=2, retry_period=1).renew_deadline == 2
+        LeaderOptions(lease_duration=5, renew_deadline=1, retry_period=1)
+    assert LeaderOptions(lease_duration=5, renew_deadline=2, retry_period=1).renew_deadline == 2

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from kube.client import CONFIG_MAPS, NODE_GROUP_TEMPLATES, PODS, KubeClient
+from kube.options import ReflectorOptions, WatchOptions
 from kube.reflector import Backoff, Reflector
-from kube.settings import ReflectorOptions, WatchSettings
 from kube.store import Store
 from tests.fakekube.fixtures import fake_kube  # noqa: F401  (the fixture)
 from tests.fakekube.server import FakeKubeServer
@@ -61,7 +61,7 @@ def make(fake_kube: FakeKubeServer) -> Iterator[Callable[..., tuple[Reflector, S
             "watch_list": False,
             **watch,
         }
-        options = ReflectorOptions(watch=WatchSettings(**settings))
+        options = ReflectorOptions(watch=WatchOptions(**settings))
         reflector = Reflector(KubeClient(fake_kube.api_client()), PODS, store, options)
         started.append(reflector)
         return reflector, store, recorder
@@ -213,7 +213,7 @@ def test_partial_list_never_reaches_the_store(fake_kube: FakeKubeServer) -> None
     store: Store[str] = Store("Pod", transform)
     store.replace([pod("stale")], "1")
     fake_kube.watch_cache = False  # the RV "0" list is paged, as without a watch cache
-    watch = WatchSettings(page_size=2, backoff_base=1.0, backoff_cap=1.0, watch_list=False)
+    watch = WatchOptions(page_size=2, backoff_base=1.0, backoff_cap=1.0, watch_list=False)
     reflector = Reflector(KubeClient(fake_kube.api_client()), PODS, store, ReflectorOptions(watch=watch))
     reflector.start()
     try:
@@ -292,7 +292,7 @@ def test_one_namespace_with_a_label_selector(fake_kube: FakeKubeServer) -> None:
         CONFIG_MAPS,
         store,
         ReflectorOptions(
-            namespace="kube-system", label_selector="app=web", watch=WatchSettings(watch_list=False)
+            namespace="kube-system", label_selector="app=web", watch=WatchOptions(watch_list=False)
         ),
     )
     reflector.start()

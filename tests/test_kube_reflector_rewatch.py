@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from kube.client import PODS, KubeClient, KubeError
+from kube.options import ReflectorOptions, WatchOptions
 from kube.reflector import Reflector
 from kube.relist import AfterWatch, after_stream_end, after_watch_error, retriable
-from kube.settings import ReflectorOptions, WatchSettings
 from kube.store import Store
 from tests.fakekube.fixtures import fake_kube  # noqa: F401  (the fixture)
 from tests.fakekube.server import FakeKubeServer
@@ -55,7 +55,7 @@ def make(fake_kube: FakeKubeServer) -> Iterator[Callable[..., tuple[Reflector, S
             "watch_list": False,
             **watch,
         }
-        options = ReflectorOptions(watch=WatchSettings(**settings))
+        options = ReflectorOptions(watch=WatchOptions(**settings))
         api = KubeClient(fake_kube.api_client())
         reflector = Reflector(api, PODS, store, options, rng=rng, clock=clock)
         started.append(reflector)

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from kube.client import PODS, KubeClient, KubeError
+from kube.options import ReflectorOptions, WatchOptions
 from kube.reflector import Reflector
 from kube.relist import too_large
-from kube.settings import ReflectorOptions, WatchSettings
 from kube.store import Store
 from kube.watchlist import watch_list_enabled
 from tests.fakekube.fixtures import fake_kube  # noqa: F401  (the fixture)
@@ -57,7 +57,7 @@ def make(fake_kube: FakeKubeServer) -> Iterator[Callable[..., tuple[Reflector, S
     def build(**watch: Any) -> tuple[Reflector, Store[Any]]:
         store: Store[Any] = Store("Pod", record)
         settings = {"backoff_base": 0.02, "backoff_cap": 0.2, "watch_timeout": WATCH_TIMEOUT, **watch}
-        options = ReflectorOptions(watch=WatchSettings(**settings))
+        options = ReflectorOptions(watch=WatchOptions(**settings))
         reflector = Reflector(KubeClient(fake_kube.api_client()), PODS, store, options)
         started.append(reflector)
         return reflector, store

@@ -18,7 +18,7 @@ from capacity.placement import LiveNode
 from capacity.sgp import SecurityGroupPolicy, compile_policy, matching_groups
 from capacity.string_maps import string_map
 from capacity.template import NodeGroupTemplate
-from kube.settings import ReflectorOptions, WatchSettings
+from kube.options import ReflectorOptions, WatchOptions
 from kube.statefile import by_kind, load_state
 from kube.store import Store
 from webhook.memo import RefusalMemo
@@ -174,7 +174,7 @@ WATCHES: tuple[tuple[str, str | None, str], ...] = (
 
 
 def start_reflectors(
-    view: ClusterView, api: ApiLike, watch: WatchSettings = WatchSettings()
+    view: ClusterView, api: ApiLike, watch: WatchOptions = WatchOptions()
 ) -> list[Reflector | WhenServed]:
     """One started list+watch reflector per store (`api`: a KubeClient or ApiClient), and one for
     NodePools once the API serves them, all with the same `watch` settings; each stops with

@@ -131,7 +131,7 @@ def build_app(options: ServeOptions, state_objects: list[dict[str, Any]] | None 
         from kube.client import load_api_client
         from kube.events import EventRecorder
         from kube.leader import default_identity
-        from kube.settings import EventSettings
+        from kube.options import EventOptions
         from webhook.audit import AuditEvents
 
         api = load_api_client(options.kubeconfig, options.context)
@@ -142,9 +142,7 @@ def build_app(options: ServeOptions, state_objects: list[dict[str, Any]] | None 
         # own caches synced, well within gunicorn's worker timeout.
         if not view.wait_ready(SYNC_WAIT_SECONDS):
             log.warning("caches not synced after %s s; /readyz says what is missing", SYNC_WAIT_SECONDS)
-        recorder = EventRecorder(
-            api, default_identity(), EventSettings(reporting_controller=WEBHOOK_REPORTER)
-        )
+        recorder = EventRecorder(api, default_identity(), EventOptions(reporting_controller=WEBHOOK_REPORTER))
         audit = AuditEvents(recorder).submit
     # The caches are long-lived: out of every garbage collection, they do not make a review's
     # collection pauses grow with the cluster.

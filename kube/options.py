@@ -1,11 +1,11 @@
-"""The settings of kube/'s long-running parts, as frozen objects grouped by what they tune: how
+"""The options of kube/'s long-running parts, as frozen objects grouped by what they tune: how
 reflectors list and watch, how events are de-duplicated and rate-limited, how a leader is elected.
 
 The shape is kopf's (kopf/_cogs/configs/configuration.py `OperatorSettings`: one group of settings
-per concern, `watching`, `posting`, `peering`, each with reasonable defaults), frozen here: a
-process builds its settings once at start-up and hands the same objects to every part, so two
-reflectors of one process cannot disagree on a timeout. The defaults and their sources are
-client-go's unless said otherwise.
+per concern, `watching`, `posting`, `peering`, each with reasonable defaults), frozen here and
+named `*Options` as everywhere in fitguard (docs/design.md, "Naming"): a process builds them once
+at start-up and hands the same objects to every part, so two reflectors of one process cannot
+disagree on a timeout. The defaults and their sources are client-go's unless said otherwise.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from kube.pages import decode_page
 
 
 @dataclass(frozen=True)
-class WatchSettings:
+class WatchOptions:
     """How every reflector of a process lists and watches (kopf's `WatchingSettings`)."""
 
     page_size: int = 500  # objects per list page (client-go pager.go defaultPageSize)
@@ -61,7 +61,7 @@ class ReflectorOptions:
     label_selector: str = ""
     field_selector: str = ""
     decoders: Decoders = field(default_factory=Decoders)
-    watch: WatchSettings = field(default_factory=WatchSettings)
+    watch: WatchOptions = field(default_factory=WatchOptions)
 
 
 SERIES_WINDOW = 6 * 60.0  # client-go events finishTime
@@ -70,7 +70,7 @@ PER_OBJECT_RATE = 1.0 / 300.0  # client-go record defaultSpamQPS
 
 
 @dataclass(frozen=True)
-class EventSettings:
+class EventOptions:
     """Who writes a process's Events and how they are de-duplicated and limited (kopf's
     `PostingSettings`; the rules in kube/events.py)."""
 
@@ -87,7 +87,7 @@ class EventSettings:
 
 
 @dataclass(frozen=True)
-class LeaderSettings:
+class LeaderOptions:
     """Which Lease a process campaigns on and how: client-go leaderelection.go
     LeaderElectionConfig's three durations, with controller-runtime's defaults (pkg/manager/manager.go
     defaultLeaseDuration 15 s, defaultRenewDeadline 10 s, defaultRetryPeriod 2 s). `exit_on_loss`:
