@@ -102,6 +102,7 @@ class LeaderOptions:
 
     def __post_init__(self) -> None:
         # client-go leaderelection.go NewLeaderElector refuses a lease no longer than its renew
-        # deadline, and a deadline within the retry period
+        # deadline, and a deadline within 1.2 retry periods (JitterFactor); fitguard refuses a
+        # deadline within one retry period only
         if not self.lease_duration > self.renew_deadline > self.retry_period > 0:
             raise ValueError("need lease_duration > renew_deadline > retry_period > 0")
