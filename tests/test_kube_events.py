@@ -24,8 +24,8 @@ class Clock:
         return self.now
 
 
-def recorder(fake: FakeKubeServer, clock: Clock, **settings: Any) -> EventRecorder:
-    return EventRecorder(KubeClient(fake.api_client()), "fitguard-0", EventOptions(**settings), clock=clock)
+def recorder(fake: FakeKubeServer, clock: Clock, **options: Any) -> EventRecorder:
+    return EventRecorder(KubeClient(fake.api_client()), "fitguard-0", EventOptions(**options), clock=clock)
 
 
 @pytest.mark.slow

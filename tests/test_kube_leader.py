@@ -36,11 +36,11 @@ class Calls:
 def elector(fake_kube: FakeKubeServer) -> Iterator[Callable[..., tuple[LeaderElector, Calls]]]:  # noqa: F811
     made: list[LeaderElector] = []
 
-    def build(identity: str, **settings: Any) -> tuple[LeaderElector, Calls]:
+    def build(identity: str, **options: Any) -> tuple[LeaderElector, Calls]:
         calls = Calls()
         elector = LeaderElector(
             KubeClient(fake_kube.api_client()),
-            LeaderOptions(name="fitguard-controller", namespace="kube-system", **{**FAST, **settings}),
+            LeaderOptions(name="fitguard-controller", namespace="kube-system", **{**FAST, **options}),
             LeaderCallbacks(on_started_leading=calls.on_started, on_stopped_leading=calls.on_stopped),
             identity=identity,
         )

@@ -54,14 +54,14 @@ def make(fake_kube: FakeKubeServer) -> Iterator[Callable[..., tuple[Reflector, S
         store.add_listener(recorder)
         # paged lists unless a test asks otherwise: streamed lists have tests of their own
         # (tests/test_kube_reflector_stream.py)
-        settings = {
+        fields = {
             "backoff_base": 0.02,
             "backoff_cap": 0.2,
             "watch_timeout": 30.0,
             "watch_list": False,
             **watch,
         }
-        options = ReflectorOptions(watch=WatchOptions(**settings))
+        options = ReflectorOptions(watch=WatchOptions(**fields))
         reflector = Reflector(KubeClient(fake_kube.api_client()), PODS, store, options)
         started.append(reflector)
         return reflector, store, recorder

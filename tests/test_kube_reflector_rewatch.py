@@ -48,14 +48,14 @@ def make(fake_kube: FakeKubeServer) -> Iterator[Callable[..., tuple[Reflector, S
         rng: random.Random | None = None, clock: Callable[[], float] = time.monotonic, **watch: Any
     ) -> tuple[Reflector, Store[str]]:
         store: Store[str] = Store("Pod", name_of)
-        settings = {
+        fields = {
             "backoff_base": 0.02,
             "backoff_cap": 0.2,
             "watch_timeout": WATCH_TIMEOUT,
             "watch_list": False,
             **watch,
         }
-        options = ReflectorOptions(watch=WatchOptions(**settings))
+        options = ReflectorOptions(watch=WatchOptions(**fields))
         api = KubeClient(fake_kube.api_client())
         reflector = Reflector(api, PODS, store, options, rng=rng, clock=clock)
         started.append(reflector)

@@ -56,8 +56,8 @@ def make(fake_kube: FakeKubeServer) -> Iterator[Callable[..., tuple[Reflector, S
 
     def build(**watch: Any) -> tuple[Reflector, Store[Any]]:
         store: Store[Any] = Store("Pod", record)
-        settings = {"backoff_base": 0.02, "backoff_cap": 0.2, "watch_timeout": WATCH_TIMEOUT, **watch}
-        options = ReflectorOptions(watch=WatchOptions(**settings))
+        fields = {"backoff_base": 0.02, "backoff_cap": 0.2, "watch_timeout": WATCH_TIMEOUT, **watch}
+        options = ReflectorOptions(watch=WatchOptions(**fields))
         reflector = Reflector(KubeClient(fake_kube.api_client()), PODS, store, options)
         started.append(reflector)
         return reflector, store
