@@ -82,7 +82,7 @@ class EventOptions:
     # per-object bucket, a noisy cluster by this one)
     burst: float = 100.0
     rate: float = 10.0
-    history: int = 200  # events kept for the status endpoints, written or not
+    history: int = 200  # the last writes kept in `EventRecorder.recent` (a dry run's record), sent or not
     timeout: tuple[float, float] = (2.0, 5.0)  # connect, read: recording never waits long
 
 
