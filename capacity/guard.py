@@ -235,21 +235,12 @@ def decide(
     restored_now: list[GroupVerdict] = []
     blind_since: dict[str, float] = {}
     lifted: dict[str, float] = {}
+    this_pass = _Pass(pending, state, now, grace, scaled_groups, taint_options)
     for key, members in sorted(groups.items()):
         members.sort(key=lambda n: n.name)
         held = {n.name: held_reason(n) for n in members}
         was_lifted = state.lifted.get(key)
-        verdict = verdicts[key] = _group_verdict(
-            key,
-            members,
-            held,
-            pending,
-            state,
-            now=now,
-            grace=grace,
-            scaled_groups=scaled_groups,
-            taint_options=taint_options,
-        )
+        verdict = verdicts[key] = _group_verdict(key, members, held, this_pass)
         _label_members(members, held, verdict, labels, reasons)
         if verdict.state == LIFTED and verdict.since is not None:
             lifted[key] = verdict.since
@@ -291,26 +282,31 @@ def _label_members(
             reasons[n.name] = f"{why}; not labelled: {verdict.reason}"
 
 
+@dataclass(frozen=True, slots=True)
+class _Pass:
+    """What every group of one pass is judged against (decide's arguments)."""
+
+    pending: Sequence[PendingPod]
+    state: GuardState
+    now: float
+    grace: float
+    scaled_groups: frozenset[str] | None
+    taint_options: TaintOptions
+
+
 def _group_verdict(
-    key: str,
-    members: Sequence[GuardNode],
-    held: Mapping[str, str | None],
-    pending: Sequence[PendingPod],
-    state: GuardState,
-    *,
-    now: float,
-    grace: float,
-    scaled_groups: frozenset[str] | None,
-    taint_options: TaintOptions,
+    key: str, members: Sequence[GuardNode], held: Mapping[str, str | None], this_pass: _Pass
 ) -> GroupVerdict:
     """One group's state in this pass: clear, blind, scaling, lifted (since when) or in its grace
     period (blind since when)."""
+    pending, state, now = this_pass.pending, this_pass.state, this_pass.now
+    scaled_groups = this_pass.scaled_groups
     candidates = [n for n in members if n.candidate]
     names = tuple(n.name for n in members)
     if any(held.values()) and spared(members, scaled_groups is not None and key in scaled_groups):
         return GroupVerdict(key, LAST_NODE, spared_message(key), names)
     blind = bool(candidates) and all(held[n.name] for n in candidates)
-    pods = guarded_waiting(pending, candidates, taint_options) if blind else ()
+    pods = guarded_waiting(pending, candidates, this_pass.taint_options) if blind else ()
     was_lifted = state.lifted.get(key)
     if not blind:
         why = "no ready node" if not candidates else "a ready node is not labelled"
@@ -325,7 +321,7 @@ def _group_verdict(
     if was_lifted is not None:
         return GroupVerdict(key, LIFTED, lift_message(key, pods), names, pods, was_lifted)
     since = state.blind_since.get(key, now)
-    if now - since >= grace:
+    if now - since >= this_pass.grace:
         return GroupVerdict(key, LIFTED, lift_message(key, pods), names, pods, now)
     why = f"every ready node is labelled and {len(pods)} guarded pods pend on it: grace period"
     return GroupVerdict(key, GRACE, why, names, pods, since)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Mapping
+from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 from capacity.autoscaler_readiness import NEVER, node_readiness
@@ -63,81 +64,35 @@ def eni_ids_of(enis: list[Any]) -> tuple[str, ...]:
     return tuple(str(e["eniId"]) for e in enis if isinstance(e, Mapping) and e.get("eniId")) or ()
 
 
+@dataclass(slots=True, repr=False)
 class PodRecord:
     """One pod as the books see it. Requests are milli-units (capacity/resources.py) except
-    `pod_eni`, a whole count of branch ENIs."""
+    `pod_eni`, a whole count of branch ENIs. Slotted (no per-record dict); compared field by field
+    and never hashed (it is updated in place)."""
 
-    __slots__ = (
-        "cpu",
-        "created_at",
-        "deleted_at",
-        "eni_count",
-        "eni_ids",
-        "ephemeral_storage",
-        "finished_at",
-        "keep",
-        "memory",
-        "name",
-        "namespace",
-        "node",
-        "owner_kind",
-        "owner_name",
-        "pending_spec",
-        "phase",
-        "pod_eni",
-        "scheduled_at",
-        "started",
-        "uid",
-        "unschedulable",
-    )
-
-    def __init__(
-        self,
-        uid: str,
-        namespace: str,
-        name: str,
-        *,
-        node: str = "",
-        phase: str = "Pending",
-        pod_eni: int = 0,
-        eni_count: int = 0,
-        eni_ids: tuple[str, ...] = (),
-        started: bool = False,
-        finished_at: float | None = None,
-        deleted_at: float | None = None,
-        created_at: float | None = None,
-        scheduled_at: float | None = None,
-        owner_kind: str = "",
-        owner_name: str = "",
-        keep: bool = False,
-        unschedulable: str | None = None,
-        cpu: int = 0,
-        memory: int = 0,
-        ephemeral_storage: int = 0,
-        pending_spec: Mapping[str, Any] | None = None,
-    ) -> None:
-        self.uid = uid
-        self.namespace = namespace
-        self.name = name
-        self.node = node
-        self.phase = phase
-        self.pod_eni = pod_eni
-        self.eni_count = eni_count
-        self.eni_ids = eni_ids
-        self.started = started
-        self.finished_at = finished_at
-        self.deleted_at = deleted_at
-        self.created_at = created_at
-        self.scheduled_at = scheduled_at
-        self.owner_kind = owner_kind
-        self.owner_name = owner_name
-        self.keep = keep
-        self.unschedulable = unschedulable
-        self.cpu = cpu
-        self.memory = memory
-        self.ephemeral_storage = ephemeral_storage
-        # only an unschedulable pod-eni pod keeps what decides where it fits (the guard reads it)
-        self.pending_spec = pending_spec
+    uid: str
+    namespace: str
+    name: str
+    _: KW_ONLY
+    node: str = ""
+    phase: str = "Pending"
+    pod_eni: int = 0
+    eni_count: int = 0
+    eni_ids: tuple[str, ...] = ()
+    started: bool = False
+    finished_at: float | None = None
+    deleted_at: float | None = None
+    created_at: float | None = None
+    scheduled_at: float | None = None
+    owner_kind: str = ""
+    owner_name: str = ""
+    keep: bool = False
+    unschedulable: str | None = None
+    cpu: int = 0
+    memory: int = 0
+    ephemeral_storage: int = 0
+    # only an unschedulable pod-eni pod keeps what decides where it fits (the guard reads it)
+    pending_spec: Mapping[str, Any] | None = None
 
     @property
     def terminal(self) -> bool:
@@ -149,13 +104,6 @@ class PodRecord:
 
     def __repr__(self) -> str:
         return f"PodRecord({self.namespace}/{self.name} on {self.node or '-'} {self.phase})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, PodRecord):
-            return NotImplemented
-        return all(getattr(self, s) == getattr(other, s) for s in self.__slots__)
-
-    __hash__ = None  # type: ignore[assignment]  # mutable-looking record: compared, never hashed
 
 
 def project_pod(obj: Mapping[str, Any]) -> PodRecord:
@@ -221,52 +169,26 @@ def _placement(spec: Mapping[str, Any]) -> dict[str, Any]:
     return kept
 
 
+@dataclass(slots=True, repr=False)
 class NodeRecord:
     """One node as the books see it: `pod_eni` is its allocatable branch ENIs, None when the node
-    does not advertise the resource (the books then count no branch ENI there)."""
+    does not advertise the resource (the books then count no branch ENI there). Slotted, compared
+    field by field, never hashed."""
 
-    __slots__ = (
-        "exhausted",
-        "instance_id",
-        "instance_type",
-        "name",
-        "node_group",
-        "pod_eni",
-        "ready",
-        "ready_since",
-        "unschedulable",
-        "view",
-    )
-
-    def __init__(
-        self,
-        name: str,
-        node_group: str = "",
-        instance_type: str = "",
-        *,
-        pod_eni: int | None = None,
-        ready: bool = True,  # as cluster-autoscaler reads it (capacity/autoscaler_readiness.py)
-        ready_since: float = NEVER,
-        unschedulable: bool = False,
-        exhausted: bool = False,
-        instance_id: str = "",
-        view: View | None = None,
-    ) -> None:
-        self.name, self.instance_id, self.node_group = name, instance_id, node_group
-        self.instance_type, self.pod_eni = instance_type, pod_eni
-        self.ready, self.ready_since = ready, ready_since
-        self.unschedulable, self.exhausted = unschedulable, exhausted
-        self.view = view  # what cluster-autoscaler copies into a template built from this node
+    name: str
+    node_group: str = ""
+    instance_type: str = ""
+    _: KW_ONLY
+    pod_eni: int | None = None
+    ready: bool = True  # as cluster-autoscaler reads it (capacity/autoscaler_readiness.py)
+    ready_since: float = NEVER
+    unschedulable: bool = False
+    exhausted: bool = False
+    instance_id: str = ""
+    view: View | None = None  # what cluster-autoscaler copies into a template built from this node
 
     def __repr__(self) -> str:
         return f"NodeRecord({self.name} {self.instance_type or '?'} pod-eni={self.pod_eni})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, NodeRecord):
-            return NotImplemented
-        return all(getattr(self, s) == getattr(other, s) for s in self.__slots__)
-
-    __hash__ = None  # type: ignore[assignment]
 
 
 def project_node(obj: Mapping[str, Any]) -> NodeRecord:

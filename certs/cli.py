@@ -8,10 +8,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from capacity.defaults import NAMESPACE
 from certs import files, material
 
 DEFAULT_SERVICE = "fitguard-webhook"
-DEFAULT_NAMESPACE = "fitguard-system"  # as manifests/ installs it
 
 
 def register(subparsers: Any) -> None:
@@ -65,7 +65,7 @@ def _add_generate_arguments(generate: argparse.ArgumentParser) -> None:
     )
     generate.add_argument(
         "--namespace",
-        default=DEFAULT_NAMESPACE,
+        default=NAMESPACE,
         help="the namespace of the webhook Service (default: %(default)s)",
     )
     generate.add_argument(

@@ -24,6 +24,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric.types import CertificateIssuerPrivateKeyTypes
 
+from capacity.defaults import NAMESPACE
 from certs import material
 
 CA_BUNDLE_KEY = "ca.crt"  # the trust bundle's key in both Secrets
@@ -33,7 +34,7 @@ CA_BUNDLE_KEY = "ca.crt"  # the trust bundle's key in both Secrets
 class CertificateOptions:
     """Names and lifetimes; the defaults match manifests/base."""
 
-    namespace: str = "fitguard-system"
+    namespace: str = NAMESPACE
     service: str = "fitguard-webhook"
     ca_secret: str = "fitguard-ca"
     serving_secret: str = "fitguard-webhook-tls"

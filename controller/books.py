@@ -22,7 +22,7 @@ from capacity.guard import PendingPod, pending_pod
 from capacity.names import VPC_CNI_CONFIG_NAME, VPC_CNI_CONFIG_NAMESPACE
 from capacity.records import NodeRecord, PodRecord
 from controller.cache import ClusterCache, ConfigMapUnreadable
-from controller.settings import BooksSettings
+from controller.settings import BooksOptions
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +35,7 @@ class Books:
     needs_leader = False
 
     def __init__(
-        self, cache: ClusterCache, settings: BooksSettings, clock: Callable[[], float] = time.time
+        self, cache: ClusterCache, settings: BooksOptions, clock: Callable[[], float] = time.time
     ) -> None:
         self.cache = cache
         self.settings = settings

@@ -19,7 +19,7 @@ from capacity.records import NodeRecord
 from controller.books import Books
 from controller.books_metrics import BooksMetrics
 from controller.labels import BooksDecision, LabelWant, LabelWriter
-from controller.settings import BooksSettings
+from controller.settings import BooksOptions
 from kube.events import EventRecorder, ObjectRef
 
 log = logging.getLogger(__name__)
@@ -41,7 +41,7 @@ class BooksReconciler:
         registry: CollectorRegistry | None = None,
     ) -> None:
         self.books = books
-        self.settings: BooksSettings = books.settings
+        self.settings: BooksOptions = books.settings
         self.writer = writer
         self.recorder = recorder
         self.scaled_groups = scaled_groups

@@ -19,7 +19,7 @@ import gc
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from capacity.autoscaler_memory import DEFAULT_SELECTOR, AutoscalerProcess, running_autoscaler
@@ -27,6 +27,7 @@ from capacity.names import TEMPLATE_KIND
 from capacity.records import NodeRecord, PodRecord, discovery_node, project_node, project_pod
 from capacity.template_taints import DEFAULT_TAINT_CONFIG, TaintOptions
 from controller.memory import looked_for, select_autoscaler_pods
+from kube.options import ReflectorOptions, WatchOptions
 from kube.store import Fanout, Store, object_key
 
 if TYPE_CHECKING:
@@ -41,10 +42,10 @@ class ConfigMapUnreadable(Exception):
 
 
 @dataclass(frozen=True)
-class CacheSettings:
-    page_size: int = 500  # objects per list page
+class CacheOptions:
     autoscaler_selector: str = DEFAULT_SELECTOR  # cluster-autoscaler's pods; "" looks for none
     autoscaler_namespace: str = ""  # "" = all namespaces
+    watch: WatchOptions = field(default_factory=WatchOptions)  # every reflector's; its page size for --once
 
 
 def pending_pod(obj: Mapping[str, Any]) -> Any:
@@ -59,8 +60,8 @@ def pending_pod(obj: Mapping[str, Any]) -> Any:
 class ClusterCache:
     """The stores, filled once per process; `api` is what ConfigMaps are read through (None: a file)."""
 
-    def __init__(self, settings: CacheSettings | None = None) -> None:
-        self.settings = settings or CacheSettings()
+    def __init__(self, settings: CacheOptions | None = None) -> None:
+        self.settings = settings or CacheOptions()
         self.pods: Store[PodRecord] = Store("pods", project_pod)
         self.pending: Store[Mapping[str, Any]] = Store("pending pods", pending_pod)
         self.nodes: Store[NodeRecord] = Store("nodes", project_node)
@@ -106,7 +107,7 @@ class ClusterCache:
 
         self.api = api
         self._prepare()
-        size = self.settings.page_size
+        size = self.settings.watch.page_size
         self._replace_nodes(kube_api.list_all_nodes(api, size))
         self._replace_pods(kube_api.list_slim_pods(api, size))
         self.daemonsets.replace(kube_api.list_daemonsets(api))
@@ -133,40 +134,27 @@ class ClusterCache:
         """A reflector per kind (threads); `wait_synced` before trusting the stores."""
         from kube import podwire
         from kube.api import start_reflector
-        from kube.client import NODES, PODS, as_kube_client
-        from kube.reflector import Reflector
 
         self.api = api
         self._prepare()
-        client, size = as_kube_client(api), self.settings.page_size
+        watch = self.settings.watch
         pods = Fanout([self.pods, self.pending])
         nodes = Fanout([self.nodes, self.node_objects])
         self._reflectors = [
-            Reflector(client, NODES, nodes, page_size=size, name="books-nodes").start(),
+            start_reflector(api, "Node", nodes, ReflectorOptions(name="books-nodes", watch=watch)),
             # pods parsed for the fields the records and the planner read only
-            Reflector(
-                client,
-                PODS,
-                pods,
-                page_size=size,
-                name="books-pods",
-                decode_page=podwire.decode_page,
-                decode_line=podwire.decode_event,
-            ).start(),
-            start_reflector(api, "DaemonSet", self.daemonsets),
-            start_reflector(api, TEMPLATE_KIND, self.templates),
+            start_reflector(
+                api, "Pod", pods, ReflectorOptions(name="books-pods", decoders=podwire.DECODERS, watch=watch)
+            ),
+            start_reflector(api, "DaemonSet", self.daemonsets, ReflectorOptions(watch=watch)),
+            start_reflector(api, TEMPLATE_KIND, self.templates, ReflectorOptions(watch=watch)),
         ]
         selector, namespace = self.settings.autoscaler_selector, self.settings.autoscaler_namespace
         if selector:
-            watch = Reflector(
-                client,
-                PODS,
-                self.autoscalers,
-                namespace=namespace or None,
-                label_selector=selector,
-                name="autoscaler-pods",
+            options = ReflectorOptions(
+                name="autoscaler-pods", namespace=namespace or None, label_selector=selector, watch=watch
             )
-            self._reflectors.append(watch.start())
+            self._reflectors.append(start_reflector(api, "Pod", self.autoscalers, options))
         else:
             self.autoscalers.replace([])
         return self

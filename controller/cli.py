@@ -5,12 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import signal
 import sys
 import threading
 from typing import Any
 
 from capacity.autoscaler_memory import DEFAULT_SELECTOR
+from capacity.defaults import METRICS_BIND
 from capacity.quantity import format_quantity, parse_quantity
 from cmdline.durations import parse_duration
 from cmdline.logs import add_arguments as add_logging_arguments
@@ -195,7 +197,7 @@ def _add_http_arguments(parser: Any) -> None:
     """The plain-HTTP port for probes, metrics and the snapshot."""
     parser.add_argument(
         "--metrics-bind",
-        default="0.0.0.0:8080",
+        default=METRICS_BIND,
         metavar="HOST:PORT",
         help="plain HTTP for /healthz, /readyz, /metrics, /snapshotz (default: %(default)s)",
     )
@@ -291,38 +293,30 @@ def run_forever(args: argparse.Namespace, options: Any, scaling: Any) -> int:
     from controller.compose import aws_clients, kube_client
     from controller.loop import ControllerLoop
     from controller.scaling_cli import RescueOptions
-    from controller.settings import (
-        BooksSettings,
-        ControllerSettings,
-        LeadershipSettings,
-        ServingSettings,
-    )
+    from controller.settings import BooksOptions, LoopOptions, ServingOptions
 
-    settings = ControllerSettings(
-        discovery=options,
-        interval=args.interval,
-        books=BooksSettings(
-            release=args.branch_eni_release, guard_grace=args.guard_grace, dry_run=args.dry_run
-        ),
-        leadership=LeadershipSettings(
-            enabled=args.leader_elect,
-            lease_duration=args.leader_elect_lease_duration,
-            renew_deadline=args.leader_elect_renew_deadline,
-            retry_period=args.leader_elect_retry_period,
-        ),
-        serving=ServingSettings(bind=args.metrics_bind, snapshotz=args.snapshotz),
-        scaling=scaling,
-        rescue=RescueOptions(args.rescue_waiting_pods, args.reclaim_finished_pods_after),
-        verify_with_ec2=args.verify_with_ec2,
-        manage_certificates=args.manage_certificates,
-    )
-    if args.leader_elect and not settings.leadership.valid():
+    try:
+        leadership = _leadership(args)
+    except ValueError:
         print(
             "fitguard controller: need --leader-elect-lease-duration > --leader-elect-renew-deadline > "
             "--leader-elect-retry-period > 0",
             file=sys.stderr,
         )
         return 2
+    settings = LoopOptions(
+        discovery=options,
+        interval=args.interval,
+        books=BooksOptions(
+            release=args.branch_eni_release, guard_grace=args.guard_grace, dry_run=args.dry_run
+        ),
+        leadership=leadership,
+        serving=ServingOptions(bind=args.metrics_bind, snapshotz=args.snapshotz),
+        scaling=scaling,
+        rescue=RescueOptions(args.rescue_waiting_pods, args.reclaim_finished_pods_after),
+        verify_with_ec2=args.verify_with_ec2,
+        manage_certificates=args.manage_certificates,
+    )
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
@@ -330,6 +324,22 @@ def run_forever(args: argparse.Namespace, options: Any, scaling: Any) -> int:
     api, clients = kube_client(args.kubeconfig), aws_clients(options.region)
     ControllerLoop(settings, api, clients).run(stop)
     return 0
+
+
+def _leadership(args: argparse.Namespace) -> Any:
+    """The Lease to campaign on with --leader-elect (None without); ValueError for durations that
+    do not nest. The namespace is the pod's own (POD_NAMESPACE), as the manifests set it."""
+    from capacity.defaults import NAMESPACE
+    from kube.options import LeaderOptions
+
+    if not args.leader_elect:
+        return None
+    return LeaderOptions(
+        namespace=os.environ.get("POD_NAMESPACE", NAMESPACE),
+        lease_duration=args.leader_elect_lease_duration,
+        renew_deadline=args.leader_elect_renew_deadline,
+        retry_period=args.leader_elect_retry_period,
+    )
 
 
 def cycle_table(report: dict[str, Any]) -> str:

@@ -24,7 +24,7 @@ from controller.discovery import FactsLookup, GroupOutcome, build_templates, gro
 from controller.memory import remember
 from controller.publish import is_manual, publish, write_statuses
 from controller.report import CycleReport, TagSyncLine, TagWrite
-from controller.scaling import ScalingDriver, groups_to_mark, scale_ups_json
+from controller.scaling import CycleFacts, ScalingDriver, groups_to_mark, scale_ups_json
 from controller.settings import ControllerOptions, TagSyncMode
 from controller.tagsync import TagChange, apply_tag_sync, log_plan, plan_tag_sync
 
@@ -126,7 +126,8 @@ class DiscoveryReconciler:
         cluster-autoscaler is found first: its flags say which taints its templates leave out
         (capacity/template_taints.py), its start whether it still remembers a group's last node
         (controller/memory.py)."""
-        process, sought = self.cache.autoscaler()
+        found = self.cache.autoscaler()
+        process = found[0]
         nodes = self.cache.ordered(self.cache.node_objects)
         grouped = group_nodes(nodes, groups, self.options.node_group_label)
         outcomes = build_templates(
@@ -142,8 +143,7 @@ class DiscoveryReconciler:
             groups,
             grouped,
             previous,
-            process=process,
-            sought=sought,
+            found=found,
             now=time.time(),
             facts=self.facts,
         )
@@ -211,9 +211,7 @@ class DiscoveryReconciler:
             self.cache.ordered(self.cache.node_objects),
             self.cache.pods.items(),
             now=time.time(),
-            true_free_pod_eni=self.books.true_free(),
-            asg_names={g.name: g.asg_name for g in groups},
-            priorities=self.priorities,
+            facts=CycleFacts(self.books.true_free(), {g.name: g.asg_name for g in groups}, self.priorities),
         )
         scale_ups = driver.act(cycle, now=time.time())
         return dataclasses.replace(report, scale_ups=tuple(scale_ups), scaling=scale_ups_json(cycle))

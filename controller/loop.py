@@ -34,7 +34,7 @@ from controller.report import CycleReport
 from controller.rescue import carry_out, pods_on_node, reclaim_candidates, rescue_candidates
 from controller.scaling import ScalingDriver
 from controller.scaling_cli import build_driver
-from controller.settings import ControllerSettings
+from controller.settings import LoopOptions
 from controller.tagsync import TagChange
 from kube.client import KubeClient
 from kube.events import EventRecorder, ObjectRef
@@ -81,14 +81,12 @@ class CertificateRunner:
 class ControllerLoop:
     """Builds the manager and its runnables from the settings; `run(stop)` until shutdown."""
 
-    def __init__(
-        self, settings: ControllerSettings, api: KubeClient, clients: AwsClients | None = None
-    ) -> None:
+    def __init__(self, settings: LoopOptions, api: KubeClient, clients: AwsClients | None = None) -> None:
         self.settings = settings
         self.api = api
         self._clients = clients  # the process's, or built at first use (a follower may never need them)
         options = settings.discovery
-        self.cache = ClusterCache(options.cache())
+        self.cache = ClusterCache(options.cache(settings.watch))
         self.books = Books(self.cache, settings.books)
         self.last_cycle: CycleReport | None = None
         self.manager = Manager(api, self.cache, settings.leadership, self._status())

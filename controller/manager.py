@@ -8,13 +8,14 @@ client-go do, so nothing half-done continues under a new leader.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 from typing import TYPE_CHECKING, Protocol
 
 from controller.cache import ClusterCache
-from controller.settings import LeadershipSettings
-from kube.leader import LeaderElector, default_identity
+from kube.leader import LeaderCallbacks, LeaderElector, default_identity
+from kube.options import LeaderOptions
 
 if TYPE_CHECKING:
     from cmdline.statushttp import StatusPort
@@ -40,7 +41,7 @@ class Manager:
         self,
         api: KubeClient,
         cache: ClusterCache,
-        leadership: LeadershipSettings,
+        leadership: LeaderOptions | None,
         status: StatusPort,
     ) -> None:
         self.api = api
@@ -49,18 +50,10 @@ class Manager:
         self.identity = default_identity()
         self.runnables: list[Runnable] = []
         self.elector: LeaderElector | None = None
-        if leadership.enabled:
-            self.elector = LeaderElector(
-                api,
-                leadership.lease_name,
-                leadership.namespace,
-                self.identity,
-                lease_duration=leadership.lease_duration,
-                renew_deadline=leadership.renew_deadline,
-                retry_period=leadership.retry_period,
-                on_started_leading=self._lead,
-                exit_on_loss=True,
-            )
+        if leadership is not None:  # None: no election, this replica always leads
+            options = dataclasses.replace(leadership, exit_on_loss=True)
+            callbacks = LeaderCallbacks(on_started_leading=self._lead)
+            self.elector = LeaderElector(api, options, callbacks, identity=self.identity)
 
     def add(self, runnable: Runnable) -> Runnable:
         self.runnables.append(runnable)

@@ -76,13 +76,14 @@ def remember(
     grouped: Mapping[str, list[Mapping[str, Any]]],
     previous: Mapping[str, NodeGroupTemplate],
     *,
-    process: AutoscalerProcess | None,
-    sought: str,
+    found: tuple[AutoscalerProcess | None, str],
     now: float,
     facts: FactsLookup,
 ) -> list[GroupOutcome]:
     """Each freshly built template with its memory carried forward from the previous one; a kept
-    (stale) template keeps its record as it was. `grouped`: each group's nodes (group_nodes)."""
+    (stale) template keeps its record as it was. `grouped`: each group's nodes (group_nodes);
+    `found`: the running cluster-autoscaler (None: none) and how it was sought."""
+    process, sought = found
     by_name = {g.name: g for g in groups}
     taint_options = process.taint_options if process is not None else DEFAULT_TAINT_CONFIG
     result = []

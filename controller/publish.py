@@ -14,7 +14,7 @@ from controller.discovery import GroupOutcome
 from controller.status import desired_status, status_patch
 from kube.api import list_node_group_templates
 from kube.client import NODE_GROUP_TEMPLATES, ApiLike, KubeError, as_kube_client
-from kube.patch import apply_object, delete_object, merge_patch
+from kube.patch import Preconditions, apply_object, delete_object, merge_patch
 
 log = logging.getLogger(__name__)
 STALE_REASON_FIELD = "staleReason"  # spec field: why the template is the last known one
@@ -179,7 +179,7 @@ def write_statuses(
                 NODE_GROUP_TEMPLATES,
                 outcome.name,
                 patch,
-                uid=str(current["metadata"].get("uid") or ""),
+                preconditions=Preconditions(uid=str(current["metadata"].get("uid") or "")),
                 subresource="status",
             )
         except KubeError as err:

@@ -166,6 +166,19 @@ def node_free(
 # -- the cycle ----------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class CycleFacts:
+    """What the cycle knows beside the cluster's objects: the books' truly free branch ENIs per node,
+    each group's ASG name (where it is not the group's), the priority expander's last reading."""
+
+    true_free_pod_eni: Mapping[str, int | None] | None = None
+    asg_names: Mapping[str, str] | None = None
+    priorities: Priorities | None = None
+
+
+NO_FACTS = CycleFacts()
+
+
 @dataclass
 class Cycle:
     """One cycle's inputs as planned and its plan; `act` fills `outcomes`."""
@@ -219,12 +232,11 @@ class ScalingDriver:
         pod_records: Iterable[Any] = (),
         *,
         now: float,
-        true_free_pod_eni: Mapping[str, int | None] | None = None,
-        asg_names: Mapping[str, str] | None = None,
-        priorities: Priorities | None = None,
+        facts: CycleFacts = NO_FACTS,
     ) -> Cycle:
         """Reads the ASGs (when a client is set) and plans. `pods`: raw pods (only the unschedulable
         ones are read); `pod_records`: PodRecords of bound pods, for the nodes' free capacity."""
+        asg_names, true_free_pod_eni = facts.asg_names, facts.true_free_pod_eni
         current = {t.name: t for t in templates}
         names = {name: (asg_names or {}).get(name, name) for name, t in current.items() if is_scalable(t)}
         errors: dict[str, str] = {}
@@ -256,7 +268,7 @@ class ScalingDriver:
         self.unschedulable.labels(scope=ALL).set(unschedulable)
         self.unschedulable.labels(scope=BLIND).set(blind.pod_count)
         free = node_free(nodes, pod_records, true_free_pod_eni)
-        planner = planner_with(self.config, priorities)
+        planner = planner_with(self.config, facts.priorities)
         result = plan(demand.shapes, current.values(), free, now=now, last_scale_up=last, config=planner)
         skipped = [{"pods": [p.key for p in s.shape.pods], "why": s.why} for s in demand.skipped]
         return Cycle(result, current, names, raw, unschedulable, demand.pod_count, skipped, errors)

@@ -1,25 +1,24 @@
-"""The long-running controller's settings, one nested object as kopf's `OperatorSettings` is: what
-each part of the process reads is its own section, built once from the command line
-(controller/cli.py) and handed down; no constructor takes a dozen loose parameters."""
+"""The controller's options, one nested object for the long-running process as kopf's
+`OperatorSettings` is: what each part reads is its own section (discovery, books, leadership,
+serving, watching, scaling), built once from the command line (controller/cli.py) and handed down;
+no constructor takes a dozen loose parameters. The sections kube/ defines (`WatchOptions`,
+`LeaderOptions`) are kube/options.py's."""
 
 from __future__ import annotations
 
 import enum
-import os
 from dataclasses import dataclass, field
 
 from capacity.autoscaler_memory import DEFAULT_SELECTOR
 from capacity.autoscaler_specs import default_discovery_tags, parse_auto_discovery_spec, parse_nodes_spec
 from capacity.branch_eni import COOLDOWN, DEFAULT_WAITING_GRACE
+from capacity.defaults import METRICS_BIND
 from capacity.guard import DEFAULT_GRACE
 from controller.aws.records import DiscoverySelection
-from controller.cache import CacheSettings
+from controller.cache import CacheOptions
 from controller.scaling_cli import RescueOptions
 from controller.scaling_options import ScalingOptions
-
-DEFAULT_NAMESPACE = "fitguard-system"  # the manifests' namespace, when POD_NAMESPACE is not set
-DEFAULT_STATUS_BIND = "0.0.0.0:8080"  # --metrics-bind of both components
-LEASE_NAME = "fitguard-controller"  # RBAC grants the controller this Lease only (manifests/)
+from kube.options import LeaderOptions, WatchOptions
 
 
 class TagSyncMode(enum.StrEnum):
@@ -62,17 +61,19 @@ class ControllerOptions:
             filters = (default_discovery_tags(self.cluster_name),)
         return DiscoverySelection(names=names, tag_filters=filters)
 
-    def cache(self) -> CacheSettings:
-        return CacheSettings(
-            autoscaler_selector=self.autoscaler_selector, autoscaler_namespace=self.autoscaler_namespace
+    def cache(self, watch: WatchOptions | None = None) -> CacheOptions:
+        return CacheOptions(
+            autoscaler_selector=self.autoscaler_selector,
+            autoscaler_namespace=self.autoscaler_namespace,
+            watch=watch or WatchOptions(),
         )
 
-    def books(self) -> BooksSettings:
-        return BooksSettings(release=self.branch_eni_release, dry_run=self.dry_run)
+    def books(self) -> BooksOptions:
+        return BooksOptions(release=self.branch_eni_release, dry_run=self.dry_run)
 
 
 @dataclass(frozen=True)
-class BooksSettings:
+class BooksOptions:
     release: str = COOLDOWN  # the release model (--branch-eni-release)
     window: float | None = None  # a fixed release window; None: read from the VPC CNI ConfigMap
     waiting_grace: float = DEFAULT_WAITING_GRACE
@@ -86,32 +87,21 @@ class BooksSettings:
 
 
 @dataclass(frozen=True)
-class LeadershipSettings:
-    enabled: bool = False  # --leader-elect; off: this replica always leads
-    namespace: str = field(default_factory=lambda: os.environ.get("POD_NAMESPACE", DEFAULT_NAMESPACE))
-    lease_name: str = LEASE_NAME
-    lease_duration: float = 15.0
-    renew_deadline: float = 10.0
-    retry_period: float = 2.0
-
-    def valid(self) -> bool:
-        """client-go's rule: lease duration > renew deadline > retry period > 0."""
-        return self.lease_duration > self.renew_deadline > self.retry_period > 0
-
-
-@dataclass(frozen=True)
-class ServingSettings:
-    bind: str = DEFAULT_STATUS_BIND  # /healthz, /readyz, /metrics (and /snapshotz)
+class ServingOptions:
+    bind: str = METRICS_BIND  # /healthz, /readyz, /metrics (and /snapshotz)
     snapshotz: bool = False  # serve GET /snapshotz (cmdline/statushttp.py says why it is off by default)
 
 
 @dataclass(frozen=True)
-class ControllerSettings:
+class LoopOptions:
+    """The long-running controller's whole configuration."""
+
     discovery: ControllerOptions = field(default_factory=ControllerOptions)
     interval: float = 60.0  # seconds between discovery cycles
-    books: BooksSettings = field(default_factory=BooksSettings)
-    leadership: LeadershipSettings = field(default_factory=LeadershipSettings)
-    serving: ServingSettings = field(default_factory=ServingSettings)
+    books: BooksOptions = field(default_factory=BooksOptions)
+    leadership: LeaderOptions | None = None  # None: no election, this replica always leads
+    serving: ServingOptions = field(default_factory=ServingOptions)
+    watch: WatchOptions = field(default_factory=WatchOptions)  # every reflector of the process
     scaling: ScalingOptions | None = None  # None or mode off: no scaling driver
     rescue: RescueOptions = field(default_factory=RescueOptions)
     verify_with_ec2: bool = False

@@ -62,11 +62,11 @@ def build_report(
     built as the controller builds them (its cache and books); the release window comes from the
     ConfigMap unless given."""
     from controller.books import Books
-    from controller.cache import CacheSettings, ClusterCache
-    from controller.settings import BooksSettings
+    from controller.cache import CacheOptions, ClusterCache
+    from controller.settings import BooksOptions
 
-    cache = ClusterCache(CacheSettings(autoscaler_selector=""))  # cluster-autoscaler is not read
-    settings = BooksSettings(release=release, window=window, waiting_grace=waiting_grace)
+    cache = ClusterCache(CacheOptions(autoscaler_selector=""))  # cluster-autoscaler is not read
+    settings = BooksOptions(release=release, window=window, waiting_grace=waiting_grace)
     books = Books(cache, settings, clock=lambda: now)
     kinds: dict[str, list[dict[str, Any]]] = {}
     for obj in objects:

@@ -26,6 +26,7 @@ from kube.client import (
     Resource,
     as_kube_client,
 )
+from kube.options import ReflectorOptions
 
 if TYPE_CHECKING:
     from kube.reflector import Reflector
@@ -178,13 +179,11 @@ def json_patch_webhook_configuration(api: ApiLike, kind: str, name: str, operati
 
 
 def start_reflector(
-    api: ApiLike, kind: str, store: Store[Any], *, namespace: str | None = None, field_selector: str = ""
+    api: ApiLike, kind: str, store: Store[Any], options: ReflectorOptions = ReflectorOptions()
 ) -> Reflector:
     """A started list+watch reflector keeping `store` equal to the API's objects of `kind` (one of
-    `KINDS`), optionally in one namespace and by field."""
+    `KINDS`); `options` (kube/options.py) narrow it to a namespace or selectors and carry the
+    process's watch settings."""
     from kube.reflector import Reflector
 
-    reflector = Reflector(
-        as_kube_client(api), KINDS[kind], store, namespace=namespace, field_selector=field_selector
-    )
-    return reflector.start()
+    return Reflector(as_kube_client(api), KINDS[kind], store, options).start()

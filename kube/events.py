@@ -19,12 +19,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from capacity.names import CONTROLLER_REPORTER
 from kube.client import EVENTS, MERGE_PATCH, KubeClient, KubeError, as_kube_client
+from kube.options import EventOptions
 
-SERIES_WINDOW = 6 * 60.0  # client-go events finishTime
-PER_OBJECT_BURST = 25.0  # client-go record defaultSpamBurst
-PER_OBJECT_RATE = 1.0 / 300.0  # client-go record defaultSpamQPS
 NOTE_LIMIT = 1024  # events.k8s.io/v1 validation: note is at most 1 kB
 log = logging.getLogger(__name__)
 
@@ -125,30 +122,25 @@ class EventRecorder:
         self,
         api: KubeClient | Any | None,
         reporting_instance: str,
+        options: EventOptions = EventOptions(),
         *,
-        reporting_controller: str = CONTROLLER_REPORTER,
         dry_run: bool = False,
         clock: Callable[[], float] = time.time,
-        window: float = SERIES_WINDOW,
-        per_object_burst: float = PER_OBJECT_BURST,
-        per_object_rate: float = PER_OBJECT_RATE,
-        burst: float = 100.0,
-        rate: float = 10.0,
-        history: int = 200,
-        timeout: tuple[float, float] = (2.0, 5.0),
     ) -> None:
+        """`options`: who reports and the de-duplication window and rate limits (kube/options.py);
+        `api` None is a dry run."""
         self.api = as_kube_client(api) if api is not None else None
         self.dry_run = dry_run or api is None
-        self.reporting_controller = reporting_controller
+        self.options = options
+        self.reporting_controller = options.reporting_controller
         self.reporting_instance = reporting_instance[:128]
         self.clock = clock
-        self.window = window
-        self.timeout = timeout
+        self.window = options.window
+        self.timeout = options.timeout
         self.stats = EventStats()
-        self.recent: deque[dict[str, Any]] = deque(maxlen=history)  # {"verb", "event"} written or not
-        self._per_object_burst = per_object_burst
-        self._per_object_rate = per_object_rate
-        self._global = TokenBucket(rate, burst, clock())
+        # {"verb", "event", "dryRun"} of every write, sent or not
+        self.recent: deque[dict[str, Any]] = deque(maxlen=options.history)
+        self._global = TokenBucket(options.rate, options.burst, clock())
         self._buckets: dict[tuple[str, str, str], TokenBucket] = {}
         self._seen: dict[_Key, _Seen] = {}
         self._lock = threading.Lock()
@@ -224,8 +216,9 @@ class EventRecorder:
         bucket_key = (regarding.kind, regarding.namespace, regarding.name)
         bucket = self._buckets.get(bucket_key)
         if bucket is None:
+            limits = self.options
             bucket = self._buckets[bucket_key] = TokenBucket(
-                self._per_object_rate, self._per_object_burst, now
+                limits.per_object_rate, limits.per_object_burst, now
             )
         # both must have a token; the per-object one is asked first so one noisy object
         # cannot drain the global bucket for everybody else

@@ -19,10 +19,12 @@ import socket
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from kube.client import LEASES, KubeClient, KubeError, as_kube_client
 from kube.events import micro_time
+from kube.options import LeaderOptions
 
 log = logging.getLogger(__name__)
 
@@ -34,39 +36,45 @@ def default_identity() -> str:
     return f"{pod}_{secrets.token_hex(4)}"
 
 
+@dataclass(frozen=True)
+class LeaderCallbacks:
+    """What runs as leadership comes and goes (client-go leaderelection.go LeaderCallbacks).
+    `on_started_leading` runs on a thread of its own with an Event set when leadership ends;
+    `on_stopped_leading` runs once leadership is lost or given up. A callback that raises is
+    logged."""
+
+    on_started_leading: Callable[[threading.Event], None] | None = None
+    on_stopped_leading: Callable[[], None] | None = None
+
+
 class LeaderElector:
     """Campaigns for `namespace/name` until stopped; leads while it renews in time."""
 
     def __init__(
         self,
         api: KubeClient | Any,
-        name: str,
-        namespace: str,
-        identity: str = "",
+        options: LeaderOptions = LeaderOptions(),
+        callbacks: LeaderCallbacks = LeaderCallbacks(),
         *,
-        lease_duration: float = 15.0,
-        renew_deadline: float = 10.0,
-        retry_period: float = 2.0,
-        on_started_leading: Callable[[threading.Event], None] | None = None,
-        on_stopped_leading: Callable[[], None] | None = None,
-        exit_on_loss: bool = False,
+        identity: str = "",
         clock: Callable[[], float] = time.time,
     ) -> None:
-        if not lease_duration > renew_deadline > retry_period > 0:
-            raise ValueError("need lease_duration > renew_deadline > retry_period > 0")
+        """`options`: the Lease and the durations (kube/options.py, checked there); `identity`:
+        this candidate's, default_identity() when empty; `clock`: the wall clock, only for the
+        times written into the Lease."""
         self.api = as_kube_client(api)
+        self.name = name = options.name
+        self.namespace = namespace = options.namespace
         self.path = LEASES.path(namespace, name)
         self.collection = LEASES.path(namespace)
-        self.name = name
-        self.namespace = namespace
         self.identity = identity or default_identity()
-        self.lease_duration = lease_duration
-        self.renew_deadline = renew_deadline
-        self.retry_period = retry_period
-        self.on_started_leading = on_started_leading
-        self.on_stopped_leading = on_stopped_leading
-        self.exit_on_loss = exit_on_loss
-        self.clock = clock  # wall clock, only for the times written into the Lease
+        self.lease_duration = options.lease_duration
+        self.renew_deadline = options.renew_deadline
+        self.retry_period = options.retry_period
+        self.on_started_leading = callbacks.on_started_leading
+        self.on_stopped_leading = callbacks.on_stopped_leading
+        self.exit_on_loss = options.exit_on_loss
+        self.clock = clock
         self.observed_holder = ""
         self.terms = 0  # times this elector became leader (a metric)
         self._exit: Callable[[int], None] = os._exit  # replaced in tests
@@ -78,7 +86,8 @@ class LeaderElector:
         self._observed: tuple[str, str, str] = ("", "", "")
         self._observed_at = 0.0
         self._thread: threading.Thread | None = None
-        self._timeout = (min(2.0, retry_period * 2), renew_deadline)  # a hung call ends by the deadline
+        # a hung call ends by the deadline
+        self._timeout = (min(2.0, options.retry_period * 2), options.renew_deadline)
 
     # -- public API ---------------------------------------------------------------------------
 

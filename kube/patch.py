@@ -4,6 +4,7 @@ create-or-replace for the objects it owns. Every call raises KubeError when the 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from kube.client import MERGE_PATCH, NODES, PODS, KubeClient, KubeError, Resource, as_kube_client
@@ -22,6 +23,15 @@ def remove_node_label(api: KubeClient | Any, node: str, key: str) -> dict[str, A
     return merge_patch(api, NODES, node, {"metadata": {"labels": {key: None}}})
 
 
+@dataclass(frozen=True)
+class Preconditions:
+    """The object a write is meant for (metav1.Preconditions): with either field set, the apiserver
+    answers 409 Conflict once the object is no longer the one they name. Empty: not checked."""
+
+    uid: str = ""
+    resource_version: str = ""
+
+
 def merge_patch(
     api: KubeClient | Any,
     resource: Resource,
@@ -29,14 +39,13 @@ def merge_patch(
     patch: Mapping[str, Any],
     namespace: str | None = None,
     *,
-    uid: str = "",
-    resource_version: str = "",
+    preconditions: Preconditions = Preconditions(),
     subresource: str = "",
 ) -> dict[str, Any]:
-    """A JSON merge patch; `uid` and `resource_version` make it conditional: the apiserver answers
-    409 Conflict when the object is no longer the one they name (metadata in a patch is a
-    precondition: apiserver's patcher checks resourceVersion and uid)."""
+    """A JSON merge patch, conditional on `preconditions` (metadata in a patch is a precondition:
+    apiserver's patcher checks resourceVersion and uid)."""
     body = dict(patch)
+    uid, resource_version = preconditions.uid, preconditions.resource_version
     if uid or resource_version:
         meta = dict(body.get("metadata") or {})
         if uid:

@@ -24,6 +24,7 @@ import msgspec
 
 from capacity.names import IGNORE_LABEL, KEEP_LABEL
 from capacity.records import POD_ENI_ANNOTATION
+from kube.options import Decoders
 from kube.pages import gc_paused
 
 # -- the schema: only what capacity/records.py project_pod, kube/store.py object_key and the
@@ -156,5 +157,5 @@ def decode_event(line: bytes) -> Any:
     return json.loads(line)
 
 
-# Reflector(..., **DECODERS): a pod reflector's page and line decoders
-DECODERS = {"decode_page": decode_page, "decode_line": decode_event}
+# a pod reflector's page and line decoders (ReflectorOptions.decoders)
+DECODERS = Decoders(page=decode_page, line=decode_event)

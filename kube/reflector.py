@@ -16,7 +16,6 @@ AfterWatch). A server that cannot stream lists is remembered and listed.
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import os
 import random
@@ -30,7 +29,7 @@ import urllib3
 from kube import relist
 from kube.backoff import Backoff
 from kube.client import KubeClient, KubeError, Resource, as_kube_client
-from kube.pages import decode_page as _decode_page
+from kube.options import ReflectorOptions
 from kube.reflector_stats import ReflectorStats
 from kube.relist import AfterWatch
 from kube.responses import InFlight
@@ -55,54 +54,38 @@ class Reflector:
         api: KubeClient | Any,
         resource: Resource,
         store: Store[Any],
+        options: ReflectorOptions = ReflectorOptions(),
         *,
-        namespace: str | None = None,
-        label_selector: str = "",
-        field_selector: str = "",
-        page_size: int = 500,
-        watch_timeout: float = 300.0,
-        backoff_base: float = 0.8,
-        backoff_cap: float = 30.0,
-        connect_timeout: float = 5.0,
         rng: random.Random | None = None,
-        name: str = "",
-        watch_list: bool | None = None,
-        initial_events_quiet: float = 30.0,
-        decode_page: Callable[[bytes], Any] | None = None,
-        decode_line: Callable[[bytes], Any] = json.loads,
-        very_short_watch: float = 1.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        """`watch_list`: stream the initial state (None: as KUBE_FEATURE_WatchListClient says, on by
-        default), falling back to paged lists for good when the server does not stream;
-        `initial_events_quiet`: seconds without a line before a streamed list is given up;
-        `very_short_watch`: a watch that ends sooner without an event is relisted (client-go's
-        VeryShortWatchError, one second), timed by `clock`."""
+        """`options`: what to watch and the process's watch settings (kube/options.py);
+        `rng` spreads watch timeouts and backoffs, `clock` times a watch (a very short one is
+        relisted)."""
+        watch = options.watch
         self.api = as_kube_client(api)
         self.resource = resource
         self.store = store
-        self.path = resource.path(namespace)
-        self.page_size = page_size
-        self.watch_timeout = watch_timeout
-        self.connect_timeout = connect_timeout
-        self.name = name or f"reflector-{resource.plural}"
+        self.path = resource.path(options.namespace)
+        self.page_size = watch.page_size
+        self.watch_timeout = watch.watch_timeout
+        self.connect_timeout = watch.connect_timeout
+        self.name = options.name or f"reflector-{resource.plural}"
         self.stats = ReflectorStats()
-        # how a list page and a watch line become objects: json.loads by default; a store that
-        # reads a few fields of big objects passes a schema decoder (kube/podwire.py)
-        self._decode_page = decode_page or _decode_page
-        self._decode_line = decode_line
-        selectors = (("labelSelector", label_selector), ("fieldSelector", field_selector))
+        self._decode_page = options.decoders.page
+        self._decode_line = options.decoders.line
+        selectors = (("labelSelector", options.label_selector), ("fieldSelector", options.field_selector))
         self._selectors = [(key, value) for key, value in selectors if value]
         self._rng = rng or random.Random()
-        self._backoff = Backoff(backoff_base, backoff_cap, self._rng)
+        self._backoff = Backoff(watch.backoff_base, watch.backoff_cap, self._rng)
         self._stop = threading.Event()
         self._synced = threading.Event()
         self._in_flight = InFlight(self._stop)
         self._thread: threading.Thread | None = None
         self._rv = ""
-        self._watch_list = watch_list_enabled(os.environ) if watch_list is None else watch_list
-        self.initial_events_quiet = initial_events_quiet
-        self.very_short_watch = very_short_watch
+        self._watch_list = watch_list_enabled(os.environ) if watch.watch_list is None else watch.watch_list
+        self.initial_events_quiet = watch.initial_events_quiet
+        self.very_short_watch = watch.very_short_watch
         self._clock = clock
         self._need_list = True
         self._list_once = False  # a streamed list failed oddly: one paged list (client-go's fallback)

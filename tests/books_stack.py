@@ -14,9 +14,10 @@ from prometheus_client import CollectorRegistry
 
 from controller.books import Books
 from controller.books_reconciler import BooksReconciler
-from controller.cache import CacheSettings, ClusterCache
+from controller.cache import CacheOptions, ClusterCache
+from kube.options import WatchOptions
 from controller.labels import BooksDecision, LabelWriter
-from controller.settings import BooksSettings
+from controller.settings import BooksOptions
 from kube.events import EventRecorder
 from kube.store import Store
 
@@ -25,14 +26,14 @@ class BooksStack:
     def __init__(
         self,
         api: Any,
-        settings: BooksSettings,
+        settings: BooksOptions,
         *,
         clock: Callable[[], float] = time.time,
         recorder: EventRecorder | None = None,
         scaled_groups: Callable[[], frozenset[str] | None] = frozenset,
     ) -> None:
         self.api = api
-        self.cache = ClusterCache(CacheSettings(autoscaler_selector=""))
+        self.cache = ClusterCache(CacheOptions(autoscaler_selector=""))
         self.cache.api = api
         self.books = Books(self.cache, settings, clock)
         writer = LabelWriter(
@@ -58,7 +59,7 @@ class BooksStack:
         return self.reconciler.metrics.registry
 
     def start(self, page_size: int = 500) -> BooksStack:
-        self.cache.settings = CacheSettings(page_size=page_size, autoscaler_selector="")
+        self.cache.settings = CacheOptions(autoscaler_selector="", watch=WatchOptions(page_size=page_size))
         self.cache.start(self.api)
         return self
 
@@ -84,6 +85,6 @@ class BooksStack:
 
 
 def books_stack(api: Any, *, clock: Callable[[], float] = time.time, **options: Any) -> BooksStack:
-    """A stack from BooksSettings' fields and the stack's own (recorder, scaled_groups)."""
+    """A stack from BooksOptions' fields and the stack's own (recorder, scaled_groups)."""
     own = {k: options.pop(k) for k in ("recorder", "scaled_groups") if k in options}
-    return BooksStack(api, BooksSettings(**options), clock=clock, **own)
+    return BooksStack(api, BooksOptions(**options), clock=clock, **own)

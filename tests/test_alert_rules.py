@@ -21,7 +21,7 @@ import yaml
 
 from controller.loop import ControllerLoop
 from controller.run import ControllerOptions
-from controller.settings import BooksSettings, ControllerSettings, ServingSettings
+from controller.settings import BooksOptions, LoopOptions, ServingOptions
 from fitguard.demo_seed import seed_moto
 from kube.client import as_kube_client
 from kube.statefile import load_state
@@ -112,11 +112,11 @@ def controller(fake_kube: Any, aws: Any) -> Iterator[ControllerLoop]:
     for obj in load_state(EXAMPLES / "cluster.yaml"):
         if obj["kind"] in ("Node", "DaemonSet", "ConfigMap", "Namespace"):
             fake_kube.apply(obj)
-    options = ControllerSettings(
+    options = LoopOptions(
         discovery=ControllerOptions(cluster_name="demo"),
         interval=0.5,
-        books=BooksSettings(reconcile_interval=0.2),
-        serving=ServingSettings(bind="127.0.0.1:0"),
+        books=BooksOptions(reconcile_interval=0.2),
+        serving=ServingOptions(bind="127.0.0.1:0"),
         verify_with_ec2=True,
     )
     loop = ControllerLoop(options, as_kube_client(fake_kube.api_client()))

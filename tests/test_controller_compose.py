@@ -16,7 +16,7 @@ import pytest
 from controller.loop import ControllerLoop
 from controller.run import ControllerOptions
 from controller.scaling_options import ScalingOptions
-from controller.settings import ControllerSettings, LeadershipSettings, ServingSettings
+from controller.settings import LoopOptions, ServingOptions
 from fitguard.demo_seed import seed_moto
 from kube.client import as_kube_client
 from kube.statefile import load_state
@@ -40,10 +40,9 @@ def cluster(fake_kube: Any, aws: Any) -> Any:
 def started_loop(cluster: Any, controller: ControllerOptions) -> ControllerLoop:
     """A leading controller with scaling (plan) and EC2 verification, its books synced; cycles are
     run by the test itself."""
-    options = ControllerSettings(
+    options = LoopOptions(
         discovery=controller,
-        serving=ServingSettings(bind="127.0.0.1:0"),
-        leadership=LeadershipSettings(namespace=NAMESPACE),
+        serving=ServingOptions(bind="127.0.0.1:0"),
         scaling=ScalingOptions(mode="plan"),
         verify_with_ec2=True,
     )

@@ -13,18 +13,18 @@ from typing import Any
 
 import pytest
 
+from capacity.defaults import LEASE_NAME
 from capacity.names import EXHAUSTED_LABEL
 from controller.loop import ControllerLoop
 from controller.run import ControllerOptions
 from controller.settings import (
-    LEASE_NAME,
-    BooksSettings,
-    ControllerSettings,
-    LeadershipSettings,
-    ServingSettings,
+    BooksOptions,
+    LoopOptions,
+    ServingOptions,
 )
 from fitguard.demo_seed import seed_moto
 from kube.client import as_kube_client
+from kube.options import LeaderOptions
 from kube.statefile import load_state
 from tests.waiting import eventually as wait_for
 
@@ -56,13 +56,13 @@ def cluster(fake_kube: Any, aws: Any) -> Any:
 def replicas(cluster: Any) -> Iterator[list[tuple[ControllerLoop, threading.Event]]]:
     started = []
     for _ in range(2):
-        options = ControllerSettings(
+        options = LoopOptions(
             discovery=ControllerOptions(cluster_name="demo"),
             interval=0.5,
-            books=BooksSettings(reconcile_interval=0.2),
-            serving=ServingSettings(bind="127.0.0.1:0", snapshotz=True),
-            leadership=LeadershipSettings(
-                enabled=True, namespace=NAMESPACE, lease_duration=2.0, renew_deadline=1.5, retry_period=0.3
+            books=BooksOptions(reconcile_interval=0.2),
+            serving=ServingOptions(bind="127.0.0.1:0", snapshotz=True),
+            leadership=LeaderOptions(
+                namespace=NAMESPACE, lease_duration=2.0, renew_deadline=1.5, retry_period=0.3
             ),
         )
         loop = ControllerLoop(options, as_kube_client(cluster.api_client()))
@@ -135,11 +135,10 @@ def test_readyz_waits_until_every_store_of_the_cache_completed_its_first_list(
     monkeypatch.setenv("KUBE_FEATURE_WatchListClient", "false")
     cluster.faults.delay(3.0, method="GET", path="/configmaps/amazon-vpc-cni")
     cluster.faults.delay(3.0, method="GET", path="/api/v1/pods", watch=False)
-    options = ControllerSettings(
+    options = LoopOptions(
         discovery=ControllerOptions(cluster_name="demo", autoscaler_selector=""),
         interval=60.0,
-        serving=ServingSettings(bind="127.0.0.1:0"),
-        leadership=LeadershipSettings(namespace=NAMESPACE),
+        serving=ServingOptions(bind="127.0.0.1:0"),
     )
     loop = ControllerLoop(options, as_kube_client(cluster.api_client()))
     stop = threading.Event()

@@ -23,8 +23,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
+from capacity.defaults import LEASE_NAME
 from controller.aws.clients import AwsClients
-from controller.settings import LEASE_NAME
 from tests.awsfixtures import AwsEnvironment
 from tests.fakekube.server import FakeKubeServer
 from tests.test_discovery_aws import ENABLED, asg, launch_template, scratch_pod

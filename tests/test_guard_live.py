@@ -22,7 +22,7 @@ from capacity.resources import POD_ENI
 from controller.loop import ControllerLoop
 from controller.run import ControllerOptions
 from controller.scaling import ON, PLAN, ScalingOptions
-from controller.settings import BooksSettings, ControllerSettings, ServingSettings
+from controller.settings import BooksOptions, LoopOptions, ServingOptions
 from fitguard.cli import build_parser
 from kube.client import as_kube_client
 from tests import autoscaler_template
@@ -181,11 +181,11 @@ def desired(aws: AwsEnvironment) -> int:
 
 class Running:
     def __init__(self, fake_kube: Any, mode: str) -> None:
-        options = ControllerSettings(
+        options = LoopOptions(
             discovery=ControllerOptions(cluster_name="guard"),
             interval=0.3,
-            books=BooksSettings(reconcile_interval=0.05, guard_grace=GRACE),
-            serving=ServingSettings(bind="127.0.0.1:0", snapshotz=True),
+            books=BooksOptions(reconcile_interval=0.05, guard_grace=GRACE),
+            serving=ServingOptions(bind="127.0.0.1:0", snapshotz=True),
             scaling=ScalingOptions(mode=mode),
         )
         self.loop = ControllerLoop(options, as_kube_client(fake_kube.api_client()))

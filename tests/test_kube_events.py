@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from kube.client import KubeClient
 from kube.events import EventRecorder, ObjectRef
+from kube.options import EventOptions
 from tests.fakekube.fixtures import fake_kube  # noqa: F401  (the fixture)
 from tests.fakekube.server import FakeKubeServer
 
@@ -21,8 +24,8 @@ class Clock:
         return self.now
 
 
-def recorder(fake: FakeKubeServer, clock: Clock, **options: object) -> EventRecorder:
-    return EventRecorder(KubeClient(fake.api_client()), "fitguard-0", clock=clock, **options)  # type: ignore[arg-type]
+def recorder(fake: FakeKubeServer, clock: Clock, **options: Any) -> EventRecorder:
+    return EventRecorder(KubeClient(fake.api_client()), "fitguard-0", EventOptions(**options), clock=clock)
 
 
 @pytest.mark.slow

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from kube.client import KubeClient
-from kube.leader import LeaderElector
+from kube.leader import LeaderCallbacks, LeaderElector
+from kube.options import LeaderOptions
 from tests.fakekube.fixtures import fake_kube  # noqa: F401  (the fixture)
 from tests.fakekube.server import FakeKubeServer
 from tests.waiting import eventually
@@ -39,12 +40,9 @@ def elector(fake_kube: FakeKubeServer) -> Iterator[Callable[..., tuple[LeaderEle
         calls = Calls()
         elector = LeaderElector(
             KubeClient(fake_kube.api_client()),
-            "fitguard-controller",
-            "kube-system",
-            identity,
-            on_started_leading=calls.on_started,
-            on_stopped_leading=calls.on_stopped,
-            **{**FAST, **options},
+            LeaderOptions(name="fitguard-controller", namespace="kube-system", **{**FAST, **options}),
+            LeaderCallbacks(on_started_leading=calls.on_started, on_stopped_leading=calls.on_stopped),
+            identity=identity,
         )
         elector._exit = calls.exits.append  # what os._exit would have been called with
         made.append(elector)
@@ -153,5 +151,10 @@ def test_a_leader_whose_lease_is_taken_stops_at_once(fake_kube: FakeKubeServer, 
 
 
 def test_durations_must_nest() -> None:
+    """Settings whose lease is no longer than the renew deadline, or whose deadline is within the
+    retry period, are refused when they are made, before any elector campaigns with them."""
     with pytest.raises(ValueError, match="lease_duration > renew_deadline > retry_period"):
-        LeaderElector(object(), "x", "ns", "me", lease_duration=5, renew_deadline=5, retry_period=1)
+        LeaderOptions(lease_duration=5, renew_deadline=5, retry_period=1)
+    with pytest.raises(ValueError, match="lease_duration > renew_deadline > retry_period"):
+        LeaderOptions(lease_duration=5, renew_deadline=1, retry_period=1)
+    assert LeaderOptions(lease_duration=5, renew_deadline=2, retry_period=1).renew_deadline == 2

@@ -14,6 +14,7 @@ from kube.client import (
     load_api_client,
 )
 from kube.patch import (
+    Preconditions,
     apply_object,
     delete_custom_object,
     delete_pod,
@@ -51,7 +52,13 @@ def test_patch_with_a_stale_resource_version_is_refused(fake_kube: FakeKubeServe
     seen_rv = node["metadata"]["resourceVersion"]
     fake_kube.patch("Node", "n1", {"metadata": {"labels": {"moved": "on"}}})
     with pytest.raises(KubeError) as refused:
-        merge_patch(api(fake_kube), NODES, "n1", {"spec": {"unschedulable": True}}, resource_version=seen_rv)
+        merge_patch(
+            api(fake_kube),
+            NODES,
+            "n1",
+            {"spec": {"unschedulable": True}},
+            preconditions=Preconditions(resource_version=seen_rv),
+        )
     assert refused.value.conflict
     assert "unschedulable" not in fake_kube.get("Node", "n1").get("spec", {})
     pod = fake_kube.create(
@@ -64,7 +71,12 @@ def test_patch_with_a_stale_resource_version_is_refused(fake_kube: FakeKubeServe
     )
     uid, rv = pod["metadata"]["uid"], pod["metadata"]["resourceVersion"]
     patched = merge_patch(
-        api(fake_kube), PODS, "p", {"metadata": {"labels": {"a": "b"}}}, "team", uid=uid, resource_version=rv
+        api(fake_kube),
+        PODS,
+        "p",
+        {"metadata": {"labels": {"a": "b"}}},
+        "team",
+        preconditions=Preconditions(uid=uid, resource_version=rv),
     )
     assert (patched["metadata"]["name"], patched["metadata"]["labels"]) == ("p", {"a": "b"})
     [sent] = fake_kube.requests.find("PATCH", "/pods/")

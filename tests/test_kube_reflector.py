@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from kube.client import CONFIG_MAPS, NODE_GROUP_TEMPLATES, PODS, KubeClient
+from kube.options import ReflectorOptions, WatchOptions
 from kube.reflector import Backoff, Reflector
 from kube.store import Store
 from tests.fakekube.fixtures import fake_kube  # noqa: F401  (the fixture)
@@ -47,20 +48,21 @@ class Recorder:
 def make(fake_kube: FakeKubeServer) -> Iterator[Callable[..., tuple[Reflector, Store[str], Recorder]]]:  # noqa: F811
     started: list[Reflector] = []
 
-    def build(**options: Any) -> tuple[Reflector, Store[str], Recorder]:
+    def build(**watch: Any) -> tuple[Reflector, Store[str], Recorder]:
         store: Store[str] = Store("Pod", name_of)
         recorder = Recorder()
         store.add_listener(recorder)
         # paged lists unless a test asks otherwise: streamed lists have tests of their own
         # (tests/test_kube_reflector_stream.py)
-        options = {
+        fields = {
             "backoff_base": 0.02,
             "backoff_cap": 0.2,
             "watch_timeout": 30.0,
             "watch_list": False,
-            **options,
+            **watch,
         }
-        reflector = Reflector(KubeClient(fake_kube.api_client()), PODS, store, **options)
+        options = ReflectorOptions(watch=WatchOptions(**fields))
+        reflector = Reflector(KubeClient(fake_kube.api_client()), PODS, store, options)
         started.append(reflector)
         return reflector, store, recorder
 
@@ -211,15 +213,8 @@ def test_partial_list_never_reaches_the_store(fake_kube: FakeKubeServer) -> None
     store: Store[str] = Store("Pod", transform)
     store.replace([pod("stale")], "1")
     fake_kube.watch_cache = False  # the RV "0" list is paged, as without a watch cache
-    reflector = Reflector(
-        KubeClient(fake_kube.api_client()),
-        PODS,
-        store,
-        page_size=2,
-        backoff_base=1.0,
-        backoff_cap=1.0,
-        watch_list=False,
-    )
+    watch = WatchOptions(page_size=2, backoff_base=1.0, backoff_cap=1.0, watch_list=False)
+    reflector = Reflector(KubeClient(fake_kube.api_client()), PODS, store, ReflectorOptions(watch=watch))
     reflector.start()
     try:
         eventually(lambda: reflector.stats.errors == 1)
@@ -296,9 +291,9 @@ def test_one_namespace_with_a_label_selector(fake_kube: FakeKubeServer) -> None:
         KubeClient(fake_kube.api_client()),
         CONFIG_MAPS,
         store,
-        namespace="kube-system",
-        label_selector="app=web",
-        watch_list=False,
+        ReflectorOptions(
+            namespace="kube-system", label_selector="app=web", watch=WatchOptions(watch_list=False)
+        ),
     )
     reflector.start()
     try:

@@ -7,12 +7,14 @@ Against the fake API server over HTTP, with the whole query of every request the
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import pytest
 
 from kube.client import PODS, KubeClient, KubeError
+from kube.options import ReflectorOptions, WatchOptions
 from kube.reflector import Reflector
 from kube.relist import AfterWatch, after_stream_end, after_watch_error, retriable
 from kube.store import Store
@@ -42,16 +44,20 @@ def watches(fake: FakeKubeServer) -> int:
 def make(fake_kube: FakeKubeServer) -> Iterator[Callable[..., tuple[Reflector, Store[str]]]]:  # noqa: F811
     started: list[Reflector] = []
 
-    def build(**options: Any) -> tuple[Reflector, Store[str]]:
+    def build(
+        rng: random.Random | None = None, clock: Callable[[], float] = time.monotonic, **watch: Any
+    ) -> tuple[Reflector, Store[str]]:
         store: Store[str] = Store("Pod", name_of)
-        options = {
+        fields = {
             "backoff_base": 0.02,
             "backoff_cap": 0.2,
             "watch_timeout": WATCH_TIMEOUT,
             "watch_list": False,
-            **options,
+            **watch,
         }
-        reflector = Reflector(KubeClient(fake_kube.api_client()), PODS, store, **options)
+        options = ReflectorOptions(watch=WatchOptions(**fields))
+        api = KubeClient(fake_kube.api_client())
+        reflector = Reflector(api, PODS, store, options, rng=rng, clock=clock)
         started.append(reflector)
         return reflector, store
 

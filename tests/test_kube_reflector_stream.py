@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from kube.client import PODS, KubeClient, KubeError
+from kube.options import ReflectorOptions, WatchOptions
 from kube.reflector import Reflector
 from kube.relist import too_large
 from kube.store import Store
@@ -53,10 +54,11 @@ def faults(fake: FakeKubeServer) -> list[str | None]:
 def make(fake_kube: FakeKubeServer) -> Iterator[Callable[..., tuple[Reflector, Store[Any]]]]:  # noqa: F811
     started: list[Reflector] = []
 
-    def build(**options: Any) -> tuple[Reflector, Store[Any]]:
+    def build(**watch: Any) -> tuple[Reflector, Store[Any]]:
         store: Store[Any] = Store("Pod", record)
-        options = {"backoff_base": 0.02, "backoff_cap": 0.2, "watch_timeout": WATCH_TIMEOUT, **options}
-        reflector = Reflector(KubeClient(fake_kube.api_client()), PODS, store, **options)
+        fields = {"backoff_base": 0.02, "backoff_cap": 0.2, "watch_timeout": WATCH_TIMEOUT, **watch}
+        options = ReflectorOptions(watch=WatchOptions(**fields))
+        reflector = Reflector(KubeClient(fake_kube.api_client()), PODS, store, options)
         started.append(reflector)
         return reflector, store
 

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from cmdline.statushttp import StatusPort, StatusRoutes
-from controller.cache import CacheSettings, ClusterCache
+from controller.cache import CacheOptions, ClusterCache
 from controller.manager import Manager
-from controller.settings import LeadershipSettings
 from kube.client import as_kube_client
+from kube.options import LeaderOptions
 from tests.waiting import eventually
 
 NAMESPACE = "fitguard-system"
@@ -35,8 +35,8 @@ class Probe:
         stop.wait()
 
 
-def replica(fake_kube: Any, leadership: LeadershipSettings) -> tuple[Manager, Probe, Probe]:
-    cache = ClusterCache(CacheSettings(autoscaler_selector=""))
+def replica(fake_kube: Any, leadership: LeaderOptions | None) -> tuple[Manager, Probe, Probe]:
+    cache = ClusterCache(CacheOptions(autoscaler_selector=""))
     routes = StatusRoutes(waiting=cache.waiting_for, metrics=lambda: (b"", "text/plain"))
     status = StatusPort(routes, logging.getLogger("test"), bind="127.0.0.1:0")
     manager = Manager(as_kube_client(fake_kube.api_client()), cache, leadership, status)
@@ -54,7 +54,7 @@ def test_without_leader_election_every_runnable_runs_after_the_first_lists(
     though the pod list is held a second (paged lists, so the held request is that list)."""
     monkeypatch.setenv("KUBE_FEATURE_WatchListClient", "false")
     fake_kube.faults.delay(1.0, method="GET", path="/api/v1/pods", watch=False)
-    manager, everywhere, leader_only = replica(fake_kube, LeadershipSettings(enabled=False))
+    manager, everywhere, leader_only = replica(fake_kube, None)
     stop = threading.Event()
     thread = threading.Thread(target=manager.run, args=(stop,), daemon=True)
     thread.start()
@@ -72,9 +72,7 @@ def test_a_follower_runs_only_what_needs_no_lease_until_it_takes_the_lease_over(
     """Two replicas with leader election: both run the books; only the lease holder runs discovery;
     once the holder stops (its lease left to expire), the other starts its discovery."""
     fake_kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
-    leadership = LeadershipSettings(
-        enabled=True, namespace=NAMESPACE, lease_duration=1.0, renew_deadline=0.8, retry_period=0.2
-    )
+    leadership = LeaderOptions(namespace=NAMESPACE, lease_duration=1.0, renew_deadline=0.8, retry_period=0.2)
     first = replica(fake_kube, leadership)
     first[0].elector._exit = lambda code: None  # type: ignore[union-attr]  # the test process stays
     stops = [threading.Event(), threading.Event()]

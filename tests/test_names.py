@@ -6,12 +6,13 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import capacity.defaults
 import capacity.demand
 import capacity.estimate
 import capacity.guard
 import capacity.names
 import capacity.records
-import controller.books
+import controller.labels
 import controller.scaling
 import webhook.mutate
 from capacity.names import (
@@ -31,7 +32,7 @@ PRODUCT_PACKAGES = ("capacity", "kube", "webhook", "controller", "certs", "fitgu
 def test_the_label_the_controller_writes_is_the_one_the_webhook_guards() -> None:
     """The exhausted label the books write on nodes, the one the scaling driver and the pure guard
     read, and the key of the webhook's DoesNotExist expression are one object, not equal copies."""
-    written = controller.books.EXHAUSTED_LABEL
+    written = controller.labels.EXHAUSTED_LABEL
     assert written is webhook.mutate.GUARD_EXPRESSION["key"]
     assert written is webhook.mutate.EXHAUSTED_LABEL
     assert written is capacity.guard.EXHAUSTED_LABEL
@@ -84,5 +85,25 @@ def test_no_product_module_spells_a_name_of_its_own() -> None:
         if path != names_file
         for line, value in _string_constants(path)
         if value in values
+    ]
+    assert found == []
+
+
+def test_no_product_module_spells_a_default_of_its_own() -> None:
+    """The namespace, the Lease's name and the listen addresses are written once, in
+    capacity/defaults.py: every flag and options object imports them. (The Lease's name is also
+    the value of the templates' managed-by label, capacity/names.py, a different fact.)"""
+    values = {value for name, value in vars(capacity.defaults).items() if name.isupper()}
+    assert values == {"fitguard-system", "fitguard-controller", "0.0.0.0:8443", "0.0.0.0:8080"}
+    allowed = {
+        ROOT / "capacity" / "defaults.py": values,
+        ROOT / "capacity" / "names.py": {"fitguard-controller"},
+    }
+    found = [
+        f"{path.relative_to(ROOT)}:{line}: {value!r}"
+        for package in PRODUCT_PACKAGES
+        for path in sorted((ROOT / package).rglob("*.py"))
+        for line, value in _string_constants(path)
+        if value in values and value not in allowed.get(path, set())
     ]
     assert found == []

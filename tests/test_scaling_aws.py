@@ -18,6 +18,7 @@ from controller.aws.clients import AwsClients
 from controller.scaling import (
     ON,
     PLAN,
+    CycleFacts,
     ScalingDriver,
     ScalingOptions,
     exhausted_groups,
@@ -210,10 +211,12 @@ def test_pod_eni_pods_on_exhausted_nodes_are_planned_only_in_all_scope(aws: AwsE
     templates = [template("ng-sg", desired=1, nodes=1)]
     pods = [pending(f"sg-{i}", {"cpu": "100m", POD_ENI: "1"}) for i in range(2)]
     books = {"n1": 0}  # 9 branch ENIs, 3 in use, 6 held by finished pods: none truly free
-    blind = driver(PLAN).plan_cycle(templates, pods, [exhausted_node()], now=NOW, true_free_pod_eni=books)
+    blind = driver(PLAN).plan_cycle(
+        templates, pods, [exhausted_node()], now=NOW, facts=CycleFacts(true_free_pod_eni=books)
+    )
     assert blind.plan.scale_ups == ()
     everything = driver(PLAN, scope=ALL).plan_cycle(
-        templates, pods, [exhausted_node()], now=NOW, true_free_pod_eni=books
+        templates, pods, [exhausted_node()], now=NOW, facts=CycleFacts(true_free_pod_eni=books)
     )
     assert [(s.node_group, s.from_size, s.to_size) for s in everything.plan.scale_ups] == [("ng-sg", 1, 2)]
 
@@ -222,7 +225,9 @@ def test_guarded_pod_eni_pods_are_blind_demand_when_every_node_is_exhausted(aws:
     make_asg(aws, "ng-sg", desired=1)
     templates = [template("ng-sg", desired=1, nodes=1)]
     pods = [pending("sg-0", {"cpu": "100m", POD_ENI: "1"}, GUARD)]
-    cycle = driver(PLAN).plan_cycle(templates, pods, [exhausted_node()], now=NOW, true_free_pod_eni={"n1": 0})
+    cycle = driver(PLAN).plan_cycle(
+        templates, pods, [exhausted_node()], now=NOW, facts=CycleFacts(true_free_pod_eni={"n1": 0})
+    )
     assert [(s.node_group, s.to_size) for s in cycle.plan.scale_ups] == [("ng-sg", 2)]
 
 
@@ -325,7 +330,8 @@ def test_bound_pods_take_their_nodes_capacity_until_they_finish(aws: AwsEnvironm
 def test_the_planners_pending_pods_are_the_unbound_pending_ones_listed_in_pages(fake_kube: Any) -> None:
     """The cache's pending store (what the planner reads) holds the unbound Pending pods of a paged
     list, not a bound one nor a finished one; the pod records hold every pod."""
-    from controller.cache import CacheSettings, ClusterCache
+    from controller.cache import CacheOptions, ClusterCache
+    from kube.options import WatchOptions
 
     for i in range(3):
         fake_kube.create(pending(f"p-{i}", SCRATCH))
@@ -335,7 +341,9 @@ def test_the_planners_pending_pods_are_the_unbound_pending_ones_listed_in_pages(
     done = pending("done", SCRATCH)
     done["status"] = {"phase": "Failed"}
     fake_kube.create(done)
-    cache = ClusterCache(CacheSettings(page_size=2, autoscaler_selector="")).list_from(fake_kube.api_client())
+    cache = ClusterCache(CacheOptions(autoscaler_selector="", watch=WatchOptions(page_size=2))).list_from(
+        fake_kube.api_client()
+    )
     assert sorted(p["metadata"]["name"] for p in cache.pending.items()) == ["p-0", "p-1", "p-2"]
     assert len(cache.pods) == 5
 

@@ -28,6 +28,7 @@ from controller.scaling import (
     OFF,
     ON,
     PLAN,
+    CycleFacts,
     ScalingDriver,
     ScalingOptions,
     exhausted_groups,
@@ -254,7 +255,7 @@ def test_a_planned_cycle_without_aws_is_told_not_made() -> None:
         assert driver.registry.get_sample_value("fitguard_unschedulable_pods", {"scope": "all"}) == 2.0
         assert driver.registry.get_sample_value("fitguard_unschedulable_pods", {"scope": "blind"}) == 0.0
     blind = ScalingDriver(ScalingOptions(mode=PLAN))
-    cycle = blind.plan_cycle(templates, pods, [], now=NOW, asg_names={"ng-a": "asg-a"})
+    cycle = blind.plan_cycle(templates, pods, [], now=NOW, facts=CycleFacts(asg_names={"ng-a": "asg-a"}))
     assert cycle.asg_names == {"ng-a": "asg-a"}
     assert blind.act(cycle, now=NOW) == []
     why = "cluster-autoscaler can serve it with a node of ng-a"
@@ -361,7 +362,9 @@ def test_scaling_on_raises_the_desired_capacity_only_from_where_the_plan_started
     outcomes = []
     caplog.set_level(logging.WARNING, logger="controller.scaling")
     for arrange in cases:
-        cycle = cycle_of.plan_cycle(templates, pods, [], now=NOW, asg_names={"ng-a": "asg-a"})
+        cycle = cycle_of.plan_cycle(
+            templates, pods, [], now=NOW, facts=CycleFacts(asg_names={"ng-a": "asg-a"})
+        )
         with Stubber(client) as stub:
             arrange(stub)
             outcomes.append(driver.act(cycle, now=NOW)[0]["outcome"])
@@ -396,20 +399,20 @@ def test_the_plan_starts_from_the_asgs_sizes_and_last_scale_up_as_aws_reports_th
     driver = ScalingDriver(ScalingOptions(mode=PLAN, scope="all"), AsgGroups(client))
     with Stubber(client) as stub:
         describe(stub, "asg-a", 0, 1)
-        cycle = driver.plan_cycle(templates, pods, [], now=NOW, asg_names={"ng-a": "asg-a"})
+        cycle = driver.plan_cycle(templates, pods, [], now=NOW, facts=CycleFacts(asg_names={"ng-a": "asg-a"}))
         stub.assert_no_pending_responses()
     assert (cycle.templates["ng-a"].desired_size, cycle.templates["ng-a"].max_size) == (0, 1)
     assert [(s.node_group, s.from_size, s.to_size) for s in cycle.plan.scale_ups] == [("ng-a", 0, 1)]
     with Stubber(client) as stub:
         describe(stub, "asg-a", 0, 10, last=f"1@{int(NOW) - 10}")
-        cycle = driver.plan_cycle(templates, pods, [], now=NOW, asg_names={"ng-a": "asg-a"})
+        cycle = driver.plan_cycle(templates, pods, [], now=NOW, facts=CycleFacts(asg_names={"ng-a": "asg-a"}))
     assert (cycle.plan.scale_ups, cycle.plan.to_json()["skippedGroups"]) == (
         (),
         {"ng-a": "in cooldown after a recent scale-up"},
     )
     with Stubber(client) as stub:
         stub.add_client_error("describe_auto_scaling_groups", "ValidationError", "broken")
-        cycle = driver.plan_cycle(templates, pods, [], now=NOW, asg_names={"ng-a": "asg-a"})
+        cycle = driver.plan_cycle(templates, pods, [], now=NOW, facts=CycleFacts(asg_names={"ng-a": "asg-a"}))
     assert cycle.errors == {"": "DescribeAutoScalingGroups: ValidationError: broken"}
     assert [(s.node_group, s.from_size, s.to_size) for s in cycle.plan.scale_ups] == [("ng-a", 0, 2)]
     off = ScalingDriver(ScalingOptions(mode=OFF, scope="all"), client)

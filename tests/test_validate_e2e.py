@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from capacity.names import IGNORE_LABEL, MODE_LABEL
+from capacity.names import IGNORE_LABEL, MODE_LABEL, WEBHOOK_REPORTER
 from kube.statefile import load_state
 from tests.fakekube.server import FakeKubeServer
 from tests.tlsfixtures import TlsFiles
@@ -364,6 +364,7 @@ def test_audit_mode_from_the_namespace_label_allows_and_records_an_event_and_a_m
     )
     assert event["reason"] == REASON and event["type"] == "Warning"
     assert event["regarding"]["kind"] == "Pod"
+    assert event["reportingController"] == WEBHOOK_REPORTER  # the webhook reports as itself
     assert event["note"].startswith(
         "pod does not fit any node group\nng-batch: Insufficient ephemeral-storage"
     )

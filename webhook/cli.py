@@ -7,15 +7,11 @@ import os
 from pathlib import Path
 from typing import Any
 
+from capacity.defaults import METRICS_BIND, NAMESPACE, WEBHOOK_BIND
 from cmdline.logs import add_arguments as add_logging_arguments
 from cmdline.logs import setup_logging
 from webhook.review import FAILURE_POLICIES, MODES, WebhookOptions
 from webhook.tls import DEFAULT_RELOAD_INTERVAL_SECONDS
-
-DEFAULT_METRICS_BIND = "0.0.0.0:8080"  # as webhook/status.py; not imported, to keep --help light
-
-DEFAULT_BIND = "0.0.0.0:8443"
-DEFAULT_NAMESPACE = "fitguard-system"  # as manifests/ installs it
 
 
 def _bind(value: str) -> str:
@@ -78,13 +74,13 @@ def _add_serving_arguments(parser: argparse.ArgumentParser) -> None:
     """The ports and their TLS."""
     parser.add_argument(
         "--bind",
-        default=DEFAULT_BIND,
+        default=WEBHOOK_BIND,
         type=_bind,
         help="the TLS admission port, HOST:PORT (default: %(default)s)",
     )
     parser.add_argument(
         "--metrics-bind",
-        default=DEFAULT_METRICS_BIND,
+        default=METRICS_BIND,
         type=_bind,
         metavar="HOST:PORT",
         help="plain HTTP for /healthz, /readyz, /metrics and /snapshotz, for probes and Prometheus, "
@@ -194,7 +190,7 @@ def _add_review_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--namespace",
-        default=os.environ.get("POD_NAMESPACE") or DEFAULT_NAMESPACE,
+        default=os.environ.get("POD_NAMESPACE") or NAMESPACE,
         help="the webhook's own namespace, never reviewed (default: $POD_NAMESPACE or %(default)s)",
     )
 

@@ -18,6 +18,7 @@ from capacity.placement import LiveNode
 from capacity.sgp import SecurityGroupPolicy, compile_policy, matching_groups
 from capacity.string_maps import string_map
 from capacity.template import NodeGroupTemplate
+from kube.options import ReflectorOptions, WatchOptions
 from kube.statefile import by_kind, load_state
 from kube.store import Store
 from webhook.memo import RefusalMemo
@@ -172,18 +173,28 @@ WATCHES: tuple[tuple[str, str | None, str], ...] = (
 )
 
 
-def start_reflectors(view: ClusterView, api: ApiLike) -> list[Reflector | WhenServed]:
+def start_reflectors(
+    view: ClusterView, api: ApiLike, watch: WatchOptions = WatchOptions()
+) -> list[Reflector | WhenServed]:
     """One started list+watch reflector per store (`api`: a KubeClient or ApiClient), and one for
-    NodePools once the API serves them; each stops with `stop()`. Imported here so that a webhook
-    run from a state file never loads the Kubernetes client."""
+    NodePools once the API serves them, all with the same `watch` settings; each stops with
+    `stop()`. Imported here so that a webhook run from a state file never loads the Kubernetes
+    client."""
     from kube.api import start_reflector
 
     stores = view.stores()
     started: list[Reflector | WhenServed] = [
-        start_reflector(api, kind, stores[kind], namespace=namespace, field_selector=selector)
+        start_reflector(
+            api,
+            kind,
+            stores[kind],
+            ReflectorOptions(namespace=namespace, field_selector=selector, watch=watch),
+        )
         for kind, namespace, selector in WATCHES
     ]
-    started.append(WhenServed(api, NODE_POOL_KIND, view.node_pools).start())
+    started.append(
+        WhenServed(api, NODE_POOL_KIND, view.node_pools, options=ReflectorOptions(watch=watch)).start()
+    )
     return started
 
 
@@ -201,8 +212,9 @@ class WhenServed:
         store: Store[Any],
         recheck: float = NODE_POOL_RECHECK_SECONDS,
         retry: float = NODE_POOL_RETRY_SECONDS,
+        options: ReflectorOptions = ReflectorOptions(),
     ) -> None:
-        self._api, self._kind, self._store = api, kind, store
+        self._api, self._kind, self._store, self._options = api, kind, store, options
         self._recheck, self._retry = recheck, retry
         self._stop = threading.Event()
         self._lock = threading.Lock()
@@ -236,7 +248,7 @@ class WhenServed:
             if served:
                 with self._lock:
                     if not self._stop.is_set():
-                        self.reflector = start_reflector(self._api, self._kind, self._store)
+                        self.reflector = start_reflector(self._api, self._kind, self._store, self._options)
                 return
             if not self._store.synced or len(self._store):
                 self._store.replace([])

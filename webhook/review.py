@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from capacity.defaults import NAMESPACE
 from capacity.names import IGNORE_LABEL, MODE_LABEL
 from capacity.placement import Abstention
 
@@ -28,7 +29,7 @@ class WebhookOptions:
     mode: str = "enforce"
     failure_policy: str = "ignore"
     eni_guard: bool = True
-    own_namespace: str = "fitguard-system"
+    own_namespace: str = NAMESPACE
     exempt_namespaces: frozenset[str] = frozenset({"kube-system"})
     # Whether an object's own fitguard.io/ignore=true label exempts it. Off: opting out is the
     # cluster administrator's decision, taken on namespaces (as Gatekeeper honours its ignore

@@ -26,6 +26,7 @@ from typing import Any
 
 from gunicorn.app.base import BaseApplication
 
+from capacity.defaults import METRICS_BIND
 from capacity.names import WEBHOOK_REPORTER
 from cmdline.safe_text import for_terminal
 from webhook.review import WebhookOptions
@@ -81,7 +82,7 @@ class ServeOptions:
     log_level: str = "info"
     client_ca: Path | None = None  # None: no client certificate asked for
     tls_reload_interval: float = DEFAULT_RELOAD_INTERVAL_SECONDS
-    metrics_bind: str = "0.0.0.0:8080"  # plain HTTP: /healthz, /readyz, /metrics, /snapshotz
+    metrics_bind: str = METRICS_BIND  # plain HTTP: /healthz, /readyz, /metrics, /snapshotz
     handshake_timeout: float = HANDSHAKE_TIMEOUT_SECONDS
     header_timeout: float = HEADER_TIMEOUT_SECONDS
     body_timeout: float = BODY_TIMEOUT_SECONDS
@@ -130,6 +131,7 @@ def build_app(options: ServeOptions, state_objects: list[dict[str, Any]] | None 
         from kube.client import load_api_client
         from kube.events import EventRecorder
         from kube.leader import default_identity
+        from kube.options import EventOptions
         from webhook.audit import AuditEvents
 
         api = load_api_client(options.kubeconfig, options.context)
@@ -140,7 +142,7 @@ def build_app(options: ServeOptions, state_objects: list[dict[str, Any]] | None 
         # own caches synced, well within gunicorn's worker timeout.
         if not view.wait_ready(SYNC_WAIT_SECONDS):
             log.warning("caches not synced after %s s; /readyz says what is missing", SYNC_WAIT_SECONDS)
-        recorder = EventRecorder(api, default_identity(), reporting_controller=WEBHOOK_REPORTER)
+        recorder = EventRecorder(api, default_identity(), EventOptions(reporting_controller=WEBHOOK_REPORTER))
         audit = AuditEvents(recorder).submit
     # The caches are long-lived: out of every garbage collection, they do not make a review's
     # collection pauses grow with the cluster.

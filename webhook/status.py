@@ -20,7 +20,6 @@ from webhook.cluster import ClusterView
 from webhook.review import WebhookOptions
 
 log = logging.getLogger(__name__)
-DEFAULT_METRICS_BIND = "0.0.0.0:8080"  # the default of `fitguard webhook --metrics-bind`
 SNAPSHOTZ_OFF = statushttp.SNAPSHOTZ_OFF
 Serving = Callable[[], list[str]]  # why the admission port cannot answer now; empty when it can
 
