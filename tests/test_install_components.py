@@ -242,7 +242,7 @@ def test_two_mode_components_are_refused_in_either_order_saying_only_one_mode_co
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_a_mode_component_over_an_overlay_that_already_chose_one_is_refused(tmp_path: Path, mode: str) -> None:
+def test_a_mode_component_over_an_overlay_with_a_mode_is_refused(tmp_path: Path, mode: str) -> None:
     """The claim survives a nesting level: a kustomization whose resource is manifests/overlays/warn
     (the base plus warn, rendered on its own) and that lists another mode component fails the same
     way. The local-only ConfigMap is dropped only from the final print, never between levels."""
@@ -304,3 +304,19 @@ def test_a_component_adding_an_object_the_base_has_is_refused(tmp_path: Path) ->
     assert "appears twice" in _refused(build, directory)
     if kubectl_available():
         _refused(render_with_kubectl, directory)
+
+
+def test_every_object_of_every_combination_is_labelled_part_of_fitguard(
+    ours: dict[Combination, list[Obj]],
+) -> None:
+    """`app.kubernetes.io/part-of: fitguard` on every object any combination installs, the base's
+    (its labels transformer) and each component's (written in their files, since a component's
+    labels transformer would also label whatever else the user's kustomization holds), so
+    `kubectl get all,cm,secret -A -l app.kubernetes.io/part-of=fitguard` finds all of fitguard."""
+    unlabelled = {
+        object_id(obj)
+        for objects in ours.values()
+        for obj in objects
+        if (obj["metadata"].get("labels") or {}).get("app.kubernetes.io/part-of") != "fitguard"
+    }
+    assert unlabelled == set()
