@@ -2,7 +2,9 @@
 
 Supported: `resources` (YAML files and kustomization directories), `components` (directories of
 `kind: Component`), `patches` (strategic merge or JSON 6902, inline or from a file, with or without
-a `target`), `namespace`, `labels`, `commonLabels` and `images`. Anything else in a kustomization
+a `target`), `namespace`, `labels`, `commonLabels` and `images`, and objects annotated
+`config.kubernetes.io/local-config` (kept through the build, dropped from what `build` returns, as
+kustomize prints them). Anything else in a kustomization
 is refused rather than silently ignored, so a manifest change that needs more of kustomize fails
 here instead of rendering something else.
 `render` uses `kubectl kustomize` itself when kubectl is on PATH and `prefer_kubectl` is set.

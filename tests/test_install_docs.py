@@ -203,7 +203,8 @@ def _effect(cluster: Cluster, command: str, comment: str, stdout: str) -> None:
             "fitguard-webhook-tls",
         }
     elif command.startswith("kubectl get ngt ng-batch"):
-        assert isinstance(json.loads(stdout or "[]"), list)
+        conditions = json.loads(stdout)
+        assert conditions and all({"type", "status"} <= set(c) for c in conditions), stdout
     elif command.startswith("kubectl get ngt"):
         header = stdout.splitlines()[0]
         assert all(column in header for column in comment.split(", ") if comment), (comment, header)
