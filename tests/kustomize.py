@@ -2,7 +2,9 @@
 
 Supported: `resources` (YAML files and kustomization directories), `components` (directories of
 `kind: Component`), `patches` (strategic merge or JSON 6902, inline or from a file, with or without
-a `target`), `namespace`, `labels`, `commonLabels` and `images`. Anything else in a kustomization
+a `target`), `namespace`, `labels`, `commonLabels` and `images`, and objects annotated
+`config.kubernetes.io/local-config` (kept through the build, dropped from what `build` returns, as
+kustomize prints them). Anything else in a kustomization
 is refused rather than silently ignored, so a manifest change that needs more of kustomize fails
 here instead of rendering something else.
 `render` uses `kubectl kustomize` itself when kubectl is on PATH and `prefer_kubectl` is set.
@@ -112,8 +114,25 @@ def object_id(obj: Mapping[str, Any]) -> tuple[str, str, str, str]:
     return (obj.get("apiVersion", ""), obj.get("kind", ""), meta.get("namespace") or "", meta.get("name", ""))
 
 
+# kustomize leaves an object so annotated out of what it prints, once the whole build (every level,
+# every patch) has run: KustTarget.makeCustomizedResMap calls IgnoreLocal last (kustomize v5.0.0 on,
+# api/internal/target/kusttarget.go; docs/upstream.md).
+LOCAL_CONFIG = "config.kubernetes.io/local-config"
+
+
 def build(directory: Path) -> list[Obj]:
-    """Render one kustomization directory with this loader (never kubectl)."""
+    """Render one kustomization directory with this loader (never kubectl), as `kubectl kustomize`
+    prints it: without the objects annotated local-config "true"."""
+    return [obj for obj in _build(directory) if not _is_local(obj)]
+
+
+def _is_local(obj: Obj) -> bool:
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    return LOCAL_CONFIG in annotations and annotations[LOCAL_CONFIG] != "false"
+
+
+def _build(directory: Path) -> list[Obj]:
+    """A kustomization's objects as its parent accumulates them: local-config ones still there."""
     return _accumulate(directory, _read_kustomization(directory), [])
 
 
@@ -157,7 +176,7 @@ def _load_resource(directory: Path, entry: str) -> list[Obj]:
     if path.is_dir():
         if _read_kustomization(path).get("kind") == COMPONENT:
             raise KustomizeError(f"{directory}: {entry!r} is a Component: list it under components")
-        return build(path)
+        return _build(path)
     if not path.is_file():
         raise KustomizeError(f"{directory}: resource {entry!r} does not exist")
     if directory.resolve() not in path.parents:

@@ -13,6 +13,7 @@ import subprocess
 import threading
 import urllib.request
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -126,13 +127,29 @@ def controller(fake_kube: Any, aws: Any) -> Iterator[ControllerLoop]:
     stop.set()
 
 
+# The job prometheus-operator gives the webhook's targets: the name of the Service its ServiceMonitor
+# finds them through (tests/test_monitoring_manifests.py checks the rules name the same).
+WEBHOOK_JOB = "fitguard-webhook-metrics"
+WEBHOOK_ALERTS = ("FitguardWebhookDown", "FitguardWebhookNotScraped")
+
+
+def _rule_expr(alert: str) -> str:
+    [expr] = [
+        rule["expr"] for group in rule_groups() for rule in group["rules"] if rule.get("alert") == alert
+    ]
+    return str(expr)
+
+
 @pytest.mark.slow
 def test_a_real_prometheus_finds_every_metric_the_rules_and_dashboard_use(
     controller: ControllerLoop, tls_files: TlsFiles, tmp_path: Path
 ) -> None:
     """Prometheus on loopback (its own config and storage in tmp) scrapes a running webhook (its
-    status port) and a running controller; every metric name a rule or a dashboard query uses is among the
-    scraped series, and every rule expression evaluates without error."""
+    status port, under the job prometheus-operator would give it) and a running controller; every
+    metric name a rule or a dashboard query uses is among the scraped series, and every rule
+    expression evaluates without error. The webhook alerts' expressions find nothing while the
+    webhook answers, and once it has stopped `up == 0` finds exactly its target (and `absent`
+    still nothing: the target is there, failing)."""
     prometheus = shutil.which("prometheus")
     if prometheus is None:
         pytest.skip("prometheus not installed (Debian: apt-get install prometheus)")
@@ -142,11 +159,15 @@ def test_a_real_prometheus_finds_every_metric_the_rules_and_dashboard_use(
         "a controller cycle",
         timeout=60,
     )
-    with running(tls_files, ["--state", str(EXAMPLES / "cluster.yaml")], workers=1) as webhook:
+    with ExitStack() as stack:
+        webhook = stack.enter_context(
+            running(tls_files, ["--state", str(EXAMPLES / "cluster.yaml")], workers=1)
+        )
         pod = next(o for o in load_state(EXAMPLES / "workloads.yaml") if o["kind"] == "Pod")
         for path in ("/mutate", "/validate"):
             assert post(webhook.connect(), admission_review(pod), path)[0] == 200
         port = _free_port()
+        webhook_target = f"127.0.0.1:{webhook.status_port}"
         config = {
             "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
             "rule_files": [str(tmp_path / "rules.yaml")],
@@ -156,8 +177,8 @@ def test_a_real_prometheus_finds_every_metric_the_rules_and_dashboard_use(
                     "static_configs": [{"targets": [f"127.0.0.1:{controller.http.port}"]}],
                 },
                 {  # the plain-HTTP status port, as the webhook's metrics Service exposes it
-                    "job_name": "webhook",
-                    "static_configs": [{"targets": [f"127.0.0.1:{webhook.status_port}"]}],
+                    "job_name": WEBHOOK_JOB,
+                    "static_configs": [{"targets": [webhook_target]}],
                 },
             ],
         }
@@ -169,6 +190,12 @@ def test_a_real_prometheus_finds_every_metric_the_rules_and_dashboard_use(
             stdout=log, stderr=subprocess.STDOUT,
         )  # fmt: skip
         base = f"http://127.0.0.1:{port}/api/v1"
+
+        def query(expr: str) -> list[dict[str, Any]]:
+            answer = _get_json(f"{base}/query?query={urllib.request.quote(expr)}")
+            assert answer["status"] == "success", (expr, answer)
+            return list(answer["data"]["result"])
+
         try:
 
             def scraped() -> set[str] | None:
@@ -184,8 +211,16 @@ def test_a_real_prometheus_finds_every_metric_the_rules_and_dashboard_use(
             wanted = metric_names(rule_expressions()) | metric_names(dashboard_expressions())
             assert wanted - names == set()
             for expr in rule_expressions():
-                answer = _get_json(f"{base}/query?query={urllib.request.quote(expr)}")
-                assert answer["status"] == "success", (expr, answer)
+                query(expr)
+            assert [query(_rule_expr(alert)) for alert in WEBHOOK_ALERTS] == [[], []]
+            stack.close()  # the webhook stops; Prometheus keeps scraping its port
+            down = eventually(
+                lambda: query(_rule_expr("FitguardWebhookDown")), "the webhook's failed scrape", timeout=30
+            )
+            assert [(s["metric"]["job"], s["metric"]["instance"], s["value"][1]) for s in down] == [
+                (WEBHOOK_JOB, webhook_target, "0")
+            ]
+            assert query(_rule_expr("FitguardWebhookNotScraped")) == []
         finally:
             server.terminate()
             server.wait(timeout=30)

@@ -195,8 +195,7 @@ def test_each_combination_passes_exactly_the_arguments_its_components_set(
         assert controller_cli.parse_args(controller).manage_certificates is (
             "cert-manager" not in combination
         )
-        annotations = one(objects, "Deployment", "fitguard-webhook")["metadata"]["annotations"]
-        assert annotations == {"fitguard.io/mode-component": mode or "none"}
+        assert "annotations" not in one(objects, "Deployment", "fitguard-webhook")["metadata"]
 
 
 def test_the_webhook_configurations_follow_fail_closed_and_cert_manager(
@@ -224,15 +223,48 @@ def _refused(render: Callable[[Path], list[Obj]], directory: Path) -> str:
     return str(raised.value)
 
 
+ONLY_ONE_MODE = "only one mode component"
+
+
 @pytest.mark.parametrize(("first", "second"), list(itertools.permutations(MODES, 2)))
-def test_two_mode_components_are_refused_in_either_order(tmp_path: Path, first: str, second: str) -> None:
+def test_two_mode_components_are_refused_in_either_order_saying_only_one_mode_component(
+    tmp_path: Path, first: str, second: str
+) -> None:
     """Modes exclude each other by construction: the second mode component's JSON patch tests the
-    annotation the first already rewrote, so the render fails (with kubectl: kustomize's own
-    `test failed`) instead of one mode silently winning."""
+    key of the base's local-only ConfigMap the first already claimed, so the render fails instead
+    of one mode silently winning, and the message (kubectl's kustomize quotes the key it tested)
+    says "only one mode component" and names the second component's directory."""
     directory = kustomization(tmp_path, (first, "monitoring", second))
-    assert "fitguard.io~1mode-component" in _refused(build, directory)
+    assert ONLY_ONE_MODE in _refused(build, directory)
     if kubectl_available():
-        assert "test failed" in _refused(render_with_kubectl, directory)
+        message = _refused(render_with_kubectl, directory)
+        assert ONLY_ONE_MODE in message and f"components/{second}'" in message, message
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_mode_component_over_an_overlay_with_a_mode_is_refused(tmp_path: Path, mode: str) -> None:
+    """The claim survives a nesting level: a kustomization whose resource is manifests/overlays/warn
+    (the base plus warn, rendered on its own) and that lists another mode component fails the same
+    way. The local-only ConfigMap is dropped only from the final print, never between levels."""
+    from tests.kustomize import write_kustomization
+
+    overlay = BASE.parent / "overlays" / "warn"
+    directory = write_kustomization(tmp_path, [overlay], [COMPONENTS / mode])
+    assert ONLY_ONE_MODE in _refused(build, directory)
+    if kubectl_available():
+        assert ONLY_ONE_MODE in _refused(render_with_kubectl, directory)
+
+
+def test_the_mode_claim_is_never_applied(ours: dict[Combination, list[Obj]]) -> None:
+    """The ConfigMap the mode components meet at is local-only: no combination prints it (nor any
+    other object kustomize would keep out of an apply)."""
+    printed = {
+        name(combination)
+        for combination, objects in ours.items()
+        for obj in objects
+        if obj["kind"] == "ConfigMap" or "config.kubernetes.io/local-config" in str(obj["metadata"])
+    }
+    assert printed == set()
 
 
 def test_a_component_listed_as_a_resource_is_refused_as_kustomize_refuses_it(tmp_path: Path) -> None:
@@ -272,3 +304,19 @@ def test_a_component_adding_an_object_the_base_has_is_refused(tmp_path: Path) ->
     assert "appears twice" in _refused(build, directory)
     if kubectl_available():
         _refused(render_with_kubectl, directory)
+
+
+def test_every_object_of_every_combination_is_labelled_part_of_fitguard(
+    ours: dict[Combination, list[Obj]],
+) -> None:
+    """`app.kubernetes.io/part-of: fitguard` on every object any combination installs, the base's
+    (its labels transformer) and each component's (written in their files, since a component's
+    labels transformer would also label whatever else the user's kustomization holds), so
+    `kubectl get all,cm,secret -A -l app.kubernetes.io/part-of=fitguard` finds all of fitguard."""
+    unlabelled = {
+        object_id(obj)
+        for objects in ours.values()
+        for obj in objects
+        if (obj["metadata"].get("labels") or {}).get("app.kubernetes.io/part-of") != "fitguard"
+    }
+    assert unlabelled == set()

@@ -472,6 +472,22 @@ def test_the_webhook_deployment_is_spread_and_protected(rendered: dict[str, list
 
 
 @pytest.mark.parametrize("deployment", ["fitguard-webhook", "fitguard-controller"])
+def test_each_budget_covers_its_deployment_and_lets_unhealthy_pods_go(
+    rendered: dict[str, list[Obj]], deployment: str
+) -> None:
+    """Both PodDisruptionBudgets select their Deployment's pods, allow one eviction at a time and
+    evict a pod that is not ready at any time (`unhealthyPodEvictionPolicy: AlwaysAllow`), so a
+    crash-looping fitguard pod never holds a node drain."""
+    pdb = one(rendered["base"], "PodDisruptionBudget", deployment)
+    labels = one(rendered["base"], "Deployment", deployment)["spec"]["template"]["metadata"]["labels"]
+    assert _selects(pdb["spec"]["selector"], labels)
+    assert {k: v for k, v in pdb["spec"].items() if k != "selector"} == {
+        "maxUnavailable": 1,
+        "unhealthyPodEvictionPolicy": "AlwaysAllow",
+    }
+
+
+@pytest.mark.parametrize("deployment", ["fitguard-webhook", "fitguard-controller"])
 def test_pods_run_unprivileged(rendered: dict[str, list[Obj]], deployment: str) -> None:
     pod = one(rendered["base"], "Deployment", deployment)["spec"]["template"]["spec"]
     assert pod["securityContext"]["runAsNonRoot"] is True

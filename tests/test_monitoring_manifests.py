@@ -1,7 +1,9 @@
 """manifests/components/monitoring/ (a kustomize Component) renders on top of the base (our loader and
 `kubectl kustomize` agree), its Services validate
 against the Kubernetes schemas and selects the controller's pods on a port they expose, and its
-ServiceMonitor and PrometheusRule validate against their CRDs' schemas (tests/monitoring_schemas.py)."""
+ServiceMonitor and PrometheusRule validate against their CRDs' schemas (tests/monitoring_schemas.py),
+kube-prometheus-stack's default selectors pick them up (tests/kube_prometheus_stack.py), and the
+webhook alerts watch the job prometheus-operator gives the webhook's targets."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import jsonschema
 import kubernetes_validate
 import pytest
 
+from tests.kube_prometheus_stack import selected_by, selects
 from tests.kustomize import (
     build,
     kubectl_available,
@@ -101,3 +104,55 @@ def test_each_service_monitor_reaches_its_components_metrics_port(
         for p in deployment["spec"]["template"]["spec"]["containers"][0]["ports"]
     }
     assert ports[service["spec"]["ports"][0]["targetPort"]] == 8080
+
+
+MONITORING_OBJECTS = {
+    ("ServiceMonitor", "fitguard-controller"),
+    ("ServiceMonitor", "fitguard-webhook"),
+    ("PrometheusRule", "fitguard"),
+}
+
+
+def test_kube_prometheus_stacks_default_selectors_pick_up_every_monitor_and_the_rules(
+    with_monitoring: Path,
+) -> None:
+    """A kube-prometheus-stack release named kube-prometheus-stack, with the chart's default values,
+    selects both ServiceMonitors and the PrometheusRule (their `release` label), and a release of
+    another name none of them: the label is what selects them, nothing else."""
+    objects = build(with_monitoring)
+    assert selected_by("kube-prometheus-stack", objects) == MONITORING_OBJECTS
+    assert selected_by("monitoring", objects) == set()
+
+
+def test_the_webhook_alerts_watch_the_job_the_operator_names_after_the_webhooks_metrics_service(
+    with_monitoring: Path,
+) -> None:
+    """prometheus-operator sets a ServiceMonitor target's job to the name of the Service it was found
+    through (pkg/prometheus/promcfg.go, generateServiceMonitorConfig): the job both webhook alerts
+    name is the Service the webhook's ServiceMonitor selects, and that Service selects the webhook's
+    pods. A renamed Service would leave `absent()` firing for ever and `up == 0` never."""
+    objects = build(with_monitoring)
+    monitor = next(
+        o for o in objects if (o["kind"], o["metadata"]["name"]) == ("ServiceMonitor", "fitguard-webhook")
+    )
+    [service] = [
+        o
+        for o in objects
+        if o["kind"] == "Service" and selects(monitor["spec"]["selector"], o["metadata"].get("labels") or {})
+    ]
+    webhook = next(
+        o for o in objects if (o["kind"], o["metadata"]["name"]) == ("Deployment", "fitguard-webhook")
+    )
+    assert selects(
+        {"matchLabels": service["spec"]["selector"]}, webhook["spec"]["template"]["metadata"]["labels"]
+    )
+    rules = {
+        r["alert"]: r
+        for o in objects
+        if o["kind"] == "PrometheusRule"
+        for g in o["spec"]["groups"]
+        for r in g["rules"]
+    }
+    job = service["metadata"]["name"]
+    assert rules["FitguardWebhookDown"]["expr"] == f'up{{job="{job}"}} == 0'
+    assert rules["FitguardWebhookNotScraped"]["expr"] == f'absent(up{{job="{job}"}})'
