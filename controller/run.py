@@ -214,6 +214,8 @@ def _templates(
         now=time.time(),
         facts=facts,
         group_label=options.node_group_label,
+        daemonsets=objects.daemonsets,
+        pods_on=source.pods_on_node,
     )
 
 

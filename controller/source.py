@@ -59,6 +59,10 @@ class ClusterSource(Protocol):
         """Every pod (raw), read at most once per `objects()` call."""
         ...
 
+    def pods_on_node(self, node: str) -> list[dict[str, Any]]:
+        """The pods (raw) bound to one node; KubeError when the API cannot list them."""
+        ...
+
     def config_map(self, namespace: str, name: str) -> dict[str, Any] | None:
         """One ConfigMap, None when absent; ConfigMapUnreadable when it could not be read."""
         ...
@@ -87,6 +91,9 @@ class StateFileSource:
 
     def pods(self) -> list[dict[str, Any]]:
         return self._kinds.get("Pod", [])
+
+    def pods_on_node(self, node: str) -> list[dict[str, Any]]:
+        return _bound_to(self.pods(), node)
 
     def config_map(self, namespace: str, name: str) -> dict[str, Any] | None:
         for obj in self._kinds.get("ConfigMap", []):
@@ -121,6 +128,14 @@ class ApiSource:
             self._pods = list_all_pods(self.api)
         return self._pods
 
+    def pods_on_node(self, node: str) -> list[dict[str, Any]]:
+        """From the cycle's pods when they were listed already, else one list by field selector."""
+        if self._pods is not None:
+            return _bound_to(self._pods, node)
+        from kube.api import list_pods_on_node
+
+        return list_pods_on_node(self.api, node)
+
     def config_map(self, namespace: str, name: str) -> dict[str, Any] | None:
         from kube.api import get_config_map
         from kube.client import KubeError
@@ -134,6 +149,10 @@ class ApiSource:
 
     def autoscaler(self, selector: str, namespace: str) -> tuple[AutoscalerProcess | None, str]:
         return observe(selector, namespace, api=self.api)
+
+
+def _bound_to(pods: list[dict[str, Any]], node: str) -> list[dict[str, Any]]:
+    return [p for p in pods if (p.get("spec") or {}).get("nodeName") == node]
 
 
 def pending_pods(source: ClusterSource) -> list[dict[str, Any]]:
@@ -224,6 +243,9 @@ class CachedSource:
 
     def pods(self) -> list[dict[str, Any]]:
         return self._api().pods()
+
+    def pods_on_node(self, node: str) -> list[dict[str, Any]]:
+        return self._api().pods_on_node(node)
 
     def config_map(self, namespace: str, name: str) -> dict[str, Any] | None:
         return self._api().config_map(namespace, name)

@@ -48,6 +48,8 @@ LIVE_ALLOCATABLE = {"cpu": "1930m", "memory": "7220Mi", "ephemeral-storage": "44
 LIVE_LABELS = {"eks.amazonaws.com/nodegroup": "ng-batch", "node.kubernetes.io/instance-type": "m5.large"}
 # The node as cluster-autoscaler caches it: every label but the hostname, and its template marker.
 CACHED_LABELS = {**LIVE_LABELS, "cluster-autoscaler.kubernetes.io/template-node": "true"}
+# The pods cluster-autoscaler caches with it: the node runs none, and no DaemonSet exists.
+NO_PODS = {"nodePods": {"pods": "0"}, "runningDaemonSets": [], "overhead": {"pods": "0"}}
 
 
 def ca_pod(started: float, labels: dict[str, str] | None = None, *flags: str) -> dict[str, Any]:
@@ -202,6 +204,7 @@ def remembered(seen: str, started: float, reason: str) -> dict[str, Any]:
         "autoscaler": "kube-system/ca-aws-cluster-autoscaler-7d9f",
         "started": format_time(started),
         "expires": expires,
+        **NO_PODS,
     }
 
 
@@ -274,6 +277,7 @@ def test_remembered_group_admits_with_a_warning_until_cluster_autoscaler_restart
         "lastSeen": seen,
         "autoscaler": "kube-system/ca-aws-cluster-autoscaler-7d9f",
         "started": format_time(restarted),
+        **NO_PODS,
     }
     denied = until_allowed(server, scratch(), False)
     assert FIX in denied["status"]["message"].splitlines()
@@ -304,6 +308,7 @@ def test_without_a_cluster_autoscaler_found_the_group_is_judged_by_its_tags(
         "labels": CACHED_LABELS,
         "taints": [],
         "lastSeen": seen,
+        **NO_PODS,
     }
     server = webhook()
     denied = validate(server, scratch())
