@@ -7,11 +7,15 @@ compared: the templates' overheads, the memory record, the fit it decides."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
+import yaml
 
 from capacity.autoscaler_flags import bool_flag
 from capacity.autoscaler_memory import parse_time, process_of
@@ -230,8 +234,9 @@ def test_pods_that_cannot_be_listed_keep_the_last_record() -> None:
 
 
 def test_the_record_round_trips_and_a_malformed_one_is_refused_naming_the_field() -> None:
-    """spec.autoscalerMemory with the pods record reads back whole; a count that is no whole
-    number and a list that is no list are refused with the field named."""
+    """spec.autoscalerMemory with the pods record reads back whole and passes the CRD's schema; a
+    count that is no whole number and a list that is no list are refused with the field named (the
+    list by the schema too)."""
     live = cycle([live_node()], [FLUENT, CRITICAL], {})
     obj = live.to_object()
     assert obj["spec"]["autoscalerMemory"]["nodePods"] == {"cpu": "600m", "pods": "2"}
@@ -240,6 +245,13 @@ def test_the_record_round_trips_and_a_malformed_one_is_refused_naming_the_field(
     ]
     assert obj["spec"]["autoscalerMemory"]["overhead"] == {"cpu": "900m", "pods": "3"}
     assert NodeGroupTemplate.from_object(obj).memory == live.memory
+    crd = yaml.safe_load((Path(__file__).parents[1] / "manifests/crds/nodegrouptemplates.yaml").read_text())
+    schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    jsonschema.validate(obj, schema)
+    listless = copy.deepcopy(obj)
+    listless["spec"]["autoscalerMemory"]["runningDaemonSets"] = "fluent-bit"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(listless, schema)
     bad = {**obj["spec"]["autoscalerMemory"], "overhead": {"cpu": "1", "pods": "-1"}}
     with pytest.raises(ValueError, match=r"spec.autoscalerMemory.overhead.pods: expected a whole count"):
         AutoscalerMemory.from_object(bad, "spec.autoscalerMemory")
