@@ -20,6 +20,7 @@ import yaml
 from capacity.autoscaler_flags import bool_flag
 from capacity.autoscaler_memory import parse_time, process_of
 from capacity.autoscaler_view import InstanceShape
+from capacity.daemonsets import without_daemonset
 from capacity.fit import PodNeeds, check_fit
 from capacity.instances import lookup
 from capacity.node_pods import DaemonSetRef, NodePods, RememberedPods, TemplatePods
@@ -85,6 +86,15 @@ def test_a_tag_built_template_gets_daemonsets_by_its_labels_before_the_marker_an
     assert template.autoscaler.labels["cluster-autoscaler.kubernetes.io/template-node"] == "true"
     # kube-proxy's 100m mirror pod and the per-host DaemonSet's 40m
     assert (template.autoscaler_overhead, template.autoscaler_overhead_pods) == ({"cpu": 140}, 2)
+
+
+def test_an_update_of_a_daemonset_counted_by_the_hostname_takes_its_old_pod_off_the_template() -> None:
+    """The per-host DaemonSet's new revision: its old pod leaves cluster-autoscaler's tag-built
+    template (only kube-proxy stays), though the published view has no hostname label."""
+    per_host = hostname_exists()
+    template = build_template(GROUP, [], [per_host], lookup)
+    updated = without_daemonset(template, per_host["spec"]["template"]["spec"])
+    assert (updated.autoscaler_overhead, updated.autoscaler_overhead_pods) == ({"cpu": 100}, 1)
 
 
 def live_node() -> dict[str, Any]:
