@@ -101,13 +101,6 @@ def tag_built_view(group: AwsNodeGroup) -> View | None:
     )
 
 
-def autoscaler_view(group: AwsNodeGroup, taint_options: TaintOptions = DEFAULT_TAINT_CONFIG) -> View | None:
-    """What cluster-autoscaler, run with `taint_options`, builds for the group with no node; None
-    when it cannot build one."""
-    built = tag_built_view(group)
-    return av.sanitized_template(built, taint_options) if built is not None else None
-
-
 def estimated_actual_view(
     group: AwsNodeGroup, facts: FactsLookup, taint_options: TaintOptions = DEFAULT_TAINT_CONFIG
 ) -> View:
