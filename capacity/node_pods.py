@@ -20,12 +20,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from capacity.names import TERMINAL_PHASES
 from capacity.requests import pod_requests
 from capacity.resources import Resources, add, parse_resources, to_quantities
 
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 DAEMONSET_POD_ANNOTATION = "cluster-autoscaler.kubernetes.io/daemonset-pod"
-TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
 
 @dataclass(frozen=True, slots=True, order=True)
