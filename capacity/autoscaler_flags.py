@@ -86,6 +86,27 @@ def flag_value(argv: Sequence[str], name: str) -> str | None:
     return values[-1] if values else None
 
 
+_PARSE_BOOL = {
+    **dict.fromkeys(("1", "t", "T", "TRUE", "true", "True"), True),
+    **dict.fromkeys(("0", "f", "F", "FALSE", "false", "False"), False),
+}
+
+
+def bool_flag(argv: Sequence[str], name: str) -> bool | None:
+    """A pflag boolean (`--name` or `--name=v`, `_` read as `-`, the last wins, `--` ends the
+    flags); None when not given or when `v` is no Go `strconv.ParseBool` value. A pflag boolean
+    takes no next word as its value (its NoOptDefVal is "true"): `--name false` is true."""
+    found: bool | None = None
+    for arg in argv:
+        if arg == "--":
+            break
+        key, eq, given = arg[2:].partition("=") if arg.startswith("--") else ("", "", "")
+        if key.replace("_", "-") != name:
+            continue
+        found = True if not eq else _PARSE_BOOL.get(given)
+    return found
+
+
 _SET_TERM = re.compile(r"^([^\s!=(),]+)\s+(in|notin)\s*\(([^)]*)\)$")
 _EQ_TERM = re.compile(r"^([^\s!=(),]+)\s*(==|!=|=)\s*([^\s!=(),]*)$")
 _EXISTS_TERM = re.compile(r"^(!?)\s*([^\s!=(),]+)$")

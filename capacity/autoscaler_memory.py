@@ -11,12 +11,15 @@ kubernetes/autoscaler cluster-autoscaler/processors/nodeinfosprovider):
 - Which node is a good template candidate: capacity/autoscaler_readiness.py (`GetNodeReadiness`,
   `isNodeGoodTemplateCandidate`, the NotReady copies `obtainNodeLists` makes).
 - The node is cached as `SanitizedTemplateNodeInfoFromNodeInfo` made it: taints sanitised with the
-  process's own taint options (capacity/template_taints.py), which a process keeps for its life.
+  process's own taint options (capacity/template_taints.py), which a process keeps for its life,
+  and the pods it chose for it then (capacity/fresh_node.py): the cache keeps those too.
 - asg_tag_resource_node_info_provider.go `AsgTagResourceNodeInfoProvider.Process` (what the AWS
   provider installs): resources of the tag-built template that the remembered node lacks are added.
 - pkg/config/flags/flags.go: `--node-info-cache-expire-time` (default 87600h) and `--scan-interval`
-  (default 10s); main.go builds the autoscaler (and its empty cache) only once the process leads,
-  and its first loop runs a scan interval after the cloud provider is built (`first_loop`).
+  (default 10s), `--force-ds` (default false: a template from a live node gets only the missing
+  DaemonSets whose pods preempt as system-node-critical, capacity/fresh_node.py); main.go builds
+  the autoscaler (and its empty cache) only once the process leads, and its first loop runs a scan
+  interval after the cloud provider is built (`first_loop`).
 Its flags are read by capacity/autoscaler_flags.py.
 """
 
@@ -28,7 +31,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from capacity.autoscaler_flags import flag_value, parse_go_duration
+from capacity.autoscaler_flags import bool_flag, flag_value, parse_go_duration
+from capacity.node_pods import RememberedPods
 from capacity.template import AutoscalerMemory, View
 from capacity.template_taints import (
     DEFAULT_TAINT_CONFIG,
@@ -40,6 +44,7 @@ from capacity.template_taints import (
 DEFAULT_SELECTOR = "app.kubernetes.io/name=aws-cluster-autoscaler"  # the Helm chart's pods, AWS provider
 EXPIRE_FLAG = "node-info-cache-expire-time"
 SCAN_INTERVAL_FLAG = "scan-interval"
+FORCE_DS_FLAG = "force-ds"
 DEFAULT_EXPIRE = "87600h"  # flags.go: ten years
 DEFAULT_SCAN_INTERVAL = "10s"  # flags.go
 AUTOSCALER_BINARY = "cluster-autoscaler"
@@ -79,6 +84,7 @@ class AutoscalerProcess:
     scan_interval: float = 10.0
     taint_options: TaintOptions = DEFAULT_TAINT_CONFIG
     startup: float = DEFAULT_STARTUP  # seconds from the start to the first loop's wait (main.go)
+    force_daemonsets: bool = False  # --force-ds
 
     @property
     def first_loop(self) -> float:
@@ -176,34 +182,15 @@ def process_of(pod: Mapping[str, Any]) -> AutoscalerProcess | None:
         scan_interval,
         taint_options_from_argv(argv),
         startup=startup_allowance(argv),
+        force_daemonsets=bool_flag(argv, FORCE_DS_FLAG) is True,
     )
-
-
-def _bool_flag(argv: Sequence[str], name: str) -> bool | None:
-    """A pflag boolean (`--name` or `--name=v`, `_` read as `-`, the last wins, `--` ends the
-    flags); None when not given or when `v` is no Go `strconv.ParseBool` value."""
-    found: bool | None = None
-    for arg in argv:
-        if arg == "--":
-            break
-        key, eq, given = arg[2:].partition("=") if arg.startswith("--") else ("", "", "")
-        if key.replace("_", "-") != name:
-            continue
-        found = True if not eq else _PARSE_BOOL.get(given)
-    return found
-
-
-_PARSE_BOOL = {
-    **dict.fromkeys(("1", "t", "T", "TRUE", "true", "True"), True),
-    **dict.fromkeys(("0", "f", "F", "FALSE", "false", "False"), False),
-}
 
 
 def startup_allowance(argv: Sequence[str]) -> float:
     """Seconds from the process's start to the start of its first scan interval, at most: the
     Lease (unless `--leader-elect=false`) and the cloud provider's build. A value fitguard cannot
     read counts as the default; leader election is taken as on unless plainly turned off."""
-    if _bool_flag(argv, LEADER_ELECT_FLAG) is False:
+    if bool_flag(argv, LEADER_ELECT_FLAG) is False:
         return BUILD_ALLOWANCE
     lease = _duration(argv, LEASE_DURATION_FLAG, DEFAULT_LEASE_DURATION)
     retry = _duration(argv, RETRY_PERIOD_FLAG, DEFAULT_RETRY_PERIOD)
@@ -239,14 +226,19 @@ def next_memory(
     process: AutoscalerProcess | None,
     now: float,
     looked_for: str,
+    *,
+    live_pods: RememberedPods | None = None,
 ) -> AutoscalerMemory:
     """The group's memory after this cycle. `live`: the template of a live node cluster-autoscaler
-    would take now (None when the group has none); `looked_for`: how cluster-autoscaler was sought.
+    would take now (None when the group has none), `live_pods` the pods it would cache with it
+    (capacity/fresh_node.py); `looked_for`: how cluster-autoscaler was sought. Once the node is
+    gone, the view and the pods stay as last seen, as cluster-autoscaler's cache keeps them.
 
     The sighting is a lower bound of when the last node went away, so every error it carries makes
     fitguard say "forgotten" sooner than cluster-autoscaler forgets, never later."""
     last_seen = _parse_time(previous.last_seen) if previous is not None else None
     view = previous.view if previous is not None else None
+    pods = previous.pods if previous is not None else None
     if view is not None and process is not None:
         # A node this process remembers was cached with its taint options: a record written while
         # no cluster-autoscaler was found kept the taints its flags drop.
@@ -256,10 +248,11 @@ def next_memory(
         stale = (
             last_seen is None
             or view != live
+            or pods != live_pods
             or now - last_seen >= refresh_period(process)
             or (process is not None and last_seen < process.first_loop)
         )
-        view = live
+        view, pods = live, live_pods
         if stale:
             last_seen = float(math.floor(now))
     remembers, reason, expires = _judge(view, last_seen, process, now, looked_for)
@@ -271,6 +264,7 @@ def next_memory(
         autoscaler=process.pod if process is not None else "",
         started=format_time(process.started) if process is not None else "",
         expires=expires,
+        pods=pods,
     )
 
 

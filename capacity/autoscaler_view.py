@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from capacity.fresh_node import example_view
 from capacity.quantity import MILLI, QuantityError, parse_quantity
 from capacity.resources import CPU, MEMORY, PODS, Resources
 from capacity.string_maps import string_map
@@ -296,3 +297,12 @@ def sanitized_template(view: View, taint_config: TaintOptions = DEFAULT_TAINT_CO
         taints=sanitize_taints(view.taints, taint_config),
         source=view.source,
     )
+
+
+def sanitized_example(view: View, group: str, taint_config: TaintOptions = DEFAULT_TAINT_CONFIG) -> View:
+    """buildNodeFromTemplate's node as `createSanitizedNode` copies it, which is the node
+    `podsExpectedOnFreshNode` chooses the DaemonSet pods on (capacity/fresh_node.py): taints
+    sanitised, the template's hostname set, and neither the deprecated twins nor the template-node
+    marker yet (SanitizedTemplateNodeInfoFromNodeGroup adds those after the pods are chosen)."""
+    sanitized = View(view.allocatable, view.labels, sanitize_taints(view.taints, taint_config), view.source)
+    return example_view(sanitized, group)

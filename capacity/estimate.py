@@ -148,6 +148,16 @@ def remembered_node_view(node: Mapping[str, Any], taint_options: TaintOptions = 
     return _sanitized(node, taint_options, frozenset({HOSTNAME_LABEL}), {TEMPLATE_NODE_LABEL: "true"})
 
 
+def example_node_view(
+    node: Mapping[str, Any], hostname: str, taint_options: TaintOptions = DEFAULT_TAINT_CONFIG
+) -> View:
+    """A live node as `createSanitizedNode` copies it, before the template-node marker: every label
+    kept, the hostname label set to `hostname` (the template's name), taints sanitised; the node
+    cluster-autoscaler chooses the DaemonSet pods of the template on (capacity/fresh_node.py).
+    Raises ValueError/TypeError on a malformed node."""
+    return _sanitized(node, taint_options, frozenset(), {HOSTNAME_LABEL: hostname})
+
+
 def _sanitized(
     node: Mapping[str, Any], taint_options: TaintOptions, dropped: frozenset[str], added: Mapping[str, str]
 ) -> View:

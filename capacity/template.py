@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from capacity.names import API_VERSION, TEMPLATE_KIND
+from capacity.node_pods import RememberedPods
 from capacity.quantity import MILLI
 from capacity.resources import CPU, MEMORY, Resources, parse_resources, to_quantities
 from capacity.string_maps import string_map
@@ -103,6 +104,9 @@ class AutoscalerMemory:
     autoscaler: str = ""  # namespace/name of the cluster-autoscaler pod observed
     started: str = ""  # when its process started
     expires: str = ""  # when it forgets the node unless it restarts first
+    # The pods on the template cluster-autoscaler cached from the node (capacity/fresh_node.py);
+    # None in a record written before fitguard kept them.
+    pods: RememberedPods | None = None
 
     @classmethod
     def from_object(cls, raw: Mapping[str, Any], field_path: str) -> AutoscalerMemory:
@@ -131,6 +135,7 @@ class AutoscalerMemory:
             texts["autoscaler"],
             texts["started"],
             texts["expires"],
+            RememberedPods.from_object(raw, field_path),
         )
 
     def to_object(self) -> dict[str, Any]:
@@ -145,6 +150,8 @@ class AutoscalerMemory:
         ):
             if value:
                 obj[key] = value
+        if self.pods is not None:
+            obj.update(self.pods.to_object())
         return obj
 
 
@@ -196,9 +203,13 @@ class NodeGroupTemplate:
 
     def overhead_of(self, view: View | None) -> tuple[Resources, int]:
         """What a new node of `view` already runs: on the autoscaler view, cluster-autoscaler's
-        template pods; on any other view, the DaemonSet pods."""
+        template pods; on the remembered node, the pods cluster-autoscaler cached with it (a record
+        without them: the DaemonSet pods); on any other view, the DaemonSet pods."""
         if view is not None and view is self.autoscaler:
             return self.autoscaler_overhead or {}, self.autoscaler_overhead_pods or 0
+        memory = self.memory
+        if view is not None and view is self.remembered and memory is not None and memory.pods is not None:
+            return memory.pods.template.requests, memory.pods.template.count
         return self.daemonset_overhead, self.daemonset_pods
 
     def _remembered(self) -> View | None:

@@ -7,8 +7,9 @@ and sigs.k8s.io/cluster-autoscaler pkg/cloudprovider/utils.go (BuildKubeProxy: o
 requesting KubeProxyCpuRequestMillis = 100m cpu, nothing else; a mirror pod, so
 pkg/simulator/node_info_utils.go podsExpectedOnFreshNode keeps it). podsExpectedOnFreshNode then adds
 a pod for each DaemonSet not already running there (forceDaemonSets on a template from tags), judged
-against the template node itself (pkg/utils/daemonset GetDaemonSetPodsForNode). The kube-proxy
-mirror pod has no DaemonSet owner, so on EKS, where kube-proxy is a DaemonSet, both are counted.
+on the sanitised node before the template-node marker and the deprecated labels are added
+(capacity/fresh_node.py). The kube-proxy mirror pod has no DaemonSet owner, so on EKS, where
+kube-proxy is a DaemonSet, both are counted.
 """
 
 from __future__ import annotations

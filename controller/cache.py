@@ -71,6 +71,7 @@ class ClusterCache:
         self.autoscalers: Store[dict[str, Any]] = Store("cluster-autoscaler pods")
         self.api: ApiLike | None = None
         self._config_maps: dict[tuple[str, str], dict[str, Any]] | None = None  # a state file's
+        self._file_pods: list[dict[str, Any]] = []  # a state file's, whole (pods_on_node)
         self._autoscaler_error = ""  # why cluster-autoscaler's pods could not be listed (--once)
         self._reflectors: list[Reflector] = []
         self._frozen = False
@@ -91,7 +92,7 @@ class ClusterCache:
         """Every store from objects by kind (a state file): what is not there is an empty store."""
         self._config_maps = {object_key(cm): cm for cm in kinds.get("ConfigMap", [])}
         self._prepare()
-        pods = kinds.get("Pod", [])
+        pods = self._file_pods = kinds.get("Pod", [])
         self._replace_nodes(kinds.get("Node", []))
         self._replace_pods(pods)
         self.daemonsets.replace(kinds.get("DaemonSet", []))
@@ -210,6 +211,15 @@ class ClusterCache:
             if err.not_found:
                 return None
             raise ConfigMapUnreadable(str(err)) from None
+
+    def pods_on_node(self, node: str) -> list[dict[str, Any]]:
+        """The pods bound to one node, whole (the records keep too little of them): from the file, or
+        one list by field selector (RBAC grants the controller pod lists). KubeError from the API."""
+        if self._config_maps is not None or self.api is None:
+            return [p for p in self._file_pods if (p.get("spec") or {}).get("nodeName") == node]
+        from kube.api import list_pods_on_node
+
+        return list_pods_on_node(self.api, node)
 
     def autoscaler(self) -> tuple[AutoscalerProcess | None, str]:
         """The running cluster-autoscaler (None: none found, or its pods unreadable: then every

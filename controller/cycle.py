@@ -21,7 +21,7 @@ from controller.aws.records import AwsNodeGroup
 from controller.books import Books
 from controller.cache import ClusterCache, ConfigMapUnreadable
 from controller.discovery import FactsLookup, GroupOutcome, build_templates, group_nodes
-from controller.memory import remember
+from controller.memory import Observed, remember
 from controller.publish import is_manual, publish, write_statuses
 from controller.report import CycleReport, TagSyncLine, TagWrite
 from controller.scaling import CycleFacts, ScalingDriver, groups_to_mark, scale_ups_json
@@ -126,14 +126,14 @@ class DiscoveryReconciler:
         cluster-autoscaler is found first: its flags say which taints its templates leave out
         (capacity/template_taints.py), its start whether it still remembers a group's last node
         (controller/memory.py)."""
-        found = self.cache.autoscaler()
-        process = found[0]
+        process, sought = self.cache.autoscaler()
+        daemonsets = self.cache.ordered(self.cache.daemonsets)
         nodes = self.cache.ordered(self.cache.node_objects)
         grouped = group_nodes(nodes, groups, self.options.node_group_label)
         outcomes = build_templates(
             groups,
             grouped,
-            self.cache.ordered(self.cache.daemonsets),
+            daemonsets,
             previous,
             facts=self.facts,
             taint_options=process.taint_options if process is not None else DEFAULT_TAINT_CONFIG,
@@ -143,9 +143,8 @@ class DiscoveryReconciler:
             groups,
             grouped,
             previous,
-            found=found,
+            observed=Observed(process, sought, daemonsets, self.cache.pods_on_node),
             now=time.time(),
-            facts=self.facts,
         )
 
     def _mark_scaled_from_zero(

@@ -13,12 +13,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from capacity import autoscaler_view as av
-from capacity.daemonsets import runs_on
 from capacity.estimate import estimate_view, live_node_view, node_is_ready, node_labels
+from capacity.fresh_node import daemon_pods
 from capacity.records import provider_instance_id
-from capacity.requests import pod_requests
-from capacity.resources import Resources, add
-from capacity.selectors import SelectorError
+from capacity.resources import Resources
 from capacity.taints import Taint
 from capacity.template import NodeGroupTemplate, ScaleFromZero, View, instance_capacity, live_capacity
 from capacity.template_pods import template_node_pods
@@ -76,26 +74,17 @@ def group_nodes(
 
 def daemonset_overhead(daemonsets: Iterable[Mapping[str, Any]], view: View) -> tuple[Resources, int]:
     """The requests of the DaemonSet pods that would run on a node of this view, and their count:
-    nodeSelector, required node affinity and tolerations of the pod template checked."""
-    total: Resources = {}
-    pods = 0
-    for ds in daemonsets:
-        meta = ds.get("metadata") or {}
-        spec = ((ds.get("spec") or {}).get("template") or {}).get("spec") or {}
-        try:
-            if not runs_on(spec, view, "spec.template.spec"):
-                continue
-            add(total, pod_requests(spec, "spec.template.spec"))
-        except (SelectorError, TypeError, ValueError) as err:
-            log.warning("DaemonSet %s/%s ignored: %s", meta.get("namespace"), meta.get("name"), err)
-            continue
-        pods += 1
-    return total, pods
+    nodeSelector, required node affinity and tolerations of the pod template checked
+    (capacity/fresh_node.py `daemon_pods`, every DaemonSet counted, as on a tag-built template)."""
+    found = daemon_pods(daemonsets, view)
+    for why in found.ignored:
+        log.warning("%s ignored", why)
+    return found.pods.requests, found.pods.count
 
 
-def autoscaler_view(group: AwsNodeGroup, taint_options: TaintOptions = DEFAULT_TAINT_CONFIG) -> View | None:
-    """What cluster-autoscaler, run with `taint_options`, builds for the group with no node; None
-    when it cannot build one."""
+def tag_built_view(group: AwsNodeGroup) -> View | None:
+    """The node cluster-autoscaler's AWS provider builds for the group with no node, before
+    cluster-autoscaler sanitises it; None when it cannot build one."""
     if group.shape is None or not group.availability_zones:
         return None
     region, zone = av.region_and_zone(list(group.availability_zones))
@@ -107,10 +96,9 @@ def autoscaler_view(group: AwsNodeGroup, taint_options: TaintOptions = DEFAULT_T
             log.warning(
                 "node group %s: DescribeNodegroup data unusable by cluster-autoscaler: %s", group.name, err
             )
-    view = av.build_autoscaler_view(
+    return av.build_autoscaler_view(
         group.shape, group.tags, region=region, zone=zone, managed=managed, requirements=group.requirements
     )
-    return av.sanitized_template(view, taint_options)
 
 
 def estimated_actual_view(
@@ -216,9 +204,14 @@ def build_template(
     ready = [n for n in nodes if node_is_ready(n)]
     actual = actual_view(group, ready, facts, taint_options)
     overhead, ds_pods = daemonset_overhead(daemonsets, actual)
-    autoscaler = autoscaler_view(group, taint_options)
-    # cluster-autoscaler places DaemonSet pods by its own template's labels and taints
-    on_template = template_node_pods(*daemonset_overhead(daemonsets, autoscaler)) if autoscaler else None
+    built = tag_built_view(group)
+    autoscaler = av.sanitized_template(built, taint_options) if built is not None else None
+    on_template = None
+    if built is not None:
+        # cluster-autoscaler chooses the DaemonSet pods on its sanitised copy of the built node,
+        # before it adds the template-node marker and the deprecated labels (capacity/fresh_node.py)
+        example = av.sanitized_example(built, group.asg_name, taint_options)
+        on_template = template_node_pods(*daemonset_overhead(daemonsets, example))
     return NodeGroupTemplate(
         name=group.name,
         provider=group.provider,

@@ -8,17 +8,20 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from capacity.autoscaler_flags import pod_selector
 from capacity.autoscaler_memory import AutoscalerProcess, next_memory
 from capacity.autoscaler_readiness import is_template_candidate
 from capacity.estimate import remembered_node_view
+from capacity.fresh_node import remembered_pods
+from capacity.node_pods import RememberedPods
 from capacity.template import NodeGroupTemplate, View
 from capacity.template_taints import DEFAULT_TAINT_CONFIG, TaintOptions
 from controller.aws.records import AwsNodeGroup
-from controller.discovery import FactsLookup, GroupOutcome, template_node
+from controller.discovery import GroupOutcome, template_node
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +54,6 @@ def select_autoscaler_pods(
 def live_template(
     group: AwsNodeGroup,
     nodes: list[Mapping[str, Any]],
-    facts: FactsLookup,
     now: float,
     taint_options: TaintOptions = DEFAULT_TAINT_CONFIG,
 ) -> View | None:
@@ -59,15 +61,71 @@ def live_template(
     now: among its good template candidates (capacity/autoscaler_readiness.py), the one fitguard's
     actual view would take, as cluster-autoscaler copies it: its labels kept, fitguard's exhausted
     label too (capacity/estimate.py `remembered_node_view`). None when it has none."""
+    node = _live_node(group, nodes, now, taint_options)
+    return _view_of(group, node, taint_options) if node is not None else None
+
+
+def _live_node(
+    group: AwsNodeGroup, nodes: list[Mapping[str, Any]], now: float, taint_options: TaintOptions
+) -> Mapping[str, Any] | None:
     candidates = [n for n in nodes if is_template_candidate(n, now, taint_options)]
-    node = template_node(group, candidates)
-    if node is None:
-        return None
+    return template_node(group, candidates)
+
+
+def _view_of(group: AwsNodeGroup, node: Mapping[str, Any], taint_options: TaintOptions) -> View | None:
     try:
         return remembered_node_view(node, taint_options)
     except (TypeError, ValueError) as err:
         log.warning("node group %s: live node unreadable for the memory record: %s", group.name, err)
         return None
+
+
+PodsOn = Callable[[str], Iterable[Mapping[str, Any]]]  # node name -> the pods bound to it
+
+
+def live_pods(
+    group: AwsNodeGroup,
+    node: Mapping[str, Any],
+    *,
+    pods_on: PodsOn,
+    daemonsets: Iterable[Mapping[str, Any]],
+    process: AutoscalerProcess | None,
+    kept: RememberedPods | None,
+) -> RememberedPods | None:
+    """The pods cluster-autoscaler caches with the group's template from `node`
+    (capacity/fresh_node.py `remembered_pods`), with its `--force-ds` and taint options (none found:
+    the defaults). The node's pods unreadable: `kept`, the last record, with a warning."""
+    from kube.client import KubeError
+
+    name = str((node.get("metadata") or {}).get("name") or "")
+    try:
+        on_node = pods_on(name)
+    except KubeError as err:
+        log.warning("node group %s: pods on %s unreadable, its pods record kept: %s", group.name, name, err)
+        return kept
+    found, ignored = remembered_pods(
+        node,
+        on_node,
+        daemonsets,
+        group=group.asg_name,
+        force=process.force_daemonsets if process is not None else False,
+        taint_options=process.taint_options if process is not None else DEFAULT_TAINT_CONFIG,
+    )
+    for why in found.on_node.ignored + ignored:
+        log.warning("node group %s: left out of the remembered template's pods: %s", group.name, why)
+    return found
+
+
+@dataclass(frozen=True)
+class Observed:
+    """What a cycle saw of cluster-autoscaler and of what it caches with a node: the running
+    process (None: none found) and how it was sought, the DaemonSets, and how to list the pods on a
+    node (None: the pods of cluster-autoscaler's template are not recorded)."""
+
+    process: AutoscalerProcess | None
+    sought: str
+    daemonsets: Sequence[Mapping[str, Any]] = ()
+    pods_on: PodsOn | None = None
 
 
 def remember(
@@ -76,14 +134,12 @@ def remember(
     grouped: Mapping[str, list[Mapping[str, Any]]],
     previous: Mapping[str, NodeGroupTemplate],
     *,
-    found: tuple[AutoscalerProcess | None, str],
+    observed: Observed,
     now: float,
-    facts: FactsLookup,
 ) -> list[GroupOutcome]:
     """Each freshly built template with its memory carried forward from the previous one; a kept
-    (stale) template keeps its record as it was. `grouped`: each group's nodes (group_nodes);
-    `found`: the running cluster-autoscaler (None: none) and how it was sought."""
-    process, sought = found
+    (stale) template keeps its record as it was. `grouped`: each group's nodes (group_nodes)."""
+    process, sought, pods_on = observed.process, observed.sought, observed.pods_on
     by_name = {g.name: g for g in groups}
     taint_options = process.taint_options if process is not None else DEFAULT_TAINT_CONFIG
     result = []
@@ -94,7 +150,14 @@ def remember(
             result.append(outcome)
             continue
         before = previous.get(outcome.name)
-        live = live_template(group, grouped.get(outcome.name, []), facts, now, taint_options)
-        memory = next_memory(before.memory if before else None, live, process, now, sought)
+        before_memory = before.memory if before else None
+        node = _live_node(group, grouped.get(outcome.name, []), now, taint_options)
+        live = _view_of(group, node, taint_options) if node is not None else None
+        pods = None
+        if node is not None and live is not None and pods_on is not None:
+            kept = before_memory.pods if before_memory is not None else None
+            daemonsets = observed.daemonsets
+            pods = live_pods(group, node, pods_on=pods_on, daemonsets=daemonsets, process=process, kept=kept)
+        memory = next_memory(before_memory, live, process, now, sought, live_pods=pods)
         result.append(dataclasses.replace(outcome, template=dataclasses.replace(template, memory=memory)))
     return result

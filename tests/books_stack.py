@@ -15,10 +15,10 @@ from prometheus_client import CollectorRegistry
 from controller.books import Books
 from controller.books_reconciler import BooksReconciler
 from controller.cache import CacheOptions, ClusterCache
-from kube.options import WatchOptions
 from controller.labels import BooksDecision, LabelWriter
 from controller.settings import BooksOptions
 from kube.events import EventRecorder
+from kube.options import WatchOptions
 from kube.store import Store
 
 

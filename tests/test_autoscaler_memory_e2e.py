@@ -2,7 +2,9 @@
 server (the real kubernetes client) and moto (boto3 over HTTP) records on each NodeGroupTemplate
 whether the running cluster-autoscaler (a pod object: its start, its flags) remembers the group's
 last live node; `POST /validate` on a real gunicorn over TLS then admits with a warning a pod only
-that memory serves, and denies it once cluster-autoscaler restarted or forgot."""
+that memory serves, and denies it once cluster-autoscaler restarted or forgot; and judges the
+remembered node with the pods cluster-autoscaler cached with it (its DaemonSet and mirror pods and
+the missing DaemonSets it adds), not with every DaemonSet."""
 
 from __future__ import annotations
 
@@ -48,6 +50,8 @@ LIVE_ALLOCATABLE = {"cpu": "1930m", "memory": "7220Mi", "ephemeral-storage": "44
 LIVE_LABELS = {"eks.amazonaws.com/nodegroup": "ng-batch", "node.kubernetes.io/instance-type": "m5.large"}
 # The node as cluster-autoscaler caches it: every label but the hostname, and its template marker.
 CACHED_LABELS = {**LIVE_LABELS, "cluster-autoscaler.kubernetes.io/template-node": "true"}
+# The pods cluster-autoscaler caches with it: the node runs none, and no DaemonSet exists.
+NO_PODS = {"nodePods": {"pods": "0"}, "runningDaemonSets": [], "overhead": {"pods": "0"}}
 
 
 def ca_pod(started: float, labels: dict[str, str] | None = None, *flags: str) -> dict[str, Any]:
@@ -202,6 +206,7 @@ def remembered(seen: str, started: float, reason: str) -> dict[str, Any]:
         "autoscaler": "kube-system/ca-aws-cluster-autoscaler-7d9f",
         "started": format_time(started),
         "expires": expires,
+        **NO_PODS,
     }
 
 
@@ -274,6 +279,7 @@ def test_remembered_group_admits_with_a_warning_until_cluster_autoscaler_restart
         "lastSeen": seen,
         "autoscaler": "kube-system/ca-aws-cluster-autoscaler-7d9f",
         "started": format_time(restarted),
+        **NO_PODS,
     }
     denied = until_allowed(server, scratch(), False)
     assert FIX in denied["status"]["message"].splitlines()
@@ -304,6 +310,7 @@ def test_without_a_cluster_autoscaler_found_the_group_is_judged_by_its_tags(
         "labels": CACHED_LABELS,
         "taints": [],
         "lastSeen": seen,
+        **NO_PODS,
     }
     server = webhook()
     denied = validate(server, scratch())
@@ -374,3 +381,94 @@ def test_the_memory_record_survives_the_controller_and_expires_with_the_flag(
         "no running cluster-autoscaler found (pods app.kubernetes.io/name=aws-cluster-autoscaler in "
         "namespace kube-system: unreadable ("
     )
+
+
+# The pods on cluster-autoscaler's remembered template (capacity/fresh_node.py).
+DS_NODE = "ip-10-0-1-1.ec2.internal"
+
+
+def daemonset(name: str, cpu: str, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"namespace": "kube-system", "name": name, "uid": f"uid-{name}"},
+        "spec": {
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {
+                    "containers": [{"name": name, "image": "i", "resources": {"requests": {"cpu": cpu}}}],
+                    **spec,
+                },
+            },
+        },
+    }
+
+
+def node_pod(name: str, cpu: str, **meta: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"namespace": "kube-system", "name": name, **meta},
+        "spec": {
+            "nodeName": DS_NODE,
+            "containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": cpu}}}],
+        },
+        "status": {"phase": "Running"},
+    }
+
+
+def busy(cpu: str) -> dict[str, Any]:
+    """The scratch pod (30Gi: only the real node has it) asking `cpu` too."""
+    pod = scratch()
+    pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] = cpu
+    return pod
+
+
+@pytest.mark.usefixtures("batch_asg")
+def test_the_remembered_node_is_judged_with_the_pods_cluster_autoscaler_cached_with_it(
+    fake_kube: FakeKubeServer, kubeconfig: Path, webhook: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """ng-batch's live node (1930m) runs fluent-bit (500m) and kube-proxy's mirror pod (100m);
+    ebs-csi-node (300m, system-node-critical) and node-exporter (400m) run no pod there. The record:
+    the node's 600m in two pods, fluent-bit running, and 900m in three pods on the template (no
+    --force-ds: node-exporter not added), where the group's DaemonSet overhead is 1200m. The node
+    gone, a pod asking 1000m is admitted (1030m left), with the warning that only the memory serves
+    it; one asking 1100m is not."""
+    now = time.time()
+    fake_kube.create(ca_pod(now - 7200))
+    fake_kube.create(live_node(now - 3600))
+    for ds in (
+        daemonset("fluent-bit", "500m"),
+        daemonset("ebs-csi-node", "300m", priorityClassName="system-node-critical"),
+        daemonset("node-exporter", "400m"),
+    ):
+        fake_kube.create(ds)
+    owner = {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "fluent-bit", "uid": "uid-fluent-bit"}
+    fake_kube.create(node_pod("fluent-bit-x1", "500m", ownerReferences=[{**owner, "controller": True}]))
+    fake_kube.create(
+        node_pod("kube-proxy-ip-10-0-1-1", "100m", annotations={"kubernetes.io/config.mirror": "m"})
+    )
+
+    live = controller_once(kubeconfig, capsys)["ng-batch"]
+    record = {k: live["autoscalerMemory"][k] for k in ("nodePods", "runningDaemonSets", "overhead")}
+    assert record == {
+        "nodePods": {"cpu": "600m", "pods": "2"},
+        "runningDaemonSets": [{"namespace": "kube-system", "name": "fluent-bit", "uid": "uid-fluent-bit"}],
+        "overhead": {"cpu": "900m", "pods": "3"},
+    }
+    assert live["daemonSetOverhead"] == {"cpu": "1200m", "pods": "3"}
+
+    fake_kube.delete("Node", DS_NODE)
+    gone = controller_once(kubeconfig, capsys)["ng-batch"]
+    assert gone["nodes"] == 0 and gone["autoscalerMemory"] == live["autoscalerMemory"]
+    stored = fake_kube.get("NodeGroupTemplate", "ng-batch", api_version=NGT_API)
+    assert stored["spec"]["autoscalerMemory"] == live["autoscalerMemory"]
+
+    server = webhook()
+    admitted = validate(server, busy("1000m"))
+    # the tag-built node (2 cpu less kube-proxy and all three DaemonSets) lacks the cpu too
+    tags = "k8s.io/cluster-autoscaler/node-template/resources/"
+    fix = f"to make it permanent, tag the ASG of ng-batch {tags}cpu, {tags}ephemeral-storage"
+    assert admitted["allowed"] is True and admitted["warnings"] == [WARNINGS[0], fix, WARNINGS[2]]
+    assert validate(server, busy("1100m"))["allowed"] is False

@@ -12,7 +12,6 @@ from typing import Any
 from capacity.autoscaler_memory import AutoscalerProcess, next_memory, parse_time
 from capacity.autoscaler_view import InstanceShape
 from capacity.demand import autoscaler_sees, classify, pending_shapes
-from capacity.instances import lookup
 from capacity.names import EXHAUSTED_LABEL
 from capacity.resources import POD_ENI
 from capacity.template import NodeGroupTemplate, View
@@ -75,7 +74,7 @@ CACHED = View(
 def test_the_remembered_node_keeps_the_exhausted_label() -> None:
     """The node cluster-autoscaler would cache now: every label but the hostname, fitguard's
     exhausted label too, its template marker, the condition taint sanitised away."""
-    assert live_template(GROUP, [exhausted_node()], lookup, T0) == CACHED
+    assert live_template(GROUP, [exhausted_node()], T0) == CACHED
 
 
 def test_a_group_remembered_with_the_label_is_blind_to_guarded_pods_and_fitguard_plans_for_them() -> None:

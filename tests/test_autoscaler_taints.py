@@ -155,10 +155,10 @@ def test_a_live_node_with_a_startup_taint_is_not_cached_and_a_status_taint_is_le
     """The node cluster-autoscaler would cache: one still carrying a startup taint is none (it is
     NotReady to cluster-autoscaler); one carrying a status taint is cached without it."""
     booting = node("ip-1", [(CILIUM, "true", "NoExecute")])
-    assert live_template(group(()), [booting], lookup, T0, OPTIONS) is None
-    assert live_template(group(()), [booting], lookup, T0) is not None  # no flag: an ordinary taint
+    assert live_template(group(()), [booting], T0, OPTIONS) is None
+    assert live_template(group(()), [booting], T0) is not None  # no flag: an ordinary taint
     busy = node("ip-2", [("maintenance", "", "NoSchedule"), ("dedicated", "ml", "NoSchedule")])
-    assert live_template(group(()), [busy], lookup, T0, OPTIONS) == View(
+    assert live_template(group(()), [busy], T0, OPTIONS) == View(
         {"cpu": 1930, "memory": 7220 * 2**20 * 1000, "pods": 29000},
         # the cached copy carries the marker SanitizedTemplateNodeInfoFromNodeInfo adds
         {"eks.amazonaws.com/nodegroup": "ng-a", "cluster-autoscaler.kubernetes.io/template-node": "true"},
