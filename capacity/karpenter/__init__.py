@@ -1,0 +1,12 @@
+"""Karpenter's view of capacity, restated from aws/karpenter-provider-aws and kubernetes-sigs/karpenter.
+
+Pure: no I/O, no clock. Each module does one job:
+
+- `facts`: the instance facts Karpenter computes with (fitguard's, plus `data/karpenter_facts.json`).
+- `amifamily`: each AMI family's defaults (block devices, which one pods write to, feature flags).
+- `nodeclass`: the EC2NodeClass fields and controller settings that change capacity, as options.
+- `allocatable`: capacity, overhead and allocatable per instance type, as Karpenter computes them.
+- `requirement`, `requirements`: Karpenter's requirement sets and their `Compatible` / `Intersects`.
+- `instance_labels`: the labels (requirements) Karpenter gives each instance type, and which types a
+  NodePool's requirements allow (with `minValues`).
+"""
