@@ -22,6 +22,9 @@ What `capacity/data/karpenter_facts.json` takes from the reference, per type, an
   for every type both list they equal cluster-autoscaler's values (the compile refuses otherwise).
 - `localNvmeGB`: the label `karpenter.k8s.aws/instance-local-nvme`, EC2's
   `InstanceStorageInfo.TotalSizeInGB` for types with NVMe instance store (RAID0's ephemeral storage).
+- `labels`: the labels of `STORED_LABELS` (processor, EBS and network bandwidth, GPU and accelerator
+  names), which Karpenter sets from DescribeInstanceTypes; every type of the reference has an entry,
+  so a label absent there is one Karpenter does not set (DoesNotExist) for that type.
 - `nvidiaGpu`, `amdGpu`, `neuron`, `neuronCores`, `efa`: the reference's resource column, which is
   the EC2 value unchanged (`computeCapacity` passes these through; no overhead subtracts from them).
 
@@ -54,6 +57,25 @@ INSTANCE_TYPES = ROOT / "capacity" / "data" / "instance_types.json"
 
 _TYPE = re.compile(r"^### `([^`]+)`$")
 _ROW = re.compile(r"^ \|([^|]+)\|([^|]*)\|$")
+# labels EC2 facts fitguard has no other source for (`computeRequirements` sets them from
+# ProcessorInfo, EbsInfo, NetworkInfo, the bandwidth table, GpuInfo, InferenceAcceleratorInfo, NeuronInfo)
+STORED_LABELS = tuple(
+    f"karpenter.k8s.aws/{suffix}"
+    for suffix in (
+        "instance-cpu-manufacturer",
+        "instance-cpu-sustained-clock-speed-mhz",
+        "instance-ebs-bandwidth",
+        "instance-network-bandwidth",
+        "instance-encryption-in-transit-supported",
+        "instance-gpu-name",
+        "instance-gpu-manufacturer",
+        "instance-gpu-count",
+        "instance-gpu-memory",
+        "instance-accelerator-name",
+        "instance-accelerator-manufacturer",
+        "instance-accelerator-count",
+    )
+)
 _PASS_THROUGH = {
     "nvidia.com/gpu": "nvidiaGpu",
     "amd.com/gpu": "amdGpu",
@@ -114,8 +136,8 @@ def supplement(reference: dict[str, dict[str, dict[str, str]]], known: dict[str,
         for resource, key in _PASS_THROUGH.items():
             if resource in resources:
                 entry[key] = int(resources[resource])
-        if entry:
-            out[name] = entry
+        entry["labels"] = {key: labels[key] for key in STORED_LABELS if key in labels}
+        out[name] = entry
     return out
 
 

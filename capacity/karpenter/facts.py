@@ -10,7 +10,8 @@ Neuron and EFA counts) and its own copy of the VPC resource controller's table f
   `DefaultNetworkCardIndex` / `IPv4PerInterface` EC2 reports);
 - vCPUs, memory and architecture from fitguard's instance facts (cluster-autoscaler's static list),
   or, for the types it does not list, from Karpenter's published instance-type reference;
-- NVMe instance store size, GPU, Neuron and EFA counts from that reference
+- NVMe instance store size, GPU, Neuron and EFA counts, and the labels Karpenter sets from EC2 facts
+  fitguard has no other source for (processor, bandwidths, GPU names) from that reference
   (`capacity/data/karpenter_facts.json`, compiled by `scripts/compile_karpenter_facts.py`);
 - branch ENIs from Karpenter's own table at a chosen commit (`BranchTable`), since a Karpenter
   release plans with the table compiled into it, whatever the controller on the cluster offers.
@@ -55,6 +56,8 @@ class KarpenterFacts:
     neuron_cores: int = 0
     efa: int = 0
     hypervisor: str | None = None
+    # the reference's labels of STORED_LABELS (scripts/compile_karpenter_facts.py); None: not listed
+    labels: Mapping[str, str] | None = None
 
 
 @cache
@@ -99,4 +102,5 @@ def karpenter_facts(name: str, branch_table: str = NEWEST_BRANCH_TABLE) -> Karpe
         neuron_cores=int(extra.get("neuronCores", 0)),
         efa=int(extra.get("efa", 0)),
         hypervisor=base.hypervisor,
+        labels=MappingProxyType(dict(extra["labels"])) if "labels" in extra else None,
     )
