@@ -164,6 +164,8 @@ def test_windows_counts_its_private_ipv4_addresses_and_110_pods() -> None:
     assert capacity.kube_reserved["memory"] == _q("1465Mi")
     linux = instance_capacity(_facts("m5.large"), NodeClassOptions())
     assert "vpc.amazonaws.com/PrivateIPv4Address" not in linux.capacity
+    graviton = instance_capacity(_facts("m7g.large"), nodeclass_from_object({"spec": spec}))
+    assert "vpc.amazonaws.com/PrivateIPv4Address" not in graviton.capacity
 
 
 def test_raid0_takes_the_nvme_store_in_decimal_gigabytes() -> None:
@@ -212,3 +214,5 @@ def test_the_family_is_the_amifamily_field_first_then_the_first_alias() -> None:
     terms = [{"id": "ami-1"}, {"alias": "bottlerocket@v1.2"}, {"alias": "al2@latest"}]
     assert nodeclass_from_object({"spec": {"amiSelectorTerms": terms}}).family is AmiFamily.BOTTLEROCKET
     assert nodeclass_from_object({"spec": {"amiSelectorTerms": [{"id": "ami-1"}]}}).family is AmiFamily.CUSTOM
+    both = {"amiFamily": "AL2", "amiSelectorTerms": [{"alias": "bottlerocket@latest"}]}
+    assert nodeclass_from_object({"spec": both}).family is AmiFamily.AL2

@@ -171,6 +171,10 @@ def test_bounds_and_atoi_follow_go() -> None:
     assert (atoi("+7"), atoi("-7"), atoi(" 7"), atoi("7_0"), atoi(str(2**63))) == (7, -7, None, None, None)
     with pytest.raises(RequirementError, match="exactly one integer"):
         Requirement.of("k", Operator.GT, ("a",))
+    both_out = Requirements(
+        [Requirement.of("k", Operator.NOT_IN, ("a",)), Requirement.of("k", Operator.NOT_IN, ("b",))]
+    )
+    assert not both_out["k"].has("a") and not both_out["k"].has("b") and both_out["k"].has("c")
     bounded = gt5.intersection(Requirement.of("k", Operator.LT, ("3",)))
     assert bounded.operator() is Operator.DOES_NOT_EXIST
 
@@ -218,6 +222,18 @@ def test_which_types_a_nodepool_allows_and_its_min_values() -> None:
     }
     unmet = allowed_types(nodepool_template(strict).requirements, AmiFamily.AL2023, names).min_values_unmet
     assert unmet == {"node.kubernetes.io/instance-type": 2}
+    exact = [
+        *spec["requirements"],
+        {"key": "node.kubernetes.io/instance-type", "operator": "Exists", "minValues": 2},
+    ]
+    exact_pool = {
+        **NODEPOOL,
+        "spec": {"template": {**NODEPOOL["spec"]["template"], "spec": {**spec, "requirements": exact}}},
+    }
+    assert (
+        allowed_types(nodepool_template(exact_pool).requirements, AmiFamily.AL2023, names).min_values_unmet
+        == {}
+    )
 
 
 def test_windows_is_only_offered_on_amd64() -> None:

@@ -58,6 +58,8 @@ OVERHEAD = [
             "systemReserved.cpu": "2",
             "systemReserved.memory": "20Gi",
             "systemReserved.ephemeral-storage": "10Gi",
+            # computeAllocatable: 4000m less 80m kube-reserved less 2 cpus system-reserved
+            "allocatable.cpu": "1920m",
         },
     ),
     # 60m + 10m + 10m for 4000m; 11 * 58 + 255 MiB (4 ENIs x 14 + 2 = 58 pods)
@@ -359,6 +361,20 @@ EPHEMERAL = [
             "blockDeviceMappings": _XVDA_NO_SIZE,
         },
         {"capacity.ephemeral-storage": "20Gi"},
+    ),
+    Case(
+        "custom-takes-the-last-mapping",
+        "ephemeralStorage: a Custom AMI's volumes are unknown, the last mapping's size is taken",
+        "m5.large",
+        {
+            "amiFamily": "Custom",
+            "amiSelectorTerms": [{"id": "ami-123"}],
+            "blockDeviceMappings": [
+                {"deviceName": "/dev/xvda", "ebs": {"volumeSize": "10Gi"}},
+                {"deviceName": "/dev/xvdb", "ebs": {"volumeSize": "30Gi"}},
+            ],
+        },
+        {"capacity.ephemeral-storage": "30Gi"},
     ),
     Case(
         "ebs-default-al2",
