@@ -11,7 +11,6 @@ and are ignored, leaving the family's default).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -112,11 +111,11 @@ def kubelet_from_object(raw: object) -> KubeletOptions:
     )
 
 
-def _bytes(raw: object, where: str) -> int | None:
+def quantity_bytes(raw: object, where: str) -> int | None:
     if raw is None:
         return None
     try:
-        return math.ceil(parse_quantity(raw, where) / 1000)
+        return -(-parse_quantity(raw, where) // 1000)  # whole bytes, rounded up, exactly
     except (QuantityError, TypeError) as err:
         raise NodeClassError(f"{where}: {err}") from None
 
@@ -135,7 +134,7 @@ def block_devices_from_object(raw: object) -> tuple[BlockDevice, ...]:
         devices.append(
             BlockDevice(
                 device_name=None if name is None else str(name),
-                volume_size_bytes=_bytes(ebs.get("volumeSize"), f"{where}.ebs.volumeSize"),
+                volume_size_bytes=quantity_bytes(ebs.get("volumeSize"), f"{where}.ebs.volumeSize"),
                 root_volume=entry.get("rootVolume") is True,
             )
         )
