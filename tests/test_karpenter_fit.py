@@ -86,6 +86,9 @@ def test_a_sized_mapping_not_marked_root_is_named() -> None:
     marked = copy.deepcopy(nodeclass)
     marked["spec"]["blockDeviceMappings"][0]["rootVolume"] = True
     assert judge(_template(["m5.large"], marked), {}, {"ephemeral-storage": _q("50Gi")}).fits
+    # once a mapping is marked, only its size is left to change
+    reason = _only(judge(_template(["m5.large"], marked), {}, {"ephemeral-storage": _q("100Gi")}))
+    assert reason.changes == (Change.ROOT_VOLUME_SIZE,)
 
 
 def test_daemonset_overhead_is_taken_from_the_allocatable() -> None:

@@ -102,11 +102,8 @@ def _ephemeral_changes(ask: _Ask, offers: list[TypeOffer]) -> tuple[Change, ...]
     changes = []
     if options.instance_store_policy != RAID0:
         raided = replace(options, instance_store_policy=RAID0)
-        if any(
-            o.facts.local_nvme_gb is not None
-            and fits(ask.needed(o), template.allocatable_of(o.facts, raided))
-            for o in offers
-        ):
+        # a type without NVMe keeps its EBS volume under RAID0: it fits then only if it fits now
+        if any(fits(ask.needed(o), template.allocatable_of(o.facts, raided)) for o in offers):
             changes.append(Change.INSTANCE_STORE_RAID0)
     marked = any(d.root_volume for d in options.block_devices)
     if not marked and any(d.volume_size_bytes for d in options.block_devices):
