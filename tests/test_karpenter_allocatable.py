@@ -15,7 +15,7 @@ from capacity.karpenter.allocatable import InstanceCapacity, instance_capacity
 from capacity.karpenter.amifamily import AmiFamily
 from capacity.karpenter.facts import REFERENCE_BRANCH_TABLE, KarpenterFacts, karpenter_facts
 from capacity.karpenter.nodeclass import (
-    ControllerSettings,
+    KarpenterOptions,
     NodeClassError,
     NodeClassOptions,
     nodeclass_from_object,
@@ -47,7 +47,7 @@ def _facts(name: str, table: str | None = None) -> KarpenterFacts:
 
 def _allocatable(name: str, obj: dict[str, Any] | None = None, **settings: Any) -> dict[str, int]:
     nodeclass = nodeclass_from_object({"spec": obj or {"amiSelectorTerms": [{"alias": "al2023@latest"}]}})
-    return instance_capacity(_facts(name), nodeclass, ControllerSettings(**settings)).allocatable()
+    return instance_capacity(_facts(name), nodeclass, KarpenterOptions(**settings)).allocatable()
 
 
 def _q(text: str) -> int:
@@ -79,7 +79,7 @@ def _part(capacity: InstanceCapacity, part: str) -> dict[str, int]:
 def test_upstream_suite_case(case: Case) -> None:
     """Each case of karpenter-provider-aws' suite_test.go (named in the case) gives the same
     quantities here; an absent resource in an overhead part is upstream's zero."""
-    settings = ControllerSettings(case.reserved_enis, case.vm_memory_overhead_percent)
+    settings = KarpenterOptions(case.reserved_enis, case.vm_memory_overhead_percent)
     nodeclass = nodeclass_from_object({"spec": case.spec})
     capacity = instance_capacity(_facts(case.instance_type), nodeclass, settings)
     for key, expected in case.expect.items():

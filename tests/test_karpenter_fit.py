@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from capacity.karpenter.fit import Change, Shortfall, Verdict, judge
+from capacity.karpenter.fit import Change, NodePoolDecision, Shortfall, judge
 from capacity.karpenter.template import KarpenterTemplate, build_template
 from capacity.quantity import parse_quantity
 
@@ -44,7 +44,7 @@ def _q(text: str) -> int:
     return parse_quantity(text)
 
 
-def _only(verdict: Verdict) -> Any:
+def _only(verdict: NodePoolDecision) -> Any:
     assert not verdict.fits
     (reason,) = verdict.reasons
     assert reason.nodepool == "general"

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from capacity.karpenter.amifamily import AmiFamily, defaults
 from capacity.karpenter.facts import KarpenterFacts
-from capacity.karpenter.nodeclass import ControllerSettings, NodeClassOptions
+from capacity.karpenter.nodeclass import KarpenterOptions, NodeClassOptions
 from capacity.quantity import parse_quantity
 from capacity.resources import CPU, EPHEMERAL_STORAGE, MEMORY, POD_ENI, PODS, Resources
 
@@ -58,11 +58,11 @@ class InstanceCapacity:
         return {name: value - overhead.get(name, 0) for name, value in self.capacity.items()}
 
 
-def memory_bytes(facts: KarpenterFacts, settings: ControllerSettings) -> int:
+def memory_bytes(facts: KarpenterFacts, karpenter: KarpenterOptions) -> int:
     """`memory`: EC2's MiB (less 64 MiB of CMA on Graviton) less the VM overhead, rounded up to MiB."""
     mib = facts.memory_mib - (64 if facts.architecture == "arm64" else 0)
     total = mib * MI
-    overhead_mib = math.ceil(float(total) * settings.vm_memory_overhead_percent / 1024 / 1024)
+    overhead_mib = math.ceil(float(total) * karpenter.vm_memory_overhead_percent / 1024 / 1024)
     return total - overhead_mib * MI
 
 
@@ -94,7 +94,7 @@ def eni_limited_pods(facts: KarpenterFacts, reserved_enis: int) -> int:
     return usable * (facts.ipv4_per_eni - 1) + 2
 
 
-def pods(facts: KarpenterFacts, nodeclass: NodeClassOptions, settings: ControllerSettings) -> int:
+def pods(facts: KarpenterFacts, nodeclass: NodeClassOptions, karpenter: KarpenterOptions) -> int:
     """`pods`: maxPods, else ENI-limited (reserved ENIs taken off) where the family supports it,
     else 110; then at most podsPerCore x vCPUs where the family honours podsPerCore."""
     flags = defaults(nodeclass.family).flags
@@ -102,7 +102,7 @@ def pods(facts: KarpenterFacts, nodeclass: NodeClassOptions, settings: Controlle
     if kubelet.max_pods is not None:
         count = kubelet.max_pods
     elif flags.supports_eni_limited_pod_density:
-        count = eni_limited_pods(facts, settings.reserved_enis)
+        count = eni_limited_pods(facts, karpenter.reserved_enis)
     else:
         count = 110
     if kubelet.pods_per_core and flags.pods_per_core_enabled:
@@ -149,12 +149,12 @@ def eviction_threshold(memory_milli: int, storage_milli: int, eviction_hard: Map
     return threshold
 
 
-def _capacity(facts: KarpenterFacts, nodeclass: NodeClassOptions, settings: ControllerSettings) -> Resources:
+def _capacity(facts: KarpenterFacts, nodeclass: NodeClassOptions, karpenter: KarpenterOptions) -> Resources:
     capacity: Resources = {
         CPU: facts.vcpu * M,
-        MEMORY: memory_bytes(facts, settings) * M,
+        MEMORY: memory_bytes(facts, karpenter) * M,
         EPHEMERAL_STORAGE: ephemeral_bytes(facts, nodeclass) * M,
-        PODS: pods(facts, nodeclass, settings) * M,
+        PODS: pods(facts, nodeclass, karpenter) * M,
         POD_ENI: facts.branch_enis * M,
         "nvidia.com/gpu": facts.nvidia_gpus * M,
         "amd.com/gpu": facts.amd_gpus * M,
@@ -170,11 +170,11 @@ def _capacity(facts: KarpenterFacts, nodeclass: NodeClassOptions, settings: Cont
 
 
 def instance_capacity(
-    facts: KarpenterFacts, nodeclass: NodeClassOptions, settings: ControllerSettings | None = None
+    facts: KarpenterFacts, nodeclass: NodeClassOptions, karpenter: KarpenterOptions | None = None
 ) -> InstanceCapacity:
     """`NewInstanceType`'s capacity and overhead for `facts` under `nodeclass`."""
-    settings = settings or ControllerSettings()
-    capacity = _capacity(facts, nodeclass, settings)
+    karpenter = karpenter or KarpenterOptions()
+    capacity = _capacity(facts, nodeclass, karpenter)
     flags = defaults(nodeclass.family).flags
     # AL2, AL2023, Custom reserve memory for the ENI-limited pods with no ENI reserved, whatever
     # maxPods says; Bottlerocket and Windows for the pods the node will run

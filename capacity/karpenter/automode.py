@@ -28,7 +28,7 @@ from capacity.karpenter.amifamily import AmiFamily
 from capacity.karpenter.facts import KarpenterFacts
 from capacity.karpenter.nodeclass import (
     BlockDevice,
-    ControllerSettings,
+    KarpenterOptions,
     KubeletOptions,
     NodeClassError,
     NodeClassOptions,
@@ -60,7 +60,7 @@ def automode_class_from_object(obj: Mapping[str, Any]) -> AutoModeClass:
 
 
 def automode_capacity(
-    facts: KarpenterFacts, nodeclass: AutoModeClass, settings: ControllerSettings | None = None
+    facts: KarpenterFacts, nodeclass: AutoModeClass, karpenter: KarpenterOptions | None = None
 ) -> InstanceCapacity:
     """Karpenter's AL2023 computation with Auto Mode's pods, ephemeral storage and no branch ENIs."""
     nvme = 0 if facts.local_nvme_gb is None else facts.local_nvme_gb * 10**9
@@ -70,7 +70,7 @@ def automode_capacity(
         block_devices=(BlockDevice("/dev/xvda", max(nodeclass.ephemeral_bytes, nvme), root_volume=True),),
         kubelet=KubeletOptions(max_pods=pods),
     )
-    computed = instance_capacity(facts, options, settings)
+    computed = instance_capacity(facts, options, karpenter)
     return replace(computed, capacity={**computed.capacity, POD_ENI: 0})
 
 

@@ -62,7 +62,7 @@ class Reason:
 
 
 @dataclass(frozen=True, slots=True)
-class Verdict:
+class NodePoolDecision:
     nodepool: str
     fits: bool
     instance_types: tuple[str, ...]  # the types a node could be launched as
@@ -170,7 +170,7 @@ def judge(
     pod_spec: Mapping[str, Any],
     requests: Mapping[str, int],
     daemon_overhead: Mapping[str, int] | Overhead | None = None,
-) -> Verdict:
+) -> NodePoolDecision:
     """Whether some instance type of `template` takes a pod of `pod_spec` with `requests` (milli
     units, as capacity/requests.py gives them) beside the DaemonSet pods that would run there
     (`daemon_overhead`, fixed or per type); otherwise every reason, each naming the field to change."""
@@ -184,12 +184,12 @@ def judge(
     if taint is not None:
         detail = f"{taint.key}={taint.value}:{taint.effect}"
         reason = Reason(template.name, Shortfall.TAINT, (Change.TOLERATE_TAINT,), detail)
-        return Verdict(template.name, False, (), (reason,))
+        return NodePoolDecision(template.name, False, (), (reason,))
     ask = _Ask(template, requests, overhead)
     reasons: dict[Reason, None] = {}
     for alternative in pod_alternatives(pod_spec):
         types, why = _alternative(ask, alternative)
         if types:
-            return Verdict(template.name, True, types, ())
+            return NodePoolDecision(template.name, True, types, ())
         reasons.update(dict.fromkeys(why))
-    return Verdict(template.name, False, (), tuple(reasons))
+    return NodePoolDecision(template.name, False, (), tuple(reasons))

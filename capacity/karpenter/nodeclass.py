@@ -27,7 +27,7 @@ class NodeClassError(ValueError):
 
 
 @dataclass(frozen=True, slots=True)
-class ControllerSettings:
+class KarpenterOptions:
     """The Karpenter controller's settings that change capacity (its Deployment's environment)."""
 
     reserved_enis: int = 0

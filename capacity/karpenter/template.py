@@ -19,7 +19,7 @@ from capacity.karpenter.amifamily import AmiFamily
 from capacity.karpenter.automode import automode_capacity, automode_class_from_object, is_automode
 from capacity.karpenter.facts import NEWEST_BRANCH_TABLE, KarpenterFacts
 from capacity.karpenter.instance_labels import allowed_types, instance_requirements
-from capacity.karpenter.nodeclass import ControllerSettings, NodeClassOptions, nodeclass_from_object
+from capacity.karpenter.nodeclass import KarpenterOptions, NodeClassOptions, nodeclass_from_object
 from capacity.karpenter.nodepool import NodePoolTemplate, nodepool_template
 from capacity.karpenter.requirements import Requirements
 from capacity.resources import Resources
@@ -46,7 +46,7 @@ class KarpenterTemplate:
     automode: bool
     family: AmiFamily
     nodeclass: NodeClassOptions | None  # None for Auto Mode
-    settings: ControllerSettings
+    karpenter: KarpenterOptions
     offers: tuple[TypeOffer, ...]
     min_values_unmet: Mapping[str, int]
     unknown_types: tuple[str, ...]
@@ -62,15 +62,15 @@ class KarpenterTemplate:
     def allocatable_of(self, facts: KarpenterFacts, nodeclass: NodeClassOptions | None = None) -> Resources:
         """The allocatable of `facts` under this template's class, or under `nodeclass` instead (what
         a change to the EC2NodeClass would give)."""
-        return _allocatable(facts, nodeclass or self.nodeclass, self.settings)
+        return _allocatable(facts, nodeclass or self.nodeclass, self.karpenter)
 
 
 def _allocatable(
-    facts: KarpenterFacts, nodeclass: NodeClassOptions | None, settings: ControllerSettings
+    facts: KarpenterFacts, nodeclass: NodeClassOptions | None, karpenter: KarpenterOptions
 ) -> Resources:
     if nodeclass is None:
         raise ValueError("an Auto Mode template has no EC2NodeClass to change")
-    return instance_capacity(facts, nodeclass, settings).allocatable()
+    return instance_capacity(facts, nodeclass, karpenter).allocatable()
 
 
 def _labels(requirements: Requirements) -> dict[str, str]:
@@ -82,14 +82,14 @@ def _labels(requirements: Requirements) -> dict[str, str]:
 def build_template(
     nodepool: Mapping[str, Any],
     nodeclass: Mapping[str, Any],
-    settings: ControllerSettings | None = None,
+    karpenter: KarpenterOptions | None = None,
     names: Iterable[str] | None = None,
     branch_table: str = NEWEST_BRANCH_TABLE,
 ) -> KarpenterTemplate:
     """The template of `nodepool` with its class `nodeclass` (an EC2NodeClass, or an Auto Mode
     NodeClass when the NodePool's nodeClassRef names one), over `names` (every known type by
     default). Raises NodeClassError / RequirementError naming a field that cannot be read."""
-    settings = settings or ControllerSettings()
+    karpenter = karpenter or KarpenterOptions()
     pool = nodepool_template(nodepool)
     ref = ((nodepool.get("spec") or {}).get("template") or {}).get("spec", {}).get("nodeClassRef") or {}
     automode = is_automode(ref)
@@ -100,13 +100,13 @@ def build_template(
     offers = []
     for facts in allowed.types:
         if auto_class is not None:
-            allocatable = automode_capacity(facts, auto_class, settings).allocatable()
+            allocatable = automode_capacity(facts, auto_class, karpenter).allocatable()
         else:
-            allocatable = _allocatable(facts, options, settings)
+            allocatable = _allocatable(facts, options, karpenter)
         type_requirements = instance_requirements(facts, family)
         offers.append(
             TypeOffer(facts, allocatable, type_requirements, {**_labels(type_requirements), **pool.labels})
         )
     return KarpenterTemplate(
-        pool, automode, family, options, settings, tuple(offers), allowed.min_values_unmet, allowed.unknown
+        pool, automode, family, options, karpenter, tuple(offers), allowed.min_values_unmet, allowed.unknown
     )
