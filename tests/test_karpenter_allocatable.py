@@ -13,6 +13,7 @@ import pytest
 
 from capacity.karpenter.allocatable import InstanceCapacity, instance_capacity
 from capacity.karpenter.amifamily import AmiFamily
+from capacity.karpenter.controller_options import KarpenterOptionsError, karpenter_options
 from capacity.karpenter.facts import REFERENCE_BRANCH_TABLE, KarpenterFacts, karpenter_facts
 from capacity.karpenter.nodeclass import (
     KarpenterOptions,
@@ -216,3 +217,72 @@ def test_the_family_is_the_amifamily_field_first_then_the_first_alias() -> None:
     assert nodeclass_from_object({"spec": {"amiSelectorTerms": [{"id": "ami-1"}]}}).family is AmiFamily.CUSTOM
     both = {"amiFamily": "AL2", "amiSelectorTerms": [{"alias": "bottlerocket@latest"}]}
     assert nodeclass_from_object({"spec": both}).family is AmiFamily.AL2
+
+
+def _container(env: dict[str, str] | None = None, args: list[str] | None = None) -> dict[str, Any]:
+    return {
+        "name": "controller",
+        "env": [{"name": k, "value": v} for k, v in (env or {}).items()],
+        "args": args or [],
+    }
+
+
+@pytest.mark.parametrize(
+    ("container", "expected"),
+    [
+        (_container(), KarpenterOptions(0, 0.075, False)),
+        (
+            _container({"RESERVED_ENIS": "1", "VM_MEMORY_OVERHEAD_PERCENT": "0.1"}),
+            KarpenterOptions(1, 0.1, False),
+        ),
+        # an environment value that does not parse is the default (env.WithDefaultInt, WithDefaultFloat64)
+        (
+            _container({"RESERVED_ENIS": "one", "VM_MEMORY_OVERHEAD_PERCENT": "10%"}),
+            KarpenterOptions(0, 0.075, False),
+        ),
+        # a flag overrides its environment variable; the last flag wins; both flag forms
+        (
+            _container({"RESERVED_ENIS": "1"}, ["--reserved-enis=2", "--reserved-enis", "3"]),
+            KarpenterOptions(3, 0.075),
+        ),
+        (_container(None, ["-vm-memory-overhead-percent=0"]), KarpenterOptions(0, 0.0)),
+        (_container({"AWS_FEATURE_GATES": "NodeClassCEL=true"}), KarpenterOptions(0, 0.075, True)),
+    ],
+)
+def test_the_controller_settings_are_read_as_karpenter_reads_them(
+    container: dict[str, Any], expected: Any
+) -> None:
+    """options.go AddFlags: env as each flag's default, flags over env, unparsable env ignored."""
+    assert karpenter_options(container) == expected
+
+
+@pytest.mark.parametrize(
+    ("container", "message"),
+    [
+        (_container({"RESERVED_ENIS": "-1"}), "negative"),
+        (_container(None, ["--reserved-enis=x"]), "not an integer"),
+        (_container(None, ["--vm-memory-overhead-percent"]), "needs a value"),
+        (_container({"AWS_FEATURE_GATES": "NodeClassCEL"}), "Name=true"),
+        (
+            {"env": [{"name": "RESERVED_ENIS", "valueFrom": {"configMapKeyRef": {"name": "k", "key": "r"}}}]},
+            "valueFrom",
+        ),
+    ],
+)
+def test_a_setting_the_controller_refuses_or_fitguard_cannot_read_is_named(
+    container: dict[str, Any], message: str
+) -> None:
+    """Karpenter stops at start on these (or fitguard cannot resolve them): a clear error, never a default."""
+    with pytest.raises(KarpenterOptionsError, match=message):
+        karpenter_options(container)
+
+
+def test_with_node_class_cel_on_an_expression_is_refused_not_ignored() -> None:
+    """With the NodeClassCEL gate on Karpenter evaluates expressions fitguard cannot: refused."""
+    spec = {"amiSelectorTerms": [{"alias": "al2023@latest"}], "kubelet": {"maxPods": "self.vcpus * 4"}}
+    assert nodeclass_from_object({"spec": spec}).kubelet.max_pods is None
+    with pytest.raises(NodeClassError, match="maxPods"):
+        nodeclass_from_object({"spec": spec}, cel=True)
+    reserved = {**spec, "kubelet": {"kubeReserved": {"memory": "max_pods * 11"}}}
+    with pytest.raises(NodeClassError, match=r"kubeReserved\.memory"):
+        nodeclass_from_object({"spec": reserved}, cel=True)

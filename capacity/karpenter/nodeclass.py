@@ -32,6 +32,7 @@ class KarpenterOptions:
 
     reserved_enis: int = 0
     vm_memory_overhead_percent: float = 0.075
+    node_class_cel: bool = False  # AWS_FEATURE_GATES NodeClassCEL: kubelet expressions evaluated
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,23 +90,33 @@ def _is_quantity(value: object) -> bool:
     return True
 
 
-def _quantities(raw: object, where: str) -> Mapping[str, str]:
+def _quantities(raw: object, where: str, cel: bool) -> Mapping[str, str]:
     # an entry that is not a quantity is a CEL expression, honoured only with the NodeClassCEL gate
-    return MappingProxyType({str(k): str(v) for k, v in _map(raw, where).items() if _is_quantity(v)})
+    entries = {str(k): str(v) for k, v in _map(raw, where).items()}
+    expressions = sorted(k for k, v in entries.items() if not _is_quantity(v))
+    if cel and expressions:
+        raise NodeClassError(f"{where}.{expressions[0]}: {_NO_CEL}")
+    return MappingProxyType({k: v for k, v in entries.items() if k not in expressions})
 
 
 def _strings(raw: object, where: str) -> Mapping[str, str]:
     return MappingProxyType({str(k): str(v) for k, v in _map(raw, where).items()})
 
 
-def kubelet_from_object(raw: object) -> KubeletOptions:
+_NO_CEL = "an expression Karpenter evaluates with NodeClassCEL on; fitguard does not evaluate it"
+
+
+def kubelet_from_object(raw: object, cel: bool = False) -> KubeletOptions:
+    """spec.kubelet; with `cel` (the gate on) an expression is refused, since Karpenter would use it."""
     spec = _map(raw, "spec.kubelet")
     max_pods = spec.get("maxPods")
+    if cel and isinstance(max_pods, str):
+        raise NodeClassError(f"spec.kubelet.maxPods: {_NO_CEL}")
     return KubeletOptions(
         max_pods=None if isinstance(max_pods, str) else _int(max_pods, "spec.kubelet.maxPods"),
         pods_per_core=_int(spec.get("podsPerCore"), "spec.kubelet.podsPerCore"),
-        kube_reserved=_quantities(spec.get("kubeReserved"), "spec.kubelet.kubeReserved"),
-        system_reserved=_quantities(spec.get("systemReserved"), "spec.kubelet.systemReserved"),
+        kube_reserved=_quantities(spec.get("kubeReserved"), "spec.kubelet.kubeReserved", cel),
+        system_reserved=_quantities(spec.get("systemReserved"), "spec.kubelet.systemReserved", cel),
         eviction_hard=_strings(spec.get("evictionHard"), "spec.kubelet.evictionHard"),
         eviction_soft=_strings(spec.get("evictionSoft"), "spec.kubelet.evictionSoft"),
     )
@@ -141,8 +152,9 @@ def block_devices_from_object(raw: object) -> tuple[BlockDevice, ...]:
     return tuple(devices)
 
 
-def nodeclass_from_object(obj: Mapping[str, Any]) -> NodeClassOptions:
-    """The capacity-changing parts of an EC2NodeClass; raises NodeClassError naming the bad field."""
+def nodeclass_from_object(obj: Mapping[str, Any], cel: bool = False) -> NodeClassOptions:
+    """The capacity-changing parts of an EC2NodeClass; raises NodeClassError naming the bad field.
+    `cel`: Karpenter runs with the NodeClassCEL gate on (KarpenterOptions.node_class_cel)."""
     spec = _map(obj.get("spec"), "spec")
     terms = spec.get("amiSelectorTerms") or []
     if not isinstance(terms, list):
@@ -158,5 +170,5 @@ def nodeclass_from_object(obj: Mapping[str, Any]) -> NodeClassOptions:
         family=resolved,
         block_devices=block_devices_from_object(spec.get("blockDeviceMappings")),
         instance_store_policy=None if policy is None else str(policy),
-        kubelet=kubelet_from_object(spec.get("kubelet")),
+        kubelet=kubelet_from_object(spec.get("kubelet"), cel),
     )

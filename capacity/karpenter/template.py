@@ -93,7 +93,7 @@ def build_template(
     pool = nodepool_template(nodepool)
     ref = ((nodepool.get("spec") or {}).get("template") or {}).get("spec", {}).get("nodeClassRef") or {}
     automode = is_automode(ref)
-    options = None if automode else nodeclass_from_object(nodeclass)
+    options = None if automode else nodeclass_from_object(nodeclass, karpenter.node_class_cel)
     family = AmiFamily.AL2023 if options is None else options.family
     allowed = allowed_types(pool.requirements, family, names or known_types(), branch_table)
     auto_class = automode_class_from_object(nodeclass) if automode else None
