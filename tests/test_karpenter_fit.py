@@ -228,6 +228,14 @@ def test_auto_mode_pods_storage_and_no_branch_enis() -> None:
     assert reason.changes == (Change.AUTOMODE_EPHEMERAL_SIZE,)
 
 
+def test_a_nodepool_with_empty_parts_is_read_as_empty() -> None:
+    """null spec parts are empty, not an error: no requirements allows every type given."""
+    template = build_template(
+        {"metadata": {"name": "bare"}, "spec": {"template": {"spec": None}}}, AL2023, names=["m5.large"]
+    )
+    assert [o.name for o in template.offers] == ["m5.large"]
+
+
 def test_labels_of_an_offer_are_the_nodepools_and_the_types() -> None:
     """A node of the template carries the NodePool's labels and its type's single-valued ones."""
     offer = _template(["m5.large"]).offers[0]
@@ -236,8 +244,22 @@ def test_labels_of_an_offer_are_the_nodepools_and_the_types() -> None:
     assert offer.labels["karpenter.k8s.aws/instance-family"] == "m5"
 
 
-@pytest.mark.parametrize("bad", [{"tolerations": {"key": "a"}}, {"nodeSelector": ["a"]}])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"tolerations": {"key": "a"}},
+        {"nodeSelector": ["a"]},
+        {"affinity": {"nodeAffinity": ["x"]}},
+        {
+            "affinity": {
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": ["x"]}
+                }
+            }
+        },
+    ],
+)
 def test_a_bad_pod_field_is_refused_with_its_name(bad: dict[str, Any]) -> None:
     """A pod field that cannot be read raises, naming it, rather than being read as empty."""
-    with pytest.raises((TypeError, ValueError), match=r"tolerations|nodeSelector"):
+    with pytest.raises((TypeError, ValueError), match=r"tolerations|nodeSelector|nodeAffinity"):
         judge(_template(["m5.large"]), bad, {})

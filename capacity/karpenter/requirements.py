@@ -139,13 +139,18 @@ def pod_alternatives(spec: Mapping[str, Any]) -> tuple[Requirements, ...]:
     if not isinstance(selector, Mapping):
         raise RequirementError("spec.nodeSelector: expected a map")
     base = from_labels({str(k): str(v) for k, v in selector.items()})
-    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
-        "requiredDuringSchedulingIgnoredDuringExecution"
-    ) or {}
-    terms = required.get("nodeSelectorTerms") or []
+    where = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+    required: Any = spec.get("affinity") or {}
+    for key in ("nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution"):
+        if not isinstance(required, Mapping):
+            raise RequirementError(f"{where}: expected a map at {key}")
+        required = required.get(key) or {}
+    terms = required.get("nodeSelectorTerms") or [] if isinstance(required, Mapping) else None
+    if not isinstance(terms, list) or not all(isinstance(t, Mapping) for t in terms):
+        raise RequirementError(f"{where}.nodeSelectorTerms: expected a list of terms")
     if not terms:
         return (base,)
     return tuple(
-        base.add(from_selector_requirements(term.get("matchExpressions"), f"nodeSelectorTerms[{i}]"))
+        base.add(from_selector_requirements(term.get("matchExpressions"), f"{where}.nodeSelectorTerms[{i}]"))
         for i, term in enumerate(terms)
     )

@@ -91,7 +91,7 @@ def build_template(
     default). Raises NodeClassError / RequirementError naming a field that cannot be read."""
     karpenter = karpenter or KarpenterOptions()
     pool = nodepool_template(nodepool)
-    ref = ((nodepool.get("spec") or {}).get("template") or {}).get("spec", {}).get("nodeClassRef") or {}
+    ref = ((((nodepool.get("spec") or {}).get("template") or {}).get("spec") or {}).get("nodeClassRef")) or {}
     automode = is_automode(ref)
     options = None if automode else nodeclass_from_object(nodeclass, karpenter.node_class_cel)
     family = AmiFamily.AL2023 if options is None else options.family
