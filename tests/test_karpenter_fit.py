@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from capacity.karpenter.discovered import discovered_memory
 from capacity.karpenter.fit import Change, NodePoolDecision, Shortfall, judge
 from capacity.karpenter.template import KarpenterTemplate, build_template
 from capacity.quantity import parse_quantity
@@ -263,3 +264,37 @@ def test_a_bad_pod_field_is_refused_with_its_name(bad: dict[str, Any]) -> None:
     """A pod field that cannot be read raises, naming it, rather than being read as empty."""
     with pytest.raises((TypeError, ValueError), match=r"tolerations|nodeSelector|nodeAffinity"):
         judge(_template(["m5.large"]), bad, {})
+
+
+def test_a_joined_nodes_memory_replaces_the_estimate() -> None:
+    """UpdateInstanceTypeCapacityFromNode: the smallest memory capacity of the class's nodes of a
+    type replaces the estimate (7577Mi for m5.large); the overhead stays as estimated."""
+    nodes = [
+        {
+            "metadata": {
+                "labels": {
+                    "karpenter.k8s.aws/ec2nodeclass": "default",
+                    "node.kubernetes.io/instance-type": "m5.large",
+                }
+            },
+            "status": {"capacity": {"memory": memory}},
+        }
+        for memory in ("7800Mi", "7700Mi", "bogus")
+    ] + [
+        {
+            "metadata": {
+                "labels": {
+                    "karpenter.k8s.aws/ec2nodeclass": "other",
+                    "node.kubernetes.io/instance-type": "m5.large",
+                }
+            },
+            "status": {"capacity": {"memory": "1Gi"}},
+        }
+    ]
+    discovered = discovered_memory(nodes, "default")
+    assert discovered == {"m5.large": _q("7700Mi")}
+    template = build_template(_pool(["m5.large"]), AL2023, names=["m5.large"], discovered=discovered)
+    # 7700Mi less 574Mi kube-reserved and 100Mi eviction (6903Mi with the estimate)
+    assert template.offers[0].allocatable["memory"] == _q("7026Mi")
+    assert judge(template, {}, {"memory": _q("7026Mi")}).fits
+    assert not judge(template, {}, {"memory": _q("7026Mi") + 1000}).fits

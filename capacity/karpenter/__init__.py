@@ -13,6 +13,7 @@ Pure: no I/O, no clock. Each module does one job:
 - `labels`: the well-known and normalised label keys.
 - `nodepool`: a NodePool's template requirements, labels and taints.
 - `automode`: EKS Auto Mode NodeClasses.
+- `discovered`: a joined node's memory in place of the estimate.
 - `template`: a NodePool and its class as the instance types it could launch, with allocatable.
 - `fit`: whether a pod fits a NodePool, and the typed reasons (the field to change) when not.
 """

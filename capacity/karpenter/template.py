@@ -17,6 +17,7 @@ from capacity.instances import known_types
 from capacity.karpenter.allocatable import instance_capacity
 from capacity.karpenter.amifamily import AmiFamily
 from capacity.karpenter.automode import automode_capacity, automode_class_from_object, is_automode
+from capacity.karpenter.discovered import with_discovered_memory
 from capacity.karpenter.facts import NEWEST_BRANCH_TABLE, KarpenterFacts
 from capacity.karpenter.instance_labels import allowed_types, instance_requirements
 from capacity.karpenter.nodeclass import KarpenterOptions, NodeClassOptions, nodeclass_from_object
@@ -47,6 +48,7 @@ class KarpenterTemplate:
     family: AmiFamily
     nodeclass: NodeClassOptions | None  # None for Auto Mode
     karpenter: KarpenterOptions
+    discovered: Mapping[str, int]  # instance type -> a joined node's memory (discovered.py)
     offers: tuple[TypeOffer, ...]
     min_values_unmet: Mapping[str, int]
     unknown_types: tuple[str, ...]
@@ -62,15 +64,16 @@ class KarpenterTemplate:
     def allocatable_of(self, facts: KarpenterFacts, nodeclass: NodeClassOptions | None = None) -> Resources:
         """The allocatable of `facts` under this template's class, or under `nodeclass` instead (what
         a change to the EC2NodeClass would give)."""
-        return _allocatable(facts, nodeclass or self.nodeclass, self.karpenter)
+        memory = self.discovered.get(facts.name)
+        return _allocatable(facts, nodeclass or self.nodeclass, self.karpenter, memory)
 
 
 def _allocatable(
-    facts: KarpenterFacts, nodeclass: NodeClassOptions | None, karpenter: KarpenterOptions
+    facts: KarpenterFacts, nodeclass: NodeClassOptions | None, karpenter: KarpenterOptions, memory: int | None
 ) -> Resources:
     if nodeclass is None:
         raise ValueError("an Auto Mode template has no EC2NodeClass to change")
-    return instance_capacity(facts, nodeclass, karpenter).allocatable()
+    return with_discovered_memory(instance_capacity(facts, nodeclass, karpenter), memory).allocatable()
 
 
 def _labels(requirements: Requirements) -> dict[str, str]:
@@ -82,14 +85,18 @@ def _labels(requirements: Requirements) -> dict[str, str]:
 def build_template(
     nodepool: Mapping[str, Any],
     nodeclass: Mapping[str, Any],
+    *,
     karpenter: KarpenterOptions | None = None,
     names: Iterable[str] | None = None,
     branch_table: str = NEWEST_BRANCH_TABLE,
+    discovered: Mapping[str, int] | None = None,
 ) -> KarpenterTemplate:
     """The template of `nodepool` with its class `nodeclass` (an EC2NodeClass, or an Auto Mode
     NodeClass when the NodePool's nodeClassRef names one), over `names` (every known type by
-    default). Raises NodeClassError / RequirementError naming a field that cannot be read."""
+    default). `discovered`: per type, the memory of a joined node (`discovered_memory`), which
+    replaces the estimate. Raises NodeClassError / RequirementError naming a field that cannot be read."""
     karpenter = karpenter or KarpenterOptions()
+    discovered = dict(discovered or {})
     pool = nodepool_template(nodepool)
     ref = ((((nodepool.get("spec") or {}).get("template") or {}).get("spec") or {}).get("nodeClassRef")) or {}
     automode = is_automode(ref)
@@ -100,13 +107,22 @@ def build_template(
     offers = []
     for facts in allowed.types:
         if auto_class is not None:
-            allocatable = automode_capacity(facts, auto_class, karpenter).allocatable()
+            auto = automode_capacity(facts, auto_class, karpenter)
+            allocatable = with_discovered_memory(auto, discovered.get(facts.name)).allocatable()
         else:
-            allocatable = _allocatable(facts, options, karpenter)
+            allocatable = _allocatable(facts, options, karpenter, discovered.get(facts.name))
         type_requirements = instance_requirements(facts, family)
         offers.append(
             TypeOffer(facts, allocatable, type_requirements, {**_labels(type_requirements), **pool.labels})
         )
     return KarpenterTemplate(
-        pool, automode, family, options, karpenter, tuple(offers), allowed.min_values_unmet, allowed.unknown
+        pool,
+        automode,
+        family,
+        options,
+        karpenter,
+        discovered,
+        tuple(offers),
+        allowed.min_values_unmet,
+        allowed.unknown,
     )
