@@ -105,13 +105,17 @@ def test_daemonset_overhead_is_taken_from_the_allocatable() -> None:
 
 def test_no_branch_eni_on_a_t3_names_the_instance_type_requirement() -> None:
     """'should not launch AWS Pod ENI on a t3': a NodePool of t3 only cannot take a pod-eni pod;
-    the field to change is the NodePool's instance-type requirement. m5.large offers 9."""
+    the field to change is the NodePool's instance-type requirement, which excludes every type with
+    enough branch ENIs (m5.large offers 9); unless no type has that many."""
     reason = _only(judge(_template(["t3.large"]), {}, {"vpc.amazonaws.com/pod-eni": 1000}))
     assert reason.shortfall is Shortfall.BRANCH_ENIS
     assert reason.changes == (Change.INSTANCE_TYPE_REQUIREMENT,)
     both = _template(["t3.large", "m5.large"])
     assert judge(both, {}, {"vpc.amazonaws.com/pod-eni": 9000}).instance_types == ("m5.large",)
     assert not judge(both, {}, {"vpc.amazonaws.com/pod-eni": 10000}).fits
+    # no instance type anywhere offers 1000 branch ENIs: the requirement is not the field to change
+    reason = _only(judge(both, {}, {"vpc.amazonaws.com/pod-eni": 1000 * 1000}))
+    assert (reason.shortfall, reason.changes) == (Shortfall.BRANCH_ENIS, ())
 
 
 def test_taints_startup_taints_and_prefer_no_schedule() -> None:

@@ -17,6 +17,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from capacity.instances import known_types
+from capacity.karpenter.facts import karpenter_facts
 from capacity.karpenter.instance_labels import min_values_unmet
 from capacity.karpenter.nodeclass import RAID0
 from capacity.karpenter.requirements import Requirements, pod_alternatives
@@ -116,9 +118,22 @@ def _shortfall(ask: _Ask, offers: list[TypeOffer], resource: str) -> tuple[Short
     if resource == EPHEMERAL_STORAGE:
         return Shortfall.EPHEMERAL_STORAGE, _ephemeral_changes(ask, offers)
     if resource == POD_ENI:
-        # Auto Mode offers no branch ENIs on any type: no requirement change helps
-        return Shortfall.BRANCH_ENIS, () if ask.template.automode else (Change.INSTANCE_TYPE_REQUIREMENT,)
+        # the requirement is the field to change only when some type offers enough; Auto Mode
+        # offers no branch ENIs on any type
+        need = max(ask.needed(o)[POD_ENI] for o in offers)
+        helps = not ask.template.automode and bool(types_with_branch_enis(need, ask.template.branch_table))
+        return Shortfall.BRANCH_ENIS, (Change.INSTANCE_TYPE_REQUIREMENT,) if helps else ()
     return Shortfall.RESOURCES, (Change.INSTANCE_TYPE_REQUIREMENT,)
+
+
+def types_with_branch_enis(needed: int, branch_table: str) -> tuple[str, ...]:
+    """Every known instance type Karpenter plans with at least `needed` (milli-units) branch ENIs."""
+    found = []
+    for name in known_types():
+        facts = karpenter_facts(name, branch_table)
+        if facts is not None and facts.branch_enis * 1000 >= needed:
+            found.append(name)
+    return tuple(found)
 
 
 def _resource_reasons(ask: _Ask, offers: list[TypeOffer]) -> tuple[Reason, ...]:

@@ -49,6 +49,7 @@ class KarpenterTemplate:
     nodeclass: NodeClassOptions | None  # None for Auto Mode
     karpenter: KarpenterOptions
     discovered: Mapping[str, int]  # instance type -> a joined node's memory (discovered.py)
+    branch_table: str  # the Karpenter commit whose branch-ENI table the offers use
     offers: tuple[TypeOffer, ...]
     min_values_unmet: Mapping[str, int]
     unknown_types: tuple[str, ...]
@@ -122,6 +123,7 @@ def build_template(
         options,
         karpenter,
         discovered,
+        branch_table,
         tuple(offers),
         allowed.min_values_unmet,
         allowed.unknown,
