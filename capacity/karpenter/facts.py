@@ -73,6 +73,7 @@ def branch_tables() -> tuple[str, ...]:
     return tuple(_document()[1])
 
 
+@cache  # immutable facts from immutable data: each (type, table) is built once
 def karpenter_facts(name: str, branch_table: str = NEWEST_BRANCH_TABLE) -> KarpenterFacts | None:
     """The facts of `name` (exact EC2 name), None when fitguard lacks its ENIs or its shape."""
     tables = _document()[1]

@@ -108,6 +108,7 @@ class Allowed:
     """The instance types a NodePool's requirements allow, and minValues they leave unmet."""
 
     types: tuple[KarpenterFacts, ...]
+    requirements: tuple[Requirements, ...]  # each allowed type's own, in the same order
     min_values_unmet: Mapping[str, int]  # key -> distinct values the allowed types offer
     unknown: tuple[str, ...]  # names asked for that fitguard has no facts for
 
@@ -143,4 +144,4 @@ def allowed_types(
         if not type_requirements.intersects(requirements):
             kept.append((facts, type_requirements))
     unmet = min_values_unmet(requirements, (r for _, r in kept))
-    return Allowed(tuple(f for f, _ in kept), unmet, tuple(unknown))
+    return Allowed(tuple(f for f, _ in kept), tuple(r for _, r in kept), unmet, tuple(unknown))

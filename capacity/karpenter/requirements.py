@@ -53,6 +53,9 @@ class Requirements(Mapping[str, Requirement]):
     def __len__(self) -> int:
         return len(self._by_key)
 
+    def __contains__(self, key: object) -> bool:
+        return key in self._by_key
+
     def __repr__(self) -> str:
         return f"Requirements({list(self._by_key.values())!r})"
 
@@ -67,7 +70,8 @@ class Requirements(Mapping[str, Requirement]):
         """`Intersects`: every key both constrain has a common value; two exclusions (NotIn or
         DoesNotExist on both sides) always agree. Keys only one side constrains are allowed."""
         refused = []
-        for key in sorted(self.keys() & incoming.keys()):
+        smaller, larger = (self, incoming) if len(self) <= len(incoming) else (incoming, self)
+        for key in sorted(k for k in smaller if k in larger):
             existing, coming = self._by_key[key], incoming[key]
             if existing.has_intersection(coming):
                 continue

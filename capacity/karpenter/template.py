@@ -19,7 +19,7 @@ from capacity.karpenter.amifamily import AmiFamily
 from capacity.karpenter.automode import automode_capacity, automode_class_from_object, is_automode
 from capacity.karpenter.discovered import with_discovered_memory
 from capacity.karpenter.facts import NEWEST_BRANCH_TABLE, KarpenterFacts
-from capacity.karpenter.instance_labels import allowed_types, instance_requirements
+from capacity.karpenter.instance_labels import allowed_types
 from capacity.karpenter.nodeclass import KarpenterOptions, NodeClassOptions, nodeclass_from_object
 from capacity.karpenter.nodepool import NodePoolTemplate, nodepool_template
 from capacity.karpenter.requirements import Requirements
@@ -106,13 +106,12 @@ def build_template(
     allowed = allowed_types(pool.requirements, family, names or known_types(), branch_table)
     auto_class = automode_class_from_object(nodeclass) if automode else None
     offers = []
-    for facts in allowed.types:
+    for facts, type_requirements in zip(allowed.types, allowed.requirements, strict=True):
         if auto_class is not None:
             auto = automode_capacity(facts, auto_class, karpenter)
             allocatable = with_discovered_memory(auto, discovered.get(facts.name)).allocatable()
         else:
             allocatable = _allocatable(facts, options, karpenter, discovered.get(facts.name))
-        type_requirements = instance_requirements(facts, family)
         offers.append(
             TypeOffer(facts, allocatable, type_requirements, {**_labels(type_requirements), **pool.labels})
         )
