@@ -193,7 +193,7 @@ def section(out: TextIO, title: str) -> None:
 
 def show_groups(out: TextIO, report: dict[str, Any]) -> None:
     from capacity.template import NodeGroupTemplate
-    from controller.cli import cycle_table
+    from controller.cycle_table import cycle_table
 
     out.write(cycle_table(report) + "\n\n")
     for obj in report["nodeGroups"]:

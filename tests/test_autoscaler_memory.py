@@ -30,7 +30,7 @@ from capacity.demand import Skipped, classify, pending_shapes
 from capacity.fit import PodNeeds
 from capacity.serve import denial_message, memory_reliance, memory_warnings, refusals
 from capacity.template import AutoscalerMemory, NodeGroupTemplate, View
-from controller.cli import cycle_table
+from controller.cycle_table import cycle_table
 
 GIB = 2**30 * 1000  # milli-units
 T0 = parse_time("2026-11-30T12:00:00Z")
