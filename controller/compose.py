@@ -29,15 +29,15 @@ def aws_clients(region: str) -> AwsClients:
     return AwsClients.from_environment(region or None)
 
 
-def kube_client(kubeconfig: str | None) -> KubeClient:
-    """The process's Kubernetes client: in-cluster, else the kubeconfig."""
+def kube_client(kubeconfig: str | None, context: str | None = None) -> KubeClient:
+    """The process's Kubernetes client: in-cluster, else the kubeconfig (at `context`)."""
     from kube.client import KubeClient, load_api_client
 
-    return KubeClient(load_api_client(kubeconfig))
+    return KubeClient(load_api_client(kubeconfig, context))
 
 
 def cluster_source(options: ControllerOptions, api: ApiLike | None = None) -> ClusterSource:
     """The state file when `--state` names one, else the API through `api` (built when None)."""
     if options.state:
         return StateFileSource(options.state)
-    return ApiSource(api if api is not None else kube_client(options.kubeconfig))
+    return ApiSource(api if api is not None else kube_client(options.kubeconfig, options.context))

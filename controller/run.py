@@ -56,6 +56,7 @@ class ControllerOptions:
     autoscaler_selector: str = DEFAULT_SELECTOR
     autoscaler_namespace: str = ""  # "" = all namespaces
     kubeconfig: str | None = None
+    context: str | None = None  # the kubeconfig's context (None: its current one)
     page_size: int = 100
     branch_eni_release: str = "cooldown"  # the books' release model (--branch-eni-release)
 

@@ -22,6 +22,11 @@ from typing import Any, TextIO
 from webhook.review import MODES
 
 EXIT_ADMITTED, EXIT_DENIED, EXIT_USAGE = 0, 1, 2
+# what a check without a cluster reads instead, said where no kubeconfig loads
+OFFLINE = (
+    "pass --kubeconfig PATH, or check against a state file with --state PATH "
+    "(made by `fitguard state export` or `fitguard state from-controller`)"
+)
 # the demo's application (examples/check), without its kustomization.yaml
 APPLICATION = ("web.yaml", "transcode.yaml", "settings.yaml")
 
@@ -67,13 +72,15 @@ def _cluster(args: argparse.Namespace) -> tuple[Any, dict[str, str], str]:
         return from_objects(state.objects), header, args.namespace or "default"
     from fitguard.state_export import export_state
     from kube.client import KubeError
+    from kube.kubeconfig import config_problem
     from kube.state_listing import identify
 
     try:
         identity = identify(args.kubeconfig, args.context)
         exported = export_state(args.kubeconfig, args.context, identity=identity)
     except KubeError as err:
-        raise UnreadableCluster(f"cannot read the cluster: {err}", "cluster") from None
+        problem = config_problem(err, OFFLINE)
+        raise UnreadableCluster(problem or f"cannot read the cluster: {err}", "cluster") from None
     _usable(exported["items"], f"the cluster {identity.server}")
     header = {"cluster": identity.server, "context": identity.context}
     # kubectl's order (client-go clientcmd DirectClientConfig.Namespace): -n, the context's, default

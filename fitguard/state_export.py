@@ -152,12 +152,16 @@ def write_state(state: dict[str, Any], output: str | None, command: str, source:
 
 def run(args: argparse.Namespace) -> int:
     from kube.client import KubeError
+    from kube.kubeconfig import config_problem
 
     try:
         state = export_state(args.kubeconfig, args.context)
     except KubeError as err:
-        print(f"fitguard state export: {err}", file=sys.stderr)
-        return 1
+        problem = config_problem(
+            err, "pass --kubeconfig PATH (without a cluster: fitguard state from-controller)"
+        )
+        print(f"fitguard state export: {problem or err}", file=sys.stderr)
+        return 2 if problem else 1
     from fitguard.state_usable import missing_capacity
 
     gap = missing_capacity(state["items"])
