@@ -26,8 +26,9 @@ from kube.bounded import InputLimitError, read_text
 KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 # a remote base (a git URL) is fetched by kustomize; this bounds a hang, not a normal render
 RENDER_TIMEOUT = 300.0
-# kubectl 1.30+ reports a failed command through klog: `E1202 ... run.go:72] "command failed"
-# err="<Go-quoted message>"`; earlier ones print `error: <message>`
+# kubectl reports a failed command through klog, `E1202 ... run.go:72] "command failed"
+# err="<Go-quoted message>"` (component-base cli/run.go, Run: klog.ErrorS); older ones printed
+# `error: <message>` (kubectl pkg/cmd/util/helpers.go, CheckErr)
 _KLOG_FAILURE = re.compile(r'"command failed" err="((?:[^"\\]|\\.)*)"')
 
 
