@@ -100,9 +100,10 @@ def state_from_report(
     from fitguard.state_export import project
     from fitguard.state_usable import missing_capacity
 
-    errors = report.get("errors") if isinstance(report.get("errors"), Mapping) else {}
-    if errors.get(""):
-        raise NotControllerOutput(f"{name}: the controller's discovery failed: {one_line(errors[''])}")
+    errors = report.get("errors")
+    failed = errors.get("") if isinstance(errors, Mapping) else None
+    if failed:
+        raise NotControllerOutput(f"{name}: the controller's discovery failed: {one_line(str(failed))}")
     groups = [
         obj
         for obj in report["nodeGroups"]
