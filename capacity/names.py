@@ -40,6 +40,7 @@ EXPORTED_AT = "fitguard.io/exported-at"
 EXPORTED_CLUSTER = "fitguard.io/cluster"
 EXPORTED_SERVER = "fitguard.io/server"
 EXPORTED_CONTEXT = "fitguard.io/context"
+EXPORTED_FROM = "fitguard.io/exported-from"  # a state made from something other than a cluster
 
 # The reportingController of the Events each component writes.
 CONTROLLER_REPORTER = "fitguard.io/controller"

@@ -31,9 +31,10 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: {one_line(message)} (see {self.prog} --help)\n")
 
 
-def top_parser() -> tuple[argparse.ArgumentParser, Any]:
-    """The `fitguard` parser and its subparsers, for the subcommands' `register` functions."""
-    parser = Parser(prog=PROG, description=DESCRIPTION)
+def top_parser(prog: str = PROG, epilog: str | None = None) -> tuple[argparse.ArgumentParser, Any]:
+    """The `fitguard` parser (named `prog`: `kubectl fitguard` for the plugin) and its subparsers,
+    for the subcommands' `register` functions."""
+    parser = Parser(prog=prog, description=DESCRIPTION, epilog=epilog)
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     return parser, parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 

@@ -62,6 +62,7 @@ def _add_run_arguments(parser: Any) -> None:
     parser.add_argument(
         "--kubeconfig", default=None, help="kubeconfig (default: in-cluster, then $KUBECONFIG)"
     )
+    parser.add_argument("--context", default=None, help="kubeconfig context (default: the current one)")
 
 
 def _add_leader_arguments(parser: Any) -> None:
@@ -211,18 +212,20 @@ def main(args: argparse.Namespace) -> int:
     """Bad input ends with one line on stderr: exit status 2 for what the command line or its files
     get wrong, 1 for a failure while running (the Kubernetes API unreachable, a failed cycle)."""
     from kube.client import KubeError
+    from kube.kubeconfig import config_problem
 
     try:
         return _main(args)
     except KubeError as err:
-        print(f"fitguard controller: {one_line(kube_problem(err))}", file=sys.stderr)
-        return 1
+        problem = config_problem(
+            err, "pass --kubeconfig PATH, or --once --state PATH to read the cluster from a file"
+        )
+        print(f"fitguard controller: {problem or one_line(kube_problem(err))}", file=sys.stderr)
+        return 2 if problem else 1
 
 
 def kube_problem(err: Any) -> str:
     """A KubeError as one line a person can act on."""
-    if err.status == 0 and err.reason == "ConfigError":
-        return f"cannot load the Kubernetes configuration: {err.message}"
     if err.status == 0:
         return f"cannot reach the Kubernetes API server ({err.reason}): {err.message}"
     return f"the Kubernetes API server refused a request: {err}"
@@ -267,6 +270,7 @@ def _main(args: argparse.Namespace) -> int:
         autoscaler_namespace=args.autoscaler_namespace,
         region=region.name,
         kubeconfig=args.kubeconfig,
+        context=args.context,
         branch_eni_release=args.branch_eni_release,
     )
     try:
@@ -321,7 +325,7 @@ def run_forever(args: argparse.Namespace, options: Any, scaling: Any) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
     # the process's clients, built once (controller/compose.py)
-    api, clients = kube_client(args.kubeconfig), aws_clients(options.region)
+    api, clients = kube_client(args.kubeconfig, args.context), aws_clients(options.region)
     ControllerLoop(settings, api, clients).run(stop)
     return 0
 

@@ -26,8 +26,8 @@ def aws_clients(region: str) -> AwsClients:
     return AwsClients.from_environment(region or None)
 
 
-def kube_client(kubeconfig: str | None) -> KubeClient:
-    """The process's Kubernetes client: in-cluster, else the kubeconfig."""
+def kube_client(kubeconfig: str | None, context: str | None = None) -> KubeClient:
+    """The process's Kubernetes client: in-cluster, else the kubeconfig (at `context`)."""
     from kube.client import KubeClient, load_api_client
 
-    return KubeClient(load_api_client(kubeconfig))
+    return KubeClient(load_api_client(kubeconfig, context))

@@ -50,4 +50,4 @@ def _fill(cache: ClusterCache, options: ControllerOptions, api: ApiLike | None) 
 
         cache.fill(by_kind(load_state(options.state)))
     else:
-        cache.list_from(api if api is not None else kube_client(options.kubeconfig))
+        cache.list_from(api if api is not None else kube_client(options.kubeconfig, options.context))

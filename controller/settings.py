@@ -46,6 +46,7 @@ class ControllerOptions:
     autoscaler_selector: str = DEFAULT_SELECTOR
     autoscaler_namespace: str = ""  # "" = all namespaces
     kubeconfig: str | None = None
+    context: str | None = None  # the kubeconfig's context (None: its current one)
     page_size: int = 100  # node groups per AWS page
     branch_eni_release: str = COOLDOWN  # the books' release model (--branch-eni-release)
 

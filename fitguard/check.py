@@ -1,9 +1,11 @@
 """`fitguard check`: the webhook's verdicts on manifests, before they reach a cluster.
 
 Reads manifests (files, directories recursively, `-` for standard input; multi-document YAML, JSON,
-`kind: List`), and judges every Pod and workload exactly as `kubectl apply` would meet fitguard:
-through the webhook's own /mutate and /validate code, against a state file (`fitguard state export`)
-or the cluster a kubeconfig points at. Other kinds are counted as skipped.
+`kind: List`) and kustomizations (`-k DIR`, rendered by `kubectl kustomize` as `kubectl apply -k`
+renders them; `-f` refuses a directory holding one), and judges every Pod and workload exactly as
+`kubectl apply` would meet fitguard: through the webhook's own /mutate and /validate code, against
+a state file (`fitguard state export`, `fitguard state from-controller`) or the cluster a kubeconfig
+points at. Other kinds are counted as skipped.
 
 Exit status: 0 every object admitted (mode warn or audit: admitted, with warnings or findings),
 1 any object denied, 2 usage errors or unreadable input.
@@ -20,6 +22,13 @@ from typing import Any, TextIO
 from webhook.review import MODES
 
 EXIT_ADMITTED, EXIT_DENIED, EXIT_USAGE = 0, 1, 2
+# what a check without a cluster reads instead, said where no kubeconfig loads
+OFFLINE = (
+    "pass --kubeconfig PATH, or check against a state file with --state PATH "
+    "(made by `fitguard state export` or `fitguard state from-controller`)"
+)
+# the demo's application (examples/check), without its kustomization.yaml
+APPLICATION = ("web.yaml", "transcode.yaml", "settings.yaml")
 
 
 class UnreadableCluster(Exception):
@@ -63,13 +72,15 @@ def _cluster(args: argparse.Namespace) -> tuple[Any, dict[str, str], str]:
         return from_objects(state.objects), header, args.namespace or "default"
     from fitguard.state_export import export_state
     from kube.client import KubeError
+    from kube.kubeconfig import config_problem
     from kube.state_listing import identify
 
     try:
         identity = identify(args.kubeconfig, args.context)
         exported = export_state(args.kubeconfig, args.context, identity=identity)
     except KubeError as err:
-        raise UnreadableCluster(f"cannot read the cluster: {err}", "cluster") from None
+        problem = config_problem(err, OFFLINE)
+        raise UnreadableCluster(problem or f"cannot read the cluster: {err}", "cluster") from None
     _usable(exported["items"], f"the cluster {identity.server}")
     header = {"cluster": identity.server, "context": identity.context}
     # kubectl's order (client-go clientcmd DirectClientConfig.Namespace): -n, the context's, default
@@ -95,16 +106,28 @@ def _report(
     )
 
 
+def _read(args: argparse.Namespace) -> tuple[list[Any], list[Any]]:
+    """Every object of the `-f` inputs then of the `-k` kustomizations, and what could not be read."""
+    from fitguard.kustomize import read_kustomizations, refuse_kustomized
+    from fitguard.manifests import read_inputs
+
+    paths, refused = refuse_kustomized(args.filename or [])
+    located, unreadable = read_inputs(paths)
+    rendered, failed = read_kustomizations(args.kustomize or [])
+    return [*located, *rendered], [*refused, *unreadable, *failed]
+
+
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     from fitguard.check_output import Problem, Result
     from fitguard.judge import Judge
-    from fitguard.manifests import read_inputs
     from webhook.review import WebhookOptions
 
     out = out or sys.stdout
+    if not args.filename and not args.kustomize:
+        return _fail("nothing to check: give -f PATH|DIR|- or -k DIR (see fitguard check --help)")
     if args.state is not None and args.context is not None:
         return _fail("--context needs --kubeconfig (or the default kubeconfig), not --state")
-    located, unreadable = read_inputs(args.filename)
+    located, unreadable = _read(args)
     problems = [Problem(err.file, str(err)) for err in unreadable]
     try:
         cluster, header, namespace = _cluster(args)
@@ -133,13 +156,11 @@ def demo(out: TextIO, examples: Path) -> int:
     """For `fitguard demo`: one check of the example application against the example state."""
     from fitguard.cli import build_parser
 
-    argv = [
-        "check",
-        "-f",
-        os.path.relpath(examples / "check"),
-        "--state",
-        os.path.relpath(examples / "cluster.yaml"),
-    ]
+    # the application's files one by one: `-k examples/check` renders the same objects, but needs
+    # kubectl, which the demo does not
+    files = [os.path.relpath(examples / "check" / name) for name in APPLICATION]
+    application = [part for file in files for part in ("-f", file)]
+    argv = ["check", *application, "--state", os.path.relpath(examples / "cluster.yaml")]
     out.write(f"$ fitguard {' '.join(argv)}\n")
     status = run(build_parser(only="check").parse_args(argv), out)
     out.write(
@@ -159,9 +180,17 @@ def register(subparsers: Any) -> None:
         "-f",
         "--filename",
         action="append",
-        required=True,
         metavar="PATH|DIR|-",
-        help="a manifest file, a directory (read recursively) or - for standard input; repeatable",
+        help="a manifest file, a directory (read recursively; one holding a kustomization is refused: "
+        "use -k) or - for standard input; repeatable",
+    )
+    parser.add_argument(
+        "-k",
+        "--kustomize",
+        action="append",
+        metavar="DIR",
+        help="a kustomization directory, rendered by `kubectl kustomize` (kubectl on PATH) as "
+        "kubectl apply -k renders it; repeatable, and with -f",
     )
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--state", type=Path, metavar="PATH", help="judge against this state file")

@@ -10,7 +10,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from cmdline.runner import Register, run, top_parser
+from cmdline.runner import PROG, Register, run, top_parser
 
 # The subcommands, in --help's order.
 COMMANDS: tuple[str, ...] = (
@@ -57,20 +57,24 @@ def command_of(argv: Sequence[str]) -> str | None:
     return argv[0] if argv and argv[0] in COMMANDS else None
 
 
-def build_parser(only: str | None = None) -> argparse.ArgumentParser:
-    """The `fitguard` parser with every subcommand, or with the subcommand `only` alone."""
+def build_parser(
+    only: str | None = None, prog: str = PROG, epilog: str | None = None
+) -> argparse.ArgumentParser:
+    """The `fitguard` parser (named `prog`) with every subcommand, or with the subcommand `only`."""
     if only is not None and only not in COMMANDS:
         raise ValueError(f"no fitguard command {only!r} (one of {', '.join(COMMANDS)})")
-    parser, subparsers = top_parser()
+    parser, subparsers = top_parser(prog, epilog)
     for command in COMMANDS:
         if only is None or command == only:
             load(command)(subparsers)
     return parser
 
 
-def main(argv: Sequence[str] | None = None, only: str | None = None) -> int:
+def main(
+    argv: Sequence[str] | None = None, only: str | None = None, prog: str = PROG, epilog: str | None = None
+) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    return run(build_parser(only or command_of(argv)), argv)
+    return run(build_parser(only or command_of(argv), prog, epilog), argv)
 
 
 if __name__ == "__main__":

@@ -32,6 +32,13 @@ _LONG = {
 }
 
 
+PROG = "kubectl fitguard"
+EPILOG = (
+    "As a kubectl plugin, kubectl's --kubeconfig, --context and -n/--namespace may come before or "
+    "after the command: kubectl fitguard -n prod check -f deploy.yaml."
+)
+
+
 class PluginUsageError(ValueError):
     pass
 
@@ -82,9 +89,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = plugin_argv(sys.argv[1:] if argv is None else argv)
     except PluginUsageError as err:
-        print(f"kubectl fitguard: {err}", file=sys.stderr)
+        print(f"{PROG}: {err}", file=sys.stderr)
         return 2
-    return fitguard_main(args)
+    return fitguard_main(args, prog=PROG, epilog=EPILOG)
 
 
 if __name__ == "__main__":

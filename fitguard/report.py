@@ -166,12 +166,16 @@ def run(args: argparse.Namespace) -> int:
         now = now if now is not None else captured
     else:
         from kube.client import KubeError
+        from kube.kubeconfig import config_problem
 
         try:
             objects = load_live(args.kubeconfig, args.context)
         except KubeError as err:
-            print(f"fitguard report: {err}", file=sys.stderr)
-            return 1
+            problem = config_problem(
+                err, "pass --kubeconfig PATH, or report a saved snapshot with --snapshot PATH"
+            )
+            print(f"fitguard report: {problem or err}", file=sys.stderr)
+            return 2 if problem else 1
     report = build_report(objects, now if now is not None else time.time(), args.branch_eni_release)
     if args.output == "json":
         json.dump(report.to_json(), sys.stdout, indent=2)

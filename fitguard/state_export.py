@@ -24,6 +24,7 @@ from capacity.names import (
     EXPORTED_AT,
     EXPORTED_CLUSTER,
     EXPORTED_CONTEXT,
+    EXPORTED_FROM,
     EXPORTED_SERVER,
     GROUP,
     SGP_KIND,
@@ -33,7 +34,8 @@ from capacity.names import (
 )
 from webhook.cluster import CONFIG_KEYS, NODE_POOL_KIND
 
-PROVENANCE = (EXPORTED_AT, EXPORTED_CONTEXT, EXPORTED_CLUSTER, EXPORTED_SERVER)
+PROVENANCE = (EXPORTED_AT, EXPORTED_FROM, EXPORTED_CONTEXT, EXPORTED_CLUSTER, EXPORTED_SERVER)
+HEADER = "# fitguard state: read by `fitguard check --state` and `fitguard webhook --state`\n"
 
 
 def _meta(obj: Mapping[str, Any], *, labels: bool) -> dict[str, Any]:
@@ -128,14 +130,38 @@ def provenance(annotations: Mapping[str, str]) -> dict[str, str]:
     return {key.removeprefix(f"{GROUP}/"): str(annotations[key]) for key in PROVENANCE if key in annotations}
 
 
+def write_state(state: dict[str, Any], output: str | None, command: str, source: str) -> int:
+    """Writes the state to `output` (standard output for None or -), saying on stderr what was
+    written from `source`; exit status 1 when the file cannot be written."""
+    text = yaml.safe_dump(state, sort_keys=False, default_flow_style=False)
+    if output in (None, "-"):
+        sys.stdout.write(HEADER + text)
+        return 0
+    try:
+        Path(output).write_text(HEADER + text, encoding="utf-8")
+    except OSError as err:
+        print(f"{command}: {output}: {err.strerror or err}", file=sys.stderr)
+        return 1
+    kinds: dict[str, int] = {}
+    for item in state["items"]:
+        kinds[item["kind"]] = kinds.get(item["kind"], 0) + 1
+    counts = ", ".join(f"{n} {kind}" for kind, n in kinds.items()) or "no objects"
+    print(f"wrote {output}: {counts} from {source}", file=sys.stderr)
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     from kube.client import KubeError
+    from kube.kubeconfig import config_problem
 
     try:
         state = export_state(args.kubeconfig, args.context)
     except KubeError as err:
-        print(f"fitguard state export: {err}", file=sys.stderr)
-        return 1
+        problem = config_problem(
+            err, "pass --kubeconfig PATH (without a cluster: fitguard state from-controller)"
+        )
+        print(f"fitguard state export: {problem or err}", file=sys.stderr)
+        return 2 if problem else 1
     from fitguard.state_usable import missing_capacity
 
     gap = missing_capacity(state["items"])
@@ -144,25 +170,8 @@ def run(args: argparse.Namespace) -> int:
         print(
             f"fitguard state export: warning: {gap}; `fitguard check` refuses such a state", file=sys.stderr
         )
-    text = yaml.safe_dump(state, sort_keys=False, default_flow_style=False)
-    header = "# fitguard state: read by `fitguard check --state` and `fitguard webhook --state`\n"
-    if args.output in (None, "-"):
-        sys.stdout.write(header + text)
-    else:
-        try:
-            Path(args.output).write_text(header + text, encoding="utf-8")
-        except OSError as err:
-            print(f"fitguard state export: {args.output}: {err.strerror or err}", file=sys.stderr)
-            return 1
-        kinds: dict[str, int] = {}
-        for item in state["items"]:
-            kinds[item["kind"]] = kinds.get(item["kind"], 0) + 1
-        counts = ", ".join(f"{n} {kind}" for kind, n in kinds.items()) or "no objects"
-        print(
-            f"wrote {args.output}: {counts} from {state['metadata']['annotations'][EXPORTED_SERVER]}",
-            file=sys.stderr,
-        )
-    return 0
+    server = state["metadata"]["annotations"][EXPORTED_SERVER]
+    return write_state(state, args.output, "fitguard state export", server)
 
 
 def register(subparsers: Any) -> None:
@@ -184,3 +193,6 @@ def register(subparsers: Any) -> None:
     export.add_argument("--context", help="kubeconfig context (default: the current one)")
     export.add_argument("-o", "--output", metavar="PATH", help="write here (default: standard output)")
     export.set_defaults(func=run)
+    from fitguard.state_controller import register as register_from_controller
+
+    register_from_controller(actions)

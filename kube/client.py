@@ -17,6 +17,7 @@ from kubernetes import config as k8s_config
 from kubernetes.config.config_exception import ConfigException
 
 from capacity.names import GROUP, TEMPLATE_PLURAL, VERSION
+from kube.kubeconfig import CONFIG_ERROR, missing_kubeconfig
 
 # (connect, read) seconds for ordinary requests; watches set their own read timeout.
 DEFAULT_TIMEOUT: tuple[float, float] = (5.0, 30.0)
@@ -125,6 +126,9 @@ def load_api_client(
     use_cluster = in_cluster
     if use_cluster is None:
         use_cluster = kubeconfig is None and "KUBERNETES_SERVICE_HOST" in os.environ
+    absent = None if use_cluster else missing_kubeconfig(kubeconfig)
+    if absent is not None:
+        raise KubeError(0, CONFIG_ERROR, absent)
     try:
         if use_cluster:
             k8s_config.load_incluster_config(client_configuration=configuration)

@@ -16,6 +16,7 @@ from kubernetes import config as k8s_config
 from kubernetes.config.config_exception import ConfigException
 
 from kube.client import KubeClient, KubeError, Resource, load_api_client
+from kube.kubeconfig import CONFIG_ERROR, missing_kubeconfig
 
 PAGE_SIZE = 500
 
@@ -48,6 +49,9 @@ def identify(kubeconfig: str | None = None, context: str | None = None) -> Clust
     if kubeconfig is None and "KUBERNETES_SERVICE_HOST" in os.environ and "KUBECONFIG" not in os.environ:
         host = os.environ["KUBERNETES_SERVICE_HOST"]
         return ClusterIdentity("in-cluster", "in-cluster", f"https://{host}", "default")
+    absent = missing_kubeconfig(kubeconfig)
+    if absent is not None:
+        raise KubeError(0, CONFIG_ERROR, absent)
     path = os.path.expanduser(kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config")
     try:
         contexts, active = k8s_config.list_kube_config_contexts(config_file=path)

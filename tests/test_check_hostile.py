@@ -21,6 +21,8 @@ from tests.tlsfixtures import TlsFiles
 from tests.webhook_server import manifest_args
 
 FORMATS = ("text", "json", "junit")
+# what the YAML parser says of `metadata: {name: x` left open
+BROKEN_YAML = "while parsing a flow mapping did not find expected ',' or '}'"
 # far above a healthy run (about 36 MiB) and far below the 1.5 GB the bomb used to take
 PEAK_KIB_BOUND = 200 * 1024
 
@@ -146,7 +148,7 @@ def test_one_malformed_file_in_a_directory_is_an_error_testcase_beside_the_verdi
     run = fitguard("check", "-f", str(tmp_path / "app"), "--state", str(STATE), "-o", "junit")
     assert run.status == 2
     broken = tmp_path / "app" / "b.yaml"
-    said = "not valid YAML: while parsing a flow mapping did not find expected ',' or '}'"
+    said = f"not valid YAML: {BROKEN_YAML}"
     assert run.stderr.splitlines() == [f"fitguard check: {broken}:4: {said}"]
     suite = ET.fromstring(run.stdout).find("testsuite")
     assert suite is not None
@@ -154,6 +156,34 @@ def test_one_malformed_file_in_a_directory_is_an_error_testcase_beside_the_verdi
     assert counts == {"tests": "3", "failures": "1", "errors": "1"}
     cases = {Path(c.get("classname") or "").name: [child.tag for child in c] for c in suite.iter("testcase")}
     assert cases == {"a.yaml": [], "c.yaml": ["failure"], "b.yaml": ["error"]}
+
+
+def test_a_directory_holding_only_one_malformed_file_still_gets_its_junit_report(tmp_path: Path) -> None:
+    """Issue 31: -f DIR whose one file is malformed, -o junit redirected to a file as CI does: the
+    report is written, well formed, with that file as the one error testcase; exit 2."""
+    (tmp_path / "app").mkdir()
+    broken = write(tmp_path / "app" / "only.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: x\n")
+    report = tmp_path / "fitguard.xml"
+    with report.open("w") as out:
+        status = subprocess.run(
+            [FITGUARD, "check", "-f", str(tmp_path / "app"), "--state", str(STATE), "-o", "junit"],
+            stdout=out,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    assert status.returncode == 2
+    assert status.stderr.splitlines() == [f"fitguard check: {broken}:4: not valid YAML: {BROKEN_YAML}"]
+    suite = ET.parse(report).getroot().find("testsuite")
+    assert suite is not None
+    assert {k: suite.get(k) for k in ("tests", "failures", "errors")} == {
+        "tests": "1",
+        "failures": "0",
+        "errors": "1",
+    }
+    [case] = suite.iter("testcase")
+    assert case.get("classname") == str(broken) and [child.tag for child in case] == ["error"]
 
 
 @pytest.mark.parametrize("output", FORMATS)

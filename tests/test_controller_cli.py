@@ -62,7 +62,7 @@ def unreachable_kubeconfig(path: Path) -> Path:
 
 def test_bad_inputs_end_with_one_clear_line_and_the_right_exit_status(tmp_path: Path) -> None:
     """A missing or malformed --state file, no AWS region (even with --state --dry-run), an unknown
-    --log-level: exit 2. No kubeconfig, an API server nobody answers on: exit 1. Each with exactly
+    --log-level, no kubeconfig: exit 2. An API server nobody answers on: exit 1. Each with exactly
     one line on stderr (logs silenced with --log-level error where a run gets that far)."""
     env = bare_environment(tmp_path)
     missing = tmp_path / "absent.yaml"
@@ -77,9 +77,10 @@ def test_bad_inputs_end_with_one_clear_line_and_the_right_exit_status(tmp_path: 
         (["--log-level", "verbose", "--once"], {}, 2,
          "fitguard controller: argument --log-level: invalid choice: 'VERBOSE' (choose from 'DEBUG', "
          "'INFO', 'WARNING', 'ERROR') (see fitguard controller --help)"),
-        (["--once", *region], {}, 1,
-         "fitguard controller: cannot load the Kubernetes configuration: Invalid kube-config file. "
-         "No configuration found."),
+        (["--once", *region], {}, 2,
+         f"fitguard controller: cannot load the Kubernetes configuration: $KUBECONFIG "
+         f"{tmp_path / 'no-kubeconfig'} does not exist; pass --kubeconfig PATH, or --once --state PATH "
+         "to read the cluster from a file"),
     ]  # fmt: skip
     for args, extra, status, line in cases:
         done = run(args, {**env, **extra})
@@ -175,7 +176,7 @@ def test_the_webhook_refuses_an_unloadable_kubeconfig_in_one_line(
     tls_files: TlsFiles, tmp_path: Path
 ) -> None:
     """`fitguard webhook` without --state and with no loadable kubeconfig stops before any worker
-    boots: one line, exit status 1, no worker traceback."""
+    boots: one line, exit status 2, no worker traceback."""
     env = bare_environment(tmp_path)
     done = subprocess.run(
         [FITGUARD, "webhook", "--bind", "127.0.0.1:0", "--metrics-bind", "127.0.0.1:0",
@@ -183,9 +184,9 @@ def test_the_webhook_refuses_an_unloadable_kubeconfig_in_one_line(
         env=env, capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
     assert (done.returncode, done.stderr) == (
-        1,
-        "fitguard webhook: cannot load the Kubernetes configuration: Invalid kube-config file. "
-        "No configuration found.\n",
+        2,
+        f"fitguard webhook: cannot load the Kubernetes configuration: $KUBECONFIG {env['KUBECONFIG']} "
+        "does not exist; pass --kubeconfig PATH, or --state PATH to answer from a state file\n",
     )
 
 

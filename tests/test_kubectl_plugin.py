@@ -162,3 +162,19 @@ def test_kubectl_fitguard_honours_kubeconfig_context_and_namespace(
     assert nodes == sorted(
         o["metadata"]["name"] for o in load_state(EXAMPLES / "cluster.yaml") if o["kind"] == "Node"
     )
+
+
+@needs_kubectl
+def test_kubectl_fitguard_help_and_usage_errors_say_kubectl_fitguard() -> None:
+    """Run through kubectl, the help and a usage error name the command as the user typed it, and
+    the help says where kubectl's connection flags may go."""
+    top = _run([str(KUBECTL), "fitguard", "--help"], env=_env())
+    assert top.returncode == 0 and top.stdout.startswith("usage: kubectl fitguard [-h]"), top.stdout
+    said = " ".join(top.stdout.split())  # argparse wraps the epilog to the terminal's width
+    assert "kubectl's --kubeconfig, --context and -n/--namespace may come before or after" in said
+    check = _run([str(KUBECTL), "fitguard", "check", "--help"], env=_env())
+    assert check.stdout.startswith("usage: kubectl fitguard check [-h]"), check.stdout
+    wrong = _run([str(KUBECTL), "fitguard", "check", "-o", "xml", "-f", "a.yaml"], env=_env())
+    assert wrong.returncode == 2
+    assert wrong.stderr.startswith("kubectl fitguard check: argument -o/--output: invalid choice")
+    assert wrong.stderr.rstrip().endswith("(see kubectl fitguard check --help)")

@@ -273,13 +273,16 @@ def serve(options: ServeOptions) -> int:
         # a kubeconfig that cannot be loaded would fail every worker's boot with a traceback:
         # say so once, here, before any worker starts
         from kube.client import KubeError, load_api_client
+        from kube.kubeconfig import config_problem
 
         try:
             load_api_client(options.kubeconfig, options.context)
         except KubeError as err:
-            raise SystemExit(
-                f"fitguard webhook: cannot load the Kubernetes configuration: {err.message}"
-            ) from None
+            problem = config_problem(
+                err, "pass --kubeconfig PATH, or --state PATH to answer from a state file"
+            )
+            print(f"fitguard webhook: {problem or err}", file=sys.stderr)
+            raise SystemExit(2) from None
     metrics_dir = prepare_metrics_dir(options.metrics_dir)
     log.info("metrics of all workers collected in %s", metrics_dir)
     from webhook.status import bind_listener
