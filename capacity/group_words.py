@@ -58,7 +58,9 @@ def selector_excludes(
     actual = template.actual
     if actual is None or view is actual:
         return True
-    return any(r.message == AFFINITY_MISMATCH for r in check_fit(needs, actual, *template.overhead_of(actual)))
+    return any(
+        r.message == AFFINITY_MISMATCH for r in check_fit(needs, actual, *template.overhead_of(actual))
+    )
 
 
 def node_phrase(template: NodeGroupTemplate) -> str:
@@ -110,12 +112,12 @@ def _explain_tags(reason: Reason, template: NodeGroupTemplate, view: View, exclu
             fix = f"request less, or {tag} with what its nodes offer"
         return f"{head}; cluster-autoscaler sees {sees} on {node_phrase(template)} {ZERO_NODES}: {fix}"
     real = actual.allocatable.get(name, 0) - template.daemonset_overhead.get(name, 0)
-    would = _net(real, name)
+    would, node = _net(real, name), node_phrase(template)
     if comparable(name, real) >= comparable(name, reason.requested):
         # the real node has it; only the tags cluster-autoscaler reads do not
-        said = f"{head}; {node_phrase(template)} would offer {would}, but cluster-autoscaler sees {sees} {ZERO_NODES}"
+        said = f"{head}; {node} would offer {would}, but cluster-autoscaler sees {sees} {ZERO_NODES}"
         return said if excluded else f"{said}: {tag}, or let fitguard sync the tags"
-    said = f"{head}; {node_phrase(template)} would offer {would}, and cluster-autoscaler sees {sees} {ZERO_NODES}"
+    said = f"{head}; {node} would offer {would}, and cluster-autoscaler sees {sees} {ZERO_NODES}"
     fix = _advice(name, template)
     if name == EPHEMERAL_STORAGE and not excluded and _free(view, template, name) < real:
         fix += f", then {tag} (or let fitguard sync the tags)"
@@ -145,7 +147,8 @@ def offer(allocatable: int, overhead: Mapping[str, int], name: str, whose: str =
         after = f" after {format_quantity(taken, name)} of {whose}" if taken else ""
         return f"{format_quantity(free, name)}{after}"
     if allocatable > 0:
-        return f"none after {whose} take {format_quantity(taken, name)} of its {format_quantity(allocatable, name)}"
+        has = format_quantity(allocatable, name)
+        return f"none after {whose} take {format_quantity(taken, name)} of its {has}"
     return "none"
 
 

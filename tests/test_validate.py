@@ -18,17 +18,16 @@ from kube.statefile import load_state
 from kube.store import Store
 from tests.test_autoscaler_memory import group, remembering
 from webhook.cluster import ClusterView, from_objects
-from webhook.review import Verdict, WebhookOptions
-from webhook.validate import (
-    COLD_START,
+from webhook.denial_fields import (
     MAX_WARNING,
     WARNING_LIMIT,
     field_lines,
     reason_path,
-    review,
     warnings_for,
     whole_warning,
 )
+from webhook.review import Verdict, WebhookOptions
+from webhook.validate import COLD_START, review
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 CLUSTER = load_state(EXAMPLES / "cluster.yaml")
@@ -262,6 +261,83 @@ def test_a_template_that_matches_a_security_group_policy_is_judged_with_pod_eni(
     assert not verdict.allowed and "supports no branch ENIs" in verdict.message
     deploy["spec"]["template"]["metadata"]["labels"] = {"app": "other"}
     assert review(request(deploy), cluster(), ENFORCE).allowed
+
+
+PAYMENTS_WORKER_DENIAL = (
+    "Deployment payments-worker does not fit any node group\n"
+    "ng-burst: Insufficient vpc.amazonaws.com/pod-eni: requests 1; t3.large supports no branch ENIs (not "
+    "trunking-compatible): run pods with security groups on a Nitro type such as m5\n"
+    "ng-general: node(s) didn't match Pod's node affinity/selector: its nodes have "
+    "node.kubernetes.io/instance-type=m5.xlarge\n"
+    "ng-batch: node(s) didn't match Pod's node affinity/selector: its nodes have "
+    "node.kubernetes.io/instance-type=m5.large; Insufficient vpc.amazonaws.com/pod-eni: requests 1; an "
+    "m5.large node would offer 9, but cluster-autoscaler sees none while the group has 0 nodes\n"
+    "fields to edit: spec.template.spec.nodeSelector, SecurityGroupPolicy payments/payments-db-access (it "
+    "injects vpc.amazonaws.com/pod-eni)\n"
+    "judged every place it could run: 3 node groups (ng-batch, ng-burst, ng-general), 4 live nodes, no "
+    "Karpenter NodePools"
+)
+
+
+def payments_worker(labels: dict[str, str], requests: dict[str, str] | None = None) -> dict[str, Any]:
+    """The payments worker as a Deployment on t3.large nodes (no branch ENIs there)."""
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "payments-worker", "namespace": "payments"},
+        "spec": {
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "serviceAccountName": "payments-api",
+                    "nodeSelector": {"node.kubernetes.io/instance-type": "t3.large"},
+                    "containers": [{"name": "c", "resources": {"requests": requests or {}}}],
+                },
+            }
+        },
+    }
+
+
+def test_fields_to_edit_name_the_security_group_policy_not_the_injected_pod_eni() -> None:
+    """Issue 31: a Deployment whose pods match SecurityGroupPolicy payments-db-access is refused for
+    the pod-eni /mutate injects: the denial names that policy, never the injected field; the
+    group its own node selector excludes (ng-batch) gets no tag advice. The whole text."""
+    verdict = review(request(payments_worker({"app": "payments-api"})), cluster(), ENFORCE)
+    assert (verdict.allowed, verdict.message) == (False, PAYMENTS_WORKER_DENIAL)
+
+
+def test_warnings_name_the_security_group_policy_for_an_injected_pod_eni() -> None:
+    """Warn mode, a pod as it reaches /validate (already injected): the warnings point at the
+    policy, not at spec.containers[0].resources.requests.vpc.amazonaws.com/pod-eni."""
+    eni = {"vpc.amazonaws.com/pod-eni": "1"}
+    injected = pod(
+        "w",
+        eni,
+        nodeSelector={"node.kubernetes.io/instance-type": "t3.large"},
+        serviceAccountName="payments-api",
+    )
+    injected["metadata"].update(namespace="payments", labels={"app": "payments-api"})
+    injected["spec"]["containers"][0]["resources"]["limits"] = dict(eni)
+    verdict = review(request(injected), cluster(), WebhookOptions(mode="warn"))
+    policy = "SecurityGroupPolicy payments/payments-db-access (it injects vpc.amazonaws.com/pod-eni)"
+    selector = "spec.nodeSelector: fits no node group: "
+    assert verdict.warnings == [
+        f"{selector}ng-batch (node(s) didn't match Pod's node affinity/selector)",
+        f"{selector}ng-general (node(s) didn't match Pod's node affinity/selector)",
+        f"{policy}: fits no node group: ng-batch (vpc.amazonaws.com/pod-eni)",
+        f"{policy}: fits no node group: ng-burst (vpc.amazonaws.com/pod-eni)",
+    ]
+
+
+def test_a_pod_eni_request_no_policy_injects_is_the_manifests_own_field() -> None:
+    """No SecurityGroupPolicy matches the template: the pod-eni it asks for is written in the
+    manifest, and the field to edit is that field."""
+    worker = payments_worker({"app": "other"}, {"vpc.amazonaws.com/pod-eni": "1"})
+    verdict = review(request(worker), cluster(), ENFORCE)
+    assert verdict.message.splitlines()[-2] == (
+        "fields to edit: spec.template.spec.nodeSelector, "
+        "spec.template.spec.containers[0].resources.requests.vpc.amazonaws.com/pod-eni"
+    )
 
 
 def test_update_is_checked_only_when_the_pod_template_changed() -> None:
