@@ -25,11 +25,10 @@ from capacity.branch_eni import (
     NodeSummary,
     Waiting,
     configured_cooldown,
-    held_message,
     release_window,
     release_window_from_configmap,
-    waiting_message,
 )
+from capacity.branch_eni_words import held_message, waiting_message
 from capacity.guard import (
     DEFAULT_GRACE,
     GuardDecision,

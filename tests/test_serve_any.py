@@ -403,8 +403,8 @@ EXPLAINED = [
         _pod({"ephemeral-storage": "1Gi"}, nodeSelector={"tier": "web"}),
         False,
         "ng-tags: node(s) didn't match Pod's node affinity/selector: its nodes have no tier label; "
-        "Insufficient ephemeral-storage: requests 1Gi; cluster-autoscaler sees none on an m5.large node while "
-        "the group has 0 nodes: request less, or raise the root volume in the ASG's launch template "
+        "Insufficient ephemeral-storage: requests 1Gi; cluster-autoscaler sees none on an m5.large node "
+        "while the group has 0 nodes: request less, or raise the root volume in the ASG's launch template "
         "(BlockDeviceMappings[].Ebs.VolumeSize)",
     ),
     (
@@ -434,8 +434,8 @@ EXPLAINED = [
         _group("ng-cpu", daemonsets={"memory": 300 * MIB}),
         _pod({"cpu": "1931m"}),
         False,
-        "ng-cpu: Insufficient cpu: requests 1931m; an m5.large node would offer 1930m, and cluster-autoscaler "
-        "sees 1900m while the group has 0 nodes: request less or use a larger type",
+        "ng-cpu: Insufficient cpu: requests 1931m; an m5.large node would offer 1930m, and "
+        "cluster-autoscaler sees 1900m while the group has 0 nodes: request less or use a larger type",
     ),
     (
         "the remembered node is judged, not the bigger real one: no tag advice",
