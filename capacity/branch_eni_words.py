@@ -37,7 +37,6 @@ def held_message(summary: NodeSummary, shown: int = 5) -> str:
 def free_words(summary: NodeSummary) -> str:
     """What the scheduler sees free, what really is, and where the difference went."""
     seen = shown_free(summary.scheduler_free)
-    hidden = min(summary.held, seen)
     really = shown_free(summary.true_free)
     if seen == 0:
         said = "the scheduler sees none free"
@@ -48,7 +47,7 @@ def free_words(summary: NodeSummary) -> str:
         said = f"the scheduler sees {seen} free, and {'it is' if seen == 1 else 'they are'}"
     else:
         verb = "is" if really == 1 else "are"
-        said = f"the scheduler sees {seen} free, {hidden} of them held: {really} {verb} free"
+        said = f"the scheduler sees {seen} free, {summary.held} of them held: {really} {verb} free"
     short = lacking(summary)
     return f"{said}, and the pods placed here wait for {short} more" if short else said
 
