@@ -17,7 +17,7 @@ from collections.abc import Mapping
 
 from capacity.fit import AFFINITY_MISMATCH, PodNeeds, Reason, check_fit, comparable
 from capacity.instances import lookup
-from capacity.quantity import format_quantity
+from capacity.quantity import format_capacity, format_quantity, format_request
 from capacity.resources import EPHEMERAL_STORAGE, POD_ENI
 from capacity.template import NodeGroupTemplate, View
 
@@ -85,14 +85,14 @@ def _explain(reason: Reason, needs: PodNeeds, template: NodeGroupTemplate, view:
         facts = lookup(template.instance_type) if template.instance_type else None
         if facts is not None and not facts.trunking:
             return (
-                f"{reason.message}: requests {format_quantity(reason.requested, POD_ENI)}; "
+                f"{reason.message}: requests {format_request(reason.requested, POD_ENI)}; "
                 f"{template.instance_type} supports no branch ENIs (not trunking-compatible): "
                 "run pods with security groups on a Nitro type such as m5"
             )
     if view is template.autoscaler:
         return _explain_tags(reason, template, view, excluded)
     offered = offer(view.allocatable.get(reason.resource, 0), template.overhead_of(view)[0], reason.resource)
-    head = f"{reason.message}: requests {format_quantity(reason.requested, reason.resource)}"
+    head = f"{reason.message}: requests {format_request(reason.requested, reason.resource)}"
     return f"{head}; {node_phrase(template)} offers {offered}: {_advice(reason.resource, template)}"
 
 
@@ -100,7 +100,7 @@ def _explain_tags(reason: Reason, template: NodeGroupTemplate, view: View, exclu
     """A group cluster-autoscaler judges by its tags: what a real node would offer (when fitguard
     knows one), what cluster-autoscaler sees, and the fix."""
     name = reason.resource
-    head = f"{reason.message}: requests {format_quantity(reason.requested, name)}"
+    head = f"{reason.message}: requests {format_request(reason.requested, name)}"
     where = "managed node group" if template.provider == "eks-managed" else "ASG"
     tag = f"tag the {where} {TAG_PREFIX}{name}"
     sees = _seen(view, template, name)
@@ -135,7 +135,7 @@ def _free(view: View, template: NodeGroupTemplate, name: str) -> int:
 
 def _net(free: int, name: str) -> str:
     """A node's figure once its DaemonSets run: `44Gi`, or `none` (never below)."""
-    return format_quantity(free, name) if free > 0 else "none"
+    return format_capacity(free, name) if free > 0 else "none"
 
 
 def offer(allocatable: int, overhead: Mapping[str, int], name: str, whose: str = "DaemonSets") -> str:
@@ -145,9 +145,9 @@ def offer(allocatable: int, overhead: Mapping[str, int], name: str, whose: str =
     free = allocatable - taken
     if free > 0:
         after = f" after {format_quantity(taken, name)} of {whose}" if taken else ""
-        return f"{format_quantity(free, name)}{after}"
+        return f"{format_capacity(free, name)}{after}"
     if allocatable > 0:
-        has = format_quantity(allocatable, name)
+        has = format_capacity(allocatable, name)
         return f"none after {whose} take {format_quantity(taken, name)} of its {has}"
     return "none"
 

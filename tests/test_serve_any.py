@@ -270,9 +270,16 @@ EXPLAINED = [
         _group("ng-live", nodes=2),
         _pod({"memory": "8Gi"}),
         False,
-        "ng-live: Insufficient memory: requests 8Gi; an m5.large node offers 6.8Gi after 300Mi of "
-        "DaemonSets: "
-        "request less or use a larger type",
+        "ng-live: Insufficient memory: requests 8Gi; an m5.large node offers 6.7Gi after 300Mi of "
+        "DaemonSets: request less or use a larger type",
+    ),
+    (
+        "1Mi more than the node offers: the request rounds up, the offer down, never the same figure",
+        _group("ng-live", nodes=2),
+        _pod({"memory": "6921Mi"}),
+        False,
+        "ng-live: Insufficient memory: requests 6.8Gi; an m5.large node offers 6.7Gi after 300Mi of "
+        "DaemonSets: request less or use a larger type",
     ),
     (
         "pod-eni on a type with no branch ENIs",
