@@ -323,7 +323,9 @@ def test_the_fail_closed_overlay_still_exempts_kube_system(fresh: Cluster) -> No
 def test_kubectl_get_ngt_shows_the_printer_columns(cluster: Cluster) -> None:
     """The CRD's short name and additionalPrinterColumns, as kubectl prints the API server's Table.
     AWS is unreachable here: once the controller has written Discovered False on every template
-    (status subresource), CA FROM ZERO shows its judgement and GROUP stays empty (never discovered)."""
+    (status subresource), CA FROM ZERO shows its judgement and GROUP stays empty (never discovered).
+    Issue 31: every group's quantities in one unit (spec.display): a live node's 19136439364 bytes
+    of ephemeral storage read 17.8Gi beside the launch template's 44Gi."""
     eventually(lambda: all(_discovered(o) == "False" for o in _templates(cluster)), "statuses", timeout=90)
     result = cluster.kubectl("get", "ngt")
     assert (result.returncode, result.stderr) == (0, "")
@@ -346,8 +348,8 @@ def test_kubectl_get_ngt_shows_the_printer_columns(cluster: Cluster) -> None:
     assert rows == [
         # every group's autoscaler view lacks ephemeral-storage (no tag): none scales from zero
         ["ng-batch", "launch-template", '["m5.large"]', "44Gi", "9", "0", "false"],
-        ["ng-burst", "live-node", '["t3.large"]', "19136439364", "2", "false"],  # no pod-eni: empty
-        ["ng-general", "live-node", '["m5.xlarge"]', "19136439364", "18", "2", "false"],
+        ["ng-burst", "live-node", '["t3.large"]', "17.8Gi", "2", "false"],  # no pod-eni: empty
+        ["ng-general", "live-node", '["m5.xlarge"]', "17.8Gi", "18", "2", "false"],
     ]
 
 
