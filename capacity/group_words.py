@@ -158,8 +158,8 @@ def _advice(name: str, template: NodeGroupTemplate) -> str:
         return "request less or use a larger type"
     if template.provider == "eks-managed":
         return (
-            f"request less, or raise the root volume of the managed node group: {DISK_SIZE_FIELD}, "
-            f"or {VOLUME_SIZE_FIELD} of its launch template"
+            f"request less, or raise the managed node group's {DISK_SIZE_FIELD} "
+            f"({VOLUME_SIZE_FIELD} if it has a launch template)"
         )
     if template.provider == "aws-asg":
         return f"request less, or raise the root volume in the ASG's launch template ({VOLUME_SIZE_FIELD})"

@@ -220,8 +220,8 @@ EXPLAINED = [
         _pod({"ephemeral-storage": "50Gi"}),
         False,
         "ng-eks: Insufficient ephemeral-storage: requests 50Gi; an m5.large node offers 44Gi: request less, "
-        "or raise the root volume of the managed node group: diskSize, or "
-        "BlockDeviceMappings[].Ebs.VolumeSize of its launch template",
+        "or raise the managed node group's diskSize (BlockDeviceMappings[].Ebs.VolumeSize if it has a "
+        "launch template)",
     ),
     (
         "a manual group: a larger root volume; DaemonSets that take it all leave none, never less",
