@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from fitguard.cli import main
+from tests.user_sees import REPORT_CLASSIC
 
 SNAPSHOT = str(Path(__file__).resolve().parent.parent / "examples" / "snapshot-classic.json")
 CLASSIC = "ip-10-0-1-23.ec2.internal"
@@ -70,31 +71,12 @@ def test_on_delete_model_holds_until_the_pods_are_deleted(capsys) -> None:
     assert (classic["held"], classic["trueFree"]) == (3, 0)
 
 
-CLASSIC_TABLE = (
-    "NODE                       GROUP     INSTANCE TYPE  CAPACITY  IN USE  HELD  SCHEDULER FREE  TRUE FREE  "
-    "WAITING\n"
-    "ip-10-0-1-23.ec2.internal  ng-batch  m5.large       9         6       3     3               0          "
-    "0\n"
-    "ip-10-0-2-45.ec2.internal  ng-batch  m5.large       9         7       3     2               0          "
-    "1\n"
-    "\n"
-    "ip-10-0-1-23.ec2.internal: 3 of 9 branch ENIs are held by finished pods job-a-m3z8, job-a-p9q1, "
-    "job-a-x7k2; the scheduler sees 3 free, but those 3 are held: none is free\n"
-    "ip-10-0-2-45.ec2.internal: 3 of 9 branch ENIs are held by finished pods job-b-k2w4, job-b-r5t8, "
-    "job-b-z7n1; the scheduler sees 2 free, but those 2 are held: none is free, and the pods placed here "
-    "wait for 1 more\n"
-    "batch/job-b-d4s6: bound to ip-10-0-2-45.ec2.internal 35 s ago, still without a branch ENI: 3 of 9 are "
-    "held by finished or deleted pods (job-b-k2w4, job-b-r5t8, job-b-z7n1); the next is released within "
-    "about 50 s\n"
-)
-
-
 def test_the_table_has_every_column_and_the_node_event_text(capsys) -> None:
     """Issue 31: the whole table of the classic snapshot. No free count below zero (the second
     node's true free is -1 in the books), and each free count the scheduler sees that is not free
     says where it went: held by the finished pods named, and one the pod placed there waits for."""
     code, out = report(capsys, "--snapshot", SNAPSHOT)
-    assert (code, out) == (0, CLASSIC_TABLE)
+    assert (code, out) == (0, REPORT_CLASSIC)
 
 
 def test_a_node_whose_pods_ask_for_more_than_it_advertises_says_so(capsys, tmp_path) -> None:

@@ -16,6 +16,7 @@ from capacity.taints import Taint
 from capacity.template import NodeGroupTemplate
 from kube.statefile import load_state
 from kube.store import Store
+from tests import user_sees
 from tests.test_autoscaler_memory import group, remembering
 from webhook.cluster import ClusterView, from_objects
 from webhook.denial_fields import (
@@ -263,20 +264,8 @@ def test_a_template_that_matches_a_security_group_policy_is_judged_with_pod_eni(
     assert review(request(deploy), cluster(), ENFORCE).allowed
 
 
-PAYMENTS_WORKER_DENIAL = (
-    "Deployment payments-worker does not fit any node group\n"
-    "ng-burst: Insufficient vpc.amazonaws.com/pod-eni: requests 1; t3.large supports no branch ENIs (not "
-    "trunking-compatible): run pods with security groups on a Nitro type such as m5\n"
-    "ng-general: node(s) didn't match Pod's node affinity/selector: its nodes have "
-    "node.kubernetes.io/instance-type=m5.xlarge\n"
-    "ng-batch: node(s) didn't match Pod's node affinity/selector: its nodes have "
-    "node.kubernetes.io/instance-type=m5.large; Insufficient vpc.amazonaws.com/pod-eni: requests 1; an "
-    "m5.large node would offer 9, but cluster-autoscaler sees none while the group has 0 nodes\n"
-    "fields to edit: spec.template.spec.nodeSelector, SecurityGroupPolicy payments/payments-db-access (it "
-    "injects vpc.amazonaws.com/pod-eni)\n"
-    "judged every place it could run: 3 node groups (ng-batch, ng-burst, ng-general), 4 live nodes, no "
-    "Karpenter NodePools"
-)
+# what kubectl prints after the webhook's name (tests/test_kubectl_e2e.py sends the same Deployment)
+PAYMENTS_WORKER_DENIAL = user_sees.PAYMENTS_WORKER_DENIAL.removeprefix(user_sees.DENIED).removesuffix("\n")
 
 
 def payments_worker(labels: dict[str, str], requests: dict[str, str] | None = None) -> dict[str, Any]:
