@@ -331,8 +331,9 @@ def test_a_pod_eni_request_no_policy_injects_is_the_manifests_own_field() -> Non
 
 def test_a_policy_that_injects_nothing_is_not_named() -> None:
     """The template matches the policy but /mutate adds nothing: a second container already
-    requests pod-eni (webhook/mutate.py requests_pod_eni_elsewhere), or the pods use the host's
-    network. The field is the manifest's own."""
+    requests pod-eni (webhook/mutate.py requests_pod_eni_elsewhere), the pods' ServiceAccount does
+    not exist (no policy can be matched), or the pods use the host's network. The field is the
+    manifest's own."""
     worker = payments_worker({"app": "payments-api"})
     containers = worker["spec"]["template"]["spec"]["containers"]
     containers.append({"name": "sidecar", "resources": {"requests": {"vpc.amazonaws.com/pod-eni": "1"}}})
@@ -340,6 +341,12 @@ def test_a_policy_that_injects_nothing_is_not_named() -> None:
     assert verdict.message.splitlines()[-2] == (
         "fields to edit: spec.template.spec.nodeSelector, "
         "spec.template.spec.containers[1].resources.requests.vpc.amazonaws.com/pod-eni"
+    )
+    ghost = payments_worker({"app": "payments-api"}, {"vpc.amazonaws.com/pod-eni": "1"})
+    ghost["spec"]["template"]["spec"]["serviceAccountName"] = "ghost"  # /mutate denies its pods itself
+    assert review(request(ghost), cluster(), ENFORCE).message.splitlines()[-2] == (
+        "fields to edit: spec.template.spec.nodeSelector, "
+        "spec.template.spec.containers[0].resources.requests.vpc.amazonaws.com/pod-eni"
     )
     host = payments_worker({"app": "payments-api"}, {"vpc.amazonaws.com/pod-eni": "1"})
     host["spec"]["template"]["spec"]["hostNetwork"] = True  # /mutate leaves host-network pods alone
