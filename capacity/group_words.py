@@ -114,7 +114,9 @@ def _explain_tags(reason: Reason, template: NodeGroupTemplate, view: View, exclu
     real = actual.allocatable.get(name, 0) - template.daemonset_overhead.get(name, 0)
     would, node = _net(real, name), node_phrase(template)
     if comparable(name, real) >= comparable(name, reason.requested):
-        # the real node has it; only the tags cluster-autoscaler reads do not
+        # the real node has it; only the tags cluster-autoscaler reads do not. The request is cut
+        # like the offer, so one that fits never reads as more than the offer.
+        head = f"{reason.message}: requests {format_capacity(reason.requested, name)}"
         said = f"{head}; {node} would offer {would}, but cluster-autoscaler sees {sees} {ZERO_NODES}"
         return said if excluded else f"{said}: {tag}, or let fitguard sync the tags"
     said = f"{head}; {node} would offer {would}, and cluster-autoscaler sees {sees} {ZERO_NODES}"

@@ -145,6 +145,13 @@ TAINTED = View(
     {"cpu": 4000, "pods": 29000}, {}, (Taint("gpu", "true"), Taint("soft", "", "PreferNoSchedule"))
 )
 
+NODE_17_82 = View(
+    {"cpu": 1930, "memory": 7220 * MIB, "ephemeral-storage": 19136439364 * 1000, "pods": 29000},
+    {"node.kubernetes.io/instance-type": "m5.large"},
+    (),
+    "launch-template",
+)
+
 EXPLAINED = [
     (
         "tag trap: the real node has it, the tags do not",
@@ -175,6 +182,15 @@ EXPLAINED = [
         f"cluster-autoscaler sees 20Gi while the group has 0 nodes: tag the ASG {STORAGE_TAG}, or let "
         "fitguard "
         "sync the tags",
+    ),
+    (
+        "a trap by less than a tenth: the request that fits never reads as more than the offer",
+        _group("ng-live-ish", actual=NODE_17_82),
+        _pod({"ephemeral-storage": "19136000000"}),
+        True,
+        "ng-live-ish: Insufficient ephemeral-storage: requests 17.8Gi; an m5.large node would offer 17.8Gi, "
+        f"but cluster-autoscaler sees none while the group has 0 nodes: tag the ASG {STORAGE_TAG}, or let "
+        "fitguard sync the tags",
     ),
     (
         "the real node is too small as well: both figures, the root volume's field, then the tag",
