@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from capacity.fit import Reason
+from capacity.names import SGP_KIND
 from capacity.resources import POD_ENI
 from capacity.serve import MAX_GROUP_LINES, GroupVerdict
 
@@ -24,7 +25,7 @@ def reason_path(spec: Mapping[str, Any], base: str, reason: Reason, policies: Se
     SecurityGroupPolicies that match them (`policies`), those policies: a field fitguard injects is
     no field a person can edit."""
     if reason.resource == POD_ENI and policies:
-        kind = "SecurityGroupPolicy" if len(policies) == 1 else "SecurityGroupPolicies"
+        kind = SGP_KIND if len(policies) == 1 else f"{SGP_KIND.removesuffix('y')}ies"
         return f"{kind} {', '.join(policies)} (it injects {POD_ENI})"
     if reason.taint is not None:
         return f"{base}.tolerations"
