@@ -182,30 +182,6 @@ class NodeSummary:
         }
 
 
-def held_message(summary: NodeSummary, shown: int = 5) -> str:
-    """The node event's text: `3 of 9 branch ENIs are held by finished pods a, b, c; ...`."""
-    names = ", ".join(summary.held_by[:shown])
-    more = ", ..." if len(summary.held_by) > shown else ""
-    return (
-        f"{summary.held} of {summary.capacity} branch ENIs are held by finished pods {names}{more}; "
-        f"the scheduler sees {summary.scheduler_free} free, {max(summary.true_free or 0, 0)} are"
-    )
-
-
-def waiting_message(summary: NodeSummary, waiting: Waiting, now: float) -> str:
-    """A waiting pod's event text: why it waits, and until when it probably will."""
-    waited = f"bound to {summary.name} {max(now - waiting.since, 0.0):.0f} s ago, still without a branch ENI"
-    if summary.held and summary.next_release is not None:
-        return (
-            f"{waited}: {summary.held} of {summary.capacity} are held by finished or deleted pods "
-            f"({', '.join(summary.held_by[:3])}{', ...' if len(summary.held_by) > 3 else ''}); "
-            f"the next is released within about {summary.next_release:.0f} s"
-        )
-    if summary.held:
-        return f"{waited}: {summary.held} of {summary.capacity} are held by finished pods until deleted"
-    return f"{waited}: all {summary.capacity} are in use by running pods; it waits until one of them ends"
-
-
 @dataclass(slots=True)
 class _Ledger:
     """One node's running totals; `held` and `pending` are keyed by pod uid."""

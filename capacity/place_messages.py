@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from capacity.fit import PodNeeds, Reason
 from capacity.placement import NodeVerdict
-from capacity.quantity import format_quantity
+from capacity.quantity import format_capacity, format_quantity, format_request
 
 MAX_NAMES = 12  # beyond this many a list of names stops being read
 
@@ -34,8 +34,8 @@ def _explain(reason: Reason, needs: PodNeeds) -> str:
     if reason.resource == "pods":
         return f"{reason.message}: it allows {format_quantity(reason.allocatable)} pods"
     name = reason.resource
-    wanted = format_quantity(needs.requests.get(name, reason.requested), name)
-    have = format_quantity(reason.allocatable, name)
+    wanted = format_request(needs.requests.get(name, reason.requested), name)
+    have = format_capacity(reason.allocatable, name)
     return f"{reason.message}: requests {wanted}, the node has {have} allocatable: request less"
 
 

@@ -112,18 +112,34 @@ def is_byte_resource(resource: str) -> bool:
     return resource.startswith(_BYTE_RESOURCES)
 
 
-def format_quantity(milli: int, resource: str = "") -> str:
-    """A short human form: `30Gi`, `17.9Gi`, `1930m`, `2`, `9` (not a round-trip canonical form)."""
+def format_quantity(milli: int, resource: str = "", rounding: str = "nearest") -> str:
+    """A short human form: `30Gi`, `17.9Gi`, `1930m`, `2`, `9` (not a round-trip canonical form).
+    `rounding` of a byte quantity to its tenth: `nearest`; `down` for what a node offers, so it
+    never reads as more than there is; `up` for what a pod asks, so a refused request never reads
+    as what is offered (a node's 6.76Gi is 6.7Gi; a pod's 6.77Gi is 6.8Gi)."""
     if resource == "cpu":
         return f"{milli // MILLI}" if milli % MILLI == 0 else f"{milli}m"
     units = milli_to_units(milli)
     if is_byte_resource(resource):
         for suffix, size in _BINARY_STEPS:
             if abs(units) >= size:
-                scaled = units / size
-                text = f"{scaled:.1f}".removesuffix(".0")
+                if rounding == "nearest":
+                    text = f"{units / size:.1f}".removesuffix(".0")
+                else:
+                    tenths = units * 10 // size if rounding == "down" else -(-units * 10 // size)
+                    text = f"{tenths // 10}.{tenths % 10}".removesuffix(".0")
                 return f"{text}{suffix}"
     return str(units)
+
+
+def format_capacity(milli: int, resource: str = "") -> str:
+    """What a node offers, in the short human form, never rounded up."""
+    return format_quantity(milli, resource, "down")
+
+
+def format_request(milli: int, resource: str = "") -> str:
+    """What a pod asks for, in the short human form, never rounded down."""
+    return format_quantity(milli, resource, "up")
 
 
 def canonical_quantity(milli: int, resource: str = "") -> str:

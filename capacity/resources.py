@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from capacity.quantity import canonical_quantity, parse_quantity
+from capacity.quantity import canonical_quantity, format_capacity, parse_quantity
 
 Resources = dict[str, int]
 
@@ -62,3 +62,10 @@ def total(lists: Iterable[Mapping[str, int]]) -> Resources:
 def to_quantities(resources: Mapping[str, int]) -> dict[str, str]:
     """The map back in API form, sorted by name, e.g. for a NodeGroupTemplate."""
     return {name: canonical_quantity(value, name) for name, value in sorted(resources.items())}
+
+
+def to_display(resources: Mapping[str, int]) -> dict[str, str]:
+    """The map in the units a person reads, sorted by name: bytes in binary suffixes cut to a
+    tenth (`17.8Gi`, never more than there is), the rest as counts (`1930m`, `18`). For display
+    only (`kubectl get ngt`'s columns): it does not parse back to the same quantities."""
+    return {name: format_capacity(value, name) for name, value in sorted(resources.items())}

@@ -14,14 +14,10 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from capacity.fit import PodNeeds, Reason, check_fit, comparable
-from capacity.instances import lookup
-from capacity.quantity import format_quantity
-from capacity.resources import POD_ENI
+from capacity.fit import PodNeeds, Reason, check_fit
+from capacity.group_words import LABEL_TAG_PREFIX, TAG_PREFIX, explain_reasons
 from capacity.template import NodeGroupTemplate, View
 
-TAG_PREFIX = "k8s.io/cluster-autoscaler/node-template/resources/"
-LABEL_TAG_PREFIX = "k8s.io/cluster-autoscaler/node-template/label/"
 MAX_GROUP_LINES = 12  # beyond this many groups a message stops being read
 CACHE_NOTE = (
     "cluster-autoscaler may still scale it while it remembers an earlier node of the group, until it restarts"
@@ -142,8 +138,7 @@ def explain(verdict: GroupVerdict, needs: PodNeeds) -> str:
     """One line a person can act on: the group, each reason and its fix."""
     if verdict.template is None or verdict.view is None:
         return f"{verdict.group}: {verdict.why_closed}: it cannot add a node"
-    parts = [_explain(reason, needs, verdict.template, verdict.view) for reason in verdict.reasons]
-    return f"{verdict.group}: " + "; ".join(parts)
+    return f"{verdict.group}: " + explain_reasons(verdict.reasons, needs, verdict.template, verdict.view)
 
 
 def judge_all(needs: PodNeeds, templates: Iterable[NodeGroupTemplate]) -> list[GroupVerdict]:
@@ -152,83 +147,6 @@ def judge_all(needs: PodNeeds, templates: Iterable[NodeGroupTemplate]) -> list[G
 
 def _check(needs: PodNeeds, template: NodeGroupTemplate, view: View) -> list[Reason]:
     return check_fit(needs, view, *template.overhead_of(view))
-
-
-def _node_phrase(template: NodeGroupTemplate) -> str:
-    kind = template.instance_type
-    # instance families are read letter by letter: "an m5", "an r6i", "a c5", "a t3"
-    article = "an" if kind[:1] in "aefhilmnorsx" else "a"
-    return f"{article} {kind} node" if kind else "a node"
-
-
-def _explain(reason: Reason, needs: PodNeeds, template: NodeGroupTemplate, view: View) -> str:
-    if reason.taint is not None:
-        t = reason.taint
-        value = f"={t.value}" if t.value else ""
-        return f"{reason.message}: add a toleration for {t.key}{value}:{t.effect}"
-    if not reason.resource:
-        head = f"{reason.message}: its nodes have {_labels(view, needs.selector_keys)}"
-        return head + _template_label_hint(needs, template, view)
-    if reason.resource == "pods":
-        slots = format_quantity(reason.allocatable)
-        return f"{reason.message}: DaemonSets already take all {slots} pod slots"
-    name = reason.resource
-    wanted = format_quantity(reason.requested, name)
-    head = f"{reason.message}: requests {wanted}"
-    real = None
-    if view is template.autoscaler and template.actual is not None:
-        real = template.actual.allocatable.get(name, 0) - template.daemonset_overhead.get(name, 0)
-    if real is not None and comparable(name, real) >= comparable(name, reason.requested):
-        # the real node has it; only the tags cluster-autoscaler reads do not
-        seen = format_quantity(reason.available, name) if reason.allocatable else "none"
-        where = "managed node group" if template.provider == "eks-managed" else "ASG"
-        return (
-            f"{head}; {_node_phrase(template)} would offer {format_quantity(real, name)}, but "
-            f"cluster-autoscaler sees {seen} while the group has 0 nodes: tag the {where} "
-            f"{TAG_PREFIX}{name}, or let fitguard sync the tags"
-        )
-    if name == POD_ENI:
-        facts = lookup(template.instance_type) if template.instance_type else None
-        if facts is not None and not facts.trunking:
-            return (
-                f"{head}; {template.instance_type} supports no branch ENIs (not trunking-compatible): "
-                "run pods with security groups on a Nitro type such as m5"
-            )
-    offered = format_quantity(reason.available, name)
-    overhead = template.overhead_of(view)[0].get(name, 0)
-    # cluster-autoscaler's template also runs its kube-proxy pod (capacity.template_pods)
-    whose = "DaemonSets and kube-proxy" if view is template.autoscaler else "DaemonSets"
-    after = f" after {format_quantity(overhead, name)} of {whose}" if overhead else ""
-    return f"{head}; {_node_phrase(template)} offers {offered}{after}: request less or use a larger type"
-
-
-# cluster-autoscaler's UpdateDeprecatedLabels gives its templates no beta os/arch labels.
-_STABLE_LABELS = {
-    "beta.kubernetes.io/os": "kubernetes.io/os",
-    "beta.kubernetes.io/arch": "kubernetes.io/arch",
-}
-
-
-def _template_label_hint(needs: PodNeeds, template: NodeGroupTemplate, view: View) -> str:
-    """When a real node has a selected label that cluster-autoscaler's template lacks: which. (CA
-    reads label/* tags from the ASG only, a managed node group's ASG included.)"""
-    if view is not template.autoscaler or template.actual is None:
-        return ""
-    missing = [k for k in needs.selector_keys if k in template.actual.labels and k not in view.labels]
-    if not missing:
-        return ""
-    key = missing[0]
-    instead = f"select on {_STABLE_LABELS[key]} instead, or " if key in _STABLE_LABELS else ""
-    return (
-        f"; a real node has {key}, but the node cluster-autoscaler builds while the group has 0 nodes "
-        f"does not: {instead}tag the ASG k8s.io/cluster-autoscaler/node-template/label/{key}"
-    )
-
-
-def _labels(view: View, keys: tuple[str, ...]) -> str:
-    """The group's values of the labels the pod selects on."""
-    shown = [f"{k}={view.labels[k]}" if k in view.labels else f"no {k} label" for k in keys]
-    return ", ".join(shown) if shown else "no labels the pod selects on"
 
 
 def denial_message(

@@ -108,11 +108,18 @@ def matching_groups(
 ) -> list[str]:
     """The security group ids a pod gets: every matching policy ORed, de-duplicated in order."""
     seen: dict[str, None] = {}
-    for policy in policies:
-        if policy.matches(pod_labels, sa_labels):
-            for group in policy.group_ids:
-                seen.setdefault(group, None)
+    for policy in matching_policies(policies, pod_labels, sa_labels):
+        for group in policy.group_ids:
+            seen.setdefault(group, None)
     return list(seen)
+
+
+def matching_policies(
+    policies: Iterable[SecurityGroupPolicy], pod_labels: Labels, sa_labels: Labels
+) -> list[SecurityGroupPolicy]:
+    """The policies that match a pod, in the order given: what a denial names when the pod-eni
+    request it refuses was injected, not written."""
+    return [policy for policy in policies if policy.matches(pod_labels, sa_labels)]
 
 
 def pod_has_eni_request(pod: Mapping[str, Any] | None) -> bool:

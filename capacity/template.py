@@ -17,7 +17,7 @@ from typing import Any
 from capacity.names import API_VERSION, TEMPLATE_KIND
 from capacity.node_pods import RememberedPods
 from capacity.quantity import MILLI
-from capacity.resources import CPU, MEMORY, Resources, parse_resources, to_quantities
+from capacity.resources import CPU, MEMORY, Resources, parse_resources, to_display, to_quantities
 from capacity.string_maps import string_map
 from capacity.taints import Taint
 from capacity.template_pods import template_node_pods
@@ -27,6 +27,9 @@ SOURCES = ("live-node", "launch-template", "manual", "tags", "autoscaler-memory"
 # (expander/waste/waste.go resourcesForNode reads Status.Capacity cpu and memory, nothing else).
 SCORED_CAPACITY = (CPU, MEMORY)
 MIB = 2**20
+# The actual view's allocatable in the units a person reads, written beside it and never read back
+# (manifests/crds/nodegrouptemplates.yaml's printer columns show it).
+DISPLAY_FIELD = "display"
 
 
 def live_capacity(node: Mapping[str, Any]) -> Resources:
@@ -310,6 +313,9 @@ class NodeGroupTemplate:
             spec["nodeNames"] = list(self.node_names)
         if self.actual is not None:
             spec["actual"] = self.actual.to_object()
+            # what `kubectl get ngt` prints: a live node's allocatable is often a byte count no
+            # binary suffix divides (19136439364), shown beside a launch template's 44Gi otherwise
+            spec[DISPLAY_FIELD] = to_display(self.actual.allocatable)
         if self.autoscaler is not None:
             spec["autoscaler"] = self.autoscaler.to_object(with_source=False)
         overhead: dict[str, Any] = to_quantities(self.daemonset_overhead)

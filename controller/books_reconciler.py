@@ -12,7 +12,8 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from capacity.branch_eni import NodeSummary, Waiting, held_message, waiting_message
+from capacity.branch_eni import NodeSummary, Waiting
+from capacity.branch_eni_words import held_message, waiting_message
 from capacity.guard import GuardDecision, GuardState, decide
 from capacity.guard_nodes import guard_node
 from capacity.records import NodeRecord

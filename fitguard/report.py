@@ -19,11 +19,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from capacity.branch_eni import (
-    DEFAULT_WAITING_GRACE,
-    RELEASE_MODELS,
-    NodeSummary,
+from capacity.branch_eni import DEFAULT_WAITING_GRACE, RELEASE_MODELS, NodeSummary
+from capacity.branch_eni_words import (
     held_message,
+    lacking,
+    overcommitted_message,
+    shown_free,
     waiting_message,
 )
 from capacity.names import CAPTURED_AT, VPC_CNI_CONFIG_NAME, VPC_CNI_CONFIG_NAMESPACE
@@ -43,12 +44,22 @@ class Report:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "nodes": [row.to_json() for row in self.nodes],
+            "nodes": [_row_json(row) for row in self.nodes],
             "releaseModel": self.release,
             "releaseWindowSeconds": self.window,
             "now": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.now)),
             "skipped": self.skipped,
         }
+
+
+def _row_json(row: NodeSummary) -> dict[str, Any]:
+    """A node's books as the report prints them: free counts never below zero, and `lacking`, the
+    branch ENIs the pods placed there ask for beyond those the node has (they wait)."""
+    obj = row.to_json()
+    obj["schedulerFree"] = shown_free(row.scheduler_free)
+    obj["trueFree"] = shown_free(row.true_free)
+    obj["lacking"] = lacking(row)
+    return obj
 
 
 def build_report(
@@ -87,8 +98,8 @@ def write_report_table(report: Report, out: TextIO) -> None:
             str(row.capacity),
             str(row.in_use),
             str(row.held),
-            str(row.scheduler_free),
-            str(row.true_free),
+            str(shown_free(row.scheduler_free)),
+            str(shown_free(row.true_free)),
             str(row.waiting),
         )
         for row in report.nodes
@@ -97,9 +108,11 @@ def write_report_table(report: Report, out: TextIO) -> None:
     for row in report.nodes:
         if row.held:
             out.write(f"\n{row.name}: {held_message(row)}")
+        elif lacking(row):
+            out.write(f"\n{row.name}: {overcommitted_message(row)}")
         for waiting in row.waiting_pods:
             out.write(f"\n{waiting.namespace}/{waiting.pod}: {waiting_message(row, waiting, report.now)}")
-    if any(row.held or row.waiting for row in report.nodes):
+    if any(row.held or row.waiting or lacking(row) for row in report.nodes):
         out.write("\n")
 
 

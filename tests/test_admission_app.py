@@ -288,8 +288,8 @@ class Sink:
 SCRATCH = "\n".join(
     [
         "pod does not fit any node group",
-        "ng-batch: Insufficient cpu: requests 300; an m5.large node offers 1700m after 300m of DaemonSets"
-        " and kube-proxy: request less or use a larger type",
+        "ng-batch: Insufficient cpu: requests 300; an m5.large node would offer 1730m, and"
+        " cluster-autoscaler sees 1700m while the group has 0 nodes: request less or use a larger type",
         "ng-burst: Insufficient cpu: requests 300; a t3.large node offers 1730m after 200m of DaemonSets:"
         " request less or use a larger type",
         "ng-general: Insufficient cpu: requests 300; an m5.xlarge node offers 3720m after 200m of DaemonSets:"

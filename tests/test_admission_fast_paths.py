@@ -26,10 +26,11 @@ from kube.store import Store
 from tests.bench.admission import split_cpus, spread
 from webhook.app import Admission, create_app, load_json
 from webhook.cluster import ClusterView, from_objects
+from webhook.denial_fields import field_lines
 from webhook.memo import RefusalMemo
 from webhook.mutate import apply_patch_shared
 from webhook.review import WebhookOptions
-from webhook.validate import Listed, field_lines, review
+from webhook.validate import Listed, review
 
 OBJECTS = load_state(Path(__file__).resolve().parents[1] / "examples" / "cluster.yaml")
 TEMPLATES = [NodeGroupTemplate.from_object(o) for o in OBJECTS if o["kind"] == "NodeGroupTemplate"]

@@ -135,8 +135,8 @@ def test_kube_proxy_pod_and_matching_daemonsets_count_on_the_template(
     refused = validate(objects, {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1900m"}}}]})
     assert refused["allowed"] is False
     assert refused["status"]["message"].splitlines()[1] == (
-        "ng-zero: Insufficient cpu: requests 1900m; an m5.large node offers 1850m after 150m of "
-        "DaemonSets and kube-proxy: request less or use a larger type"
+        "ng-zero: Insufficient cpu: requests 1900m; an m5.large node would offer 1810m, and "
+        "cluster-autoscaler sees 1850m while the group has 0 nodes: request less or use a larger type"
     )
     fits = validate(objects, {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1850m"}}}]})
     assert fits["allowed"] is True

@@ -26,7 +26,9 @@ from tests.books_stack import books_stack
 from tests.waiting import eventually
 
 BASE = 1_714_564_800.0  # 2024-05-01T12:00:00Z
-HELD_A = "1 of 3 branch ENIs are held by finished pods j1; the scheduler sees 1 free, 0 are"
+HELD_A = (
+    "1 of 3 branch ENIs are held by finished pods j1; the scheduler sees 1 free, but it is held: none is free"
+)
 
 
 class Clock:
@@ -340,7 +342,10 @@ def test_label_writes_reach_the_api_server_and_a_refused_write_is_reported(
         EXHAUSTED_LABEL: "true",
     }
     fake_kube.create(node("gone"))
-    held_gone = "1 of 3 branch ENIs are held by finished pods k1; the scheduler sees 1 free, 0 are"
+    held_gone = (
+        "1 of 3 branch ENIs are held by finished pods k1; the scheduler sees 1 free, but it is held: "
+        "none is free"
+    )
     assert live.reconcile(BASE + 1) == [BooksDecision(LabelAction.SET, "gone", held_gone)]
 
 

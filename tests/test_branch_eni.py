@@ -17,11 +17,10 @@ from capacity.branch_eni import (
     ReleaseWindow,
     Waiting,
     configured_cooldown,
-    held_message,
     release_window,
     release_window_from_configmap,
-    waiting_message,
 )
+from capacity.branch_eni_words import free_words, held_message, overcommitted_message, waiting_message
 from capacity.records import NodeRecord, PodRecord
 from tests.budget import examples
 
@@ -74,7 +73,7 @@ def test_a_finished_job_pod_holds_its_branch_eni_until_the_window_ends() -> None
     assert set(now.held_by) == {"job-a-0", "job-a-1", "job-a-2"}
     assert now.next_release == pytest.approx(70.0)
     assert held_message(now).startswith("3 of 9 branch ENIs are held by finished pods job-a-")
-    assert held_message(now).endswith("the scheduler sees 3 free, 0 are")
+    assert held_message(now).endswith("the scheduler sees 3 free, but those 3 are held: none is free")
     later = T0 - 20 + WINDOW
     assert row(b, later).held == 0  # read-time filtering: correct even before expire() runs
     assert b.expire(later) == {"n1"}
@@ -448,18 +447,43 @@ def test_the_next_release_is_never_negative_before_expiry() -> None:
 
 
 def test_the_held_message_names_five_pods_then_dots() -> None:
-    """The node event's whole text; past five names it ends the list with `...`; the true free is
-    never shown below zero."""
+    """The node event's whole text; past five names it ends the list with `...`; no count is shown
+    below zero, and a free count the scheduler sees that is not free says where it went."""
     five = NodeSummary("n1", "ng", "m5.large", 9, 6, 5, 0, ("a", "b", "c", "d", "e"))
     assert held_message(five) == (
-        "5 of 9 branch ENIs are held by finished pods a, b, c, d, e; the scheduler sees 3 free, 0 are"
+        "5 of 9 branch ENIs are held by finished pods a, b, c, d, e; the scheduler sees 3 free, but those 3 "
+        "are held: none is free, and the pods placed here wait for 2 more"
     )
     six = NodeSummary("n1", "ng", "m5.large", 9, 2, 6, 0, ("a", "b", "c", "d", "e", "f"))
     assert held_message(six) == (
-        "6 of 9 branch ENIs are held by finished pods a, b, c, d, e, ...; the scheduler sees 7 free, 1 are"
+        "6 of 9 branch ENIs are held by finished pods a, b, c, d, e, ...; the scheduler sees 7 free, 6 of "
+        "them held: 1 is free"
     )
     assert held_message(six, shown=2) == (
-        "6 of 9 branch ENIs are held by finished pods a, b, ...; the scheduler sees 7 free, 1 are"
+        "6 of 9 branch ENIs are held by finished pods a, b, ...; the scheduler sees 7 free, 6 of them held: "
+        "1 is free"
+    )
+
+
+@pytest.mark.parametrize(
+    ("capacity", "in_use", "held", "words"),
+    [
+        (9, 6, 1, "the scheduler sees 3 free, 1 of them held: 2 are free"),
+        (9, 8, 1, "the scheduler sees 1 free, but it is held: none is free"),
+        (9, 9, 1, "the scheduler sees none free, and the pods placed here wait for 1 more"),
+        (2, 6, 1, "the scheduler sees none free, and the pods placed here wait for 5 more"),
+        (2, 6, 0, "the scheduler sees none free, and the pods placed here wait for 4 more"),
+        (9, 3, 0, "the scheduler sees 6 free, and they are"),
+        (9, 8, 0, "the scheduler sees 1 free, and it is"),
+    ],
+)
+def test_free_words_never_show_a_negative_count(capacity: int, in_use: int, held: int, words: str) -> None:
+    """Issue 31: whatever the books, what the scheduler sees free, what really is and where the
+    difference went, with no negative count; the over-committed report line says the same."""
+    summary = NodeSummary("n1", "ng", "m5.large", capacity, in_use, held, 0)
+    assert free_words(summary) == words
+    assert overcommitted_message(NodeSummary("n1", "ng", "m5.large", 2, 6, 0, 0)) == (
+        "its pods ask for 6 branch ENIs, it advertises 2: the pods placed here wait for 4 more"
     )
 
 

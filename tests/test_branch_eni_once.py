@@ -144,12 +144,13 @@ def books_row(
         "capacity": capacity,
         "inUse": in_use,
         "held": len(held_by),
-        "schedulerFree": capacity - in_use,
-        "trueFree": capacity - in_use - len(held_by),
+        "schedulerFree": max(capacity - in_use, 0),
+        "trueFree": max(capacity - in_use - len(held_by), 0),
         "waiting": 0,
         "heldBy": list(held_by),
         "waitingPods": [],
         "nextReleaseSeconds": next_release,
+        "lacking": max(in_use + len(held_by) - capacity, 0),
     }
 
 

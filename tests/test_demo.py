@@ -37,4 +37,4 @@ def test_the_demo_tells_the_whole_story(capsys: pytest.CaptureFixture[str]) -> N
     after_tags = out.split("5. fitguard syncs the autoscaler tags", 1)[1]
     assert "# Pod default/scratch-build\n  admitted" in after_tags
     assert "cluster-autoscaler can serve it with a node of ng-batch" in after_tags
-    assert "the scheduler sees 3 free, 0 are" in out
+    assert "the scheduler sees 3 free, but those 3 are held: none is free" in out

@@ -11,7 +11,9 @@ from capacity.quantity import (
     QuantityError,
     QuantityOutOfRange,
     canonical_quantity,
+    format_capacity,
     format_quantity,
+    format_request,
     milli_to_units,
     parse_quantity,
 )
@@ -82,6 +84,27 @@ def test_human_format_reads_like_kubectl() -> None:
     assert format_quantity(parse_quantity("1930m"), "cpu") == "1930m"
     assert format_quantity(parse_quantity("2"), "cpu") == "2"
     assert format_quantity(parse_quantity("9"), "vpc.amazonaws.com/pod-eni") == "9"
+
+
+@pytest.mark.parametrize(
+    ("text", "nearest", "down", "up"),
+    [
+        ("19136439364", "17.8Gi", "17.8Gi", "17.9Gi"),
+        ("6920Mi", "6.8Gi", "6.7Gi", "6.8Gi"),
+        ("6921Mi", "6.8Gi", "6.7Gi", "6.8Gi"),
+        ("44Gi", "44Gi", "44Gi", "44Gi"),
+        ("1025Mi", "1Gi", "1Gi", "1.1Gi"),
+        ("2047Mi", "2Gi", "1.9Gi", "2Gi"),
+    ],
+)
+def test_a_capacity_is_cut_and_a_request_raised_to_its_tenth(
+    text: str, nearest: str, down: str, up: str
+) -> None:
+    """What a node offers never reads as more than it has, what a pod asks never as less: a
+    refused request and the offer that refused it are never shown as the same figure."""
+    milli = parse_quantity(text)
+    assert format_quantity(milli, "memory") == nearest
+    assert (format_capacity(milli, "memory"), format_request(milli, "memory")) == (down, up)
 
 
 @given(st.integers(min_value=0, max_value=2**70), st.sampled_from(["cpu", "memory", "pods", "x/y"]))

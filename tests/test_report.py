@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from fitguard.cli import main
+from tests.user_sees import REPORT_CLASSIC
 
 SNAPSHOT = str(Path(__file__).resolve().parent.parent / "examples" / "snapshot-classic.json")
 CLASSIC = "ip-10-0-1-23.ec2.internal"
@@ -49,8 +50,11 @@ def test_the_classic_snapshot_shows_three_free_to_the_scheduler_and_none_really(
 
 
 def test_the_pod_bound_into_the_gap_waits(capsys) -> None:
+    """In use 7 and held 3 of 9: the true free count is shown as 0, never -1, and the branch ENI the
+    pods placed there lack is counted (`lacking`)."""
     trapped = nodes_json(capsys)[TRAPPED]
-    assert (trapped["schedulerFree"], trapped["trueFree"], trapped["waiting"]) == (2, -1, 1)
+    assert (trapped["schedulerFree"], trapped["trueFree"], trapped["waiting"]) == (2, 0, 1)
+    assert trapped["lacking"] == 1
     assert trapped["waitingPods"] == ["batch/job-b-d4s6"]
 
 
@@ -68,15 +72,32 @@ def test_on_delete_model_holds_until_the_pods_are_deleted(capsys) -> None:
 
 
 def test_the_table_has_every_column_and_the_node_event_text(capsys) -> None:
+    """Issue 31: the whole table of the classic snapshot. No free count below zero (the second
+    node's true free is -1 in the books), and each free count the scheduler sees that is not free
+    says where it went: held by the finished pods named, and one the pod placed there waits for."""
     code, out = report(capsys, "--snapshot", SNAPSHOT)
+    assert (code, out) == (0, REPORT_CLASSIC)
+
+
+def test_a_node_whose_pods_ask_for_more_than_it_advertises_says_so(capsys, tmp_path) -> None:
+    """A node advertising 2 branch ENIs (its trunk not yet fully counted) with the classic node's 6
+    pods on it, none held: the scheduler's free count is 0, not -4, and the line says the pods wait
+    for 4 more."""
+    snapshot = json.loads(Path(SNAPSHOT).read_text())
+    for item in snapshot["items"]:
+        if item["kind"] == "Node" and item["metadata"]["name"] == CLASSIC:
+            for key in ("allocatable", "capacity"):
+                item["status"][key]["vpc.amazonaws.com/pod-eni"] = "2"
+    path = tmp_path / "short.json"
+    path.write_text(json.dumps(snapshot))
+    code, out = report(capsys, "--snapshot", str(path), "--now", "2024-05-01T12:05:00Z")
     assert code == 0
-    header, first = out.splitlines()[:2]
-    for column in ("GROUP", "INSTANCE TYPE", "CAPACITY", "IN USE", "HELD", "SCHEDULER FREE", "TRUE FREE"):
-        assert column in header
-    assert first.split() == [CLASSIC, "ng-batch", "m5.large", "9", "6", "3", "3", "0", "0"]
-    assert "3 of 9 branch ENIs are held by finished pods job-a-m3z8, job-a-p9q1, job-a-x7k2" in out
-    assert "the scheduler sees 3 free, 0 are" in out
-    assert "batch/job-b-d4s6: bound to ip-10-0-2-45.ec2.internal 35 s ago" in out
+    lines = out.splitlines()
+    assert lines[1].split() == [CLASSIC, "ng-batch", "m5.large", "2", "6", "0", "0", "0", "0"]
+    assert (
+        f"{CLASSIC}: its pods ask for 6 branch ENIs, it advertises 2: the pods placed here wait for 4 more"
+        in lines
+    )
 
 
 def test_the_configmap_cooldown_sets_the_window(capsys, tmp_path) -> None:

@@ -145,6 +145,13 @@ TAINTED = View(
     {"cpu": 4000, "pods": 29000}, {}, (Taint("gpu", "true"), Taint("soft", "", "PreferNoSchedule"))
 )
 
+NODE_17_82 = View(
+    {"cpu": 1930, "memory": 7220 * MIB, "ephemeral-storage": 19136439364 * 1000, "pods": 29000},
+    {"node.kubernetes.io/instance-type": "m5.large"},
+    (),
+    "launch-template",
+)
+
 EXPLAINED = [
     (
         "tag trap: the real node has it, the tags do not",
@@ -177,29 +184,118 @@ EXPLAINED = [
         "sync the tags",
     ),
     (
-        "the real node is too small as well: no trap, no after-overhead figure for an untouched resource",
+        "a trap by less than a tenth: the request that fits never reads as more than the offer",
+        _group("ng-live-ish", actual=NODE_17_82),
+        _pod({"ephemeral-storage": "19136000000"}),
+        True,
+        "ng-live-ish: Insufficient ephemeral-storage: requests 17.8Gi; an m5.large node would offer 17.8Gi, "
+        f"but cluster-autoscaler sees none while the group has 0 nodes: tag the ASG {STORAGE_TAG}, or let "
+        "fitguard sync the tags",
+    ),
+    (
+        "the real node is too small as well: both figures, the root volume's field, then the tag",
         _group("ng-small", autoscaler=TAGS_20G),
         _pod({"ephemeral-storage": "50Gi"}),
         False,
-        "ng-small: Insufficient ephemeral-storage: requests 50Gi; an m5.large node offers 20Gi: request less "
-        "or use a larger type",
+        "ng-small: Insufficient ephemeral-storage: requests 50Gi; an m5.large node would offer 44Gi, and "
+        "cluster-autoscaler sees 20Gi while the group has 0 nodes: request less, or raise the root volume in "
+        f"the ASG's launch template (BlockDeviceMappings[].Ebs.VolumeSize), then tag the ASG {STORAGE_TAG} "
+        "(or let fitguard sync the tags)",
+    ),
+    (
+        "issue 31: 500Gi where the launch template offers 44Gi and the tags nothing: never 'offers 0'",
+        _group("ng-batch"),
+        _pod({"ephemeral-storage": "500Gi"}),
+        False,
+        "ng-batch: Insufficient ephemeral-storage: requests 500Gi; an m5.large node would offer 44Gi, and "
+        "cluster-autoscaler sees none while the group has 0 nodes: request less, or raise the root volume in "
+        f"the ASG's launch template (BlockDeviceMappings[].Ebs.VolumeSize), then tag the ASG {STORAGE_TAG} "
+        "(or let fitguard sync the tags)",
+    ),
+    (
+        "issue 31: 1Gi of DaemonSets on a node the tags give none: never 'offers -1Gi'",
+        _group("ng-batch", daemonsets={"ephemeral-storage": GIB}),
+        _pod({"ephemeral-storage": "500Gi"}),
+        False,
+        "ng-batch: Insufficient ephemeral-storage: requests 500Gi; an m5.large node would offer 43Gi, and "
+        "cluster-autoscaler sees none while the group has 0 nodes: request less, or raise the root volume in "
+        f"the ASG's launch template (BlockDeviceMappings[].Ebs.VolumeSize), then tag the ASG {STORAGE_TAG} "
+        "(or let fitguard sync the tags)",
+    ),
+    (
+        "a live ASG group: ephemeral storage is the root volume's, not the type's",
+        _group("ng-live", nodes=2),
+        _pod({"ephemeral-storage": "50Gi"}),
+        False,
+        "ng-live: Insufficient ephemeral-storage: requests 50Gi; an m5.large node offers 44Gi: request less, "
+        "or raise the root volume in the ASG's launch template (BlockDeviceMappings[].Ebs.VolumeSize)",
+    ),
+    (
+        "a live managed node group: its diskSize, or its launch template's volume",
+        _group("ng-eks", nodes=2, provider="eks-managed"),
+        _pod({"ephemeral-storage": "50Gi"}),
+        False,
+        "ng-eks: Insufficient ephemeral-storage: requests 50Gi; an m5.large node offers 44Gi: request less, "
+        "or raise the managed node group's diskSize (BlockDeviceMappings[].Ebs.VolumeSize if it has a "
+        "launch template)",
+    ),
+    (
+        "a manual group: a larger root volume; DaemonSets that take it all leave none, never less",
+        _group(
+            "g",
+            actual=_small(),
+            autoscaler=None,
+            instance_type="c5.large",
+            provider="manual",
+            daemonsets={"ephemeral-storage": 12 * GIB},
+        ),
+        _pod({"ephemeral-storage": "1Gi"}),
+        False,
+        "g: Insufficient ephemeral-storage: requests 1Gi; a c5.large node offers none after DaemonSets take "
+        "12Gi of its 10Gi: request less, or give its nodes a larger root volume",
+    ),
+    (
+        "issue 31: a group the pod's own node selector excludes gets no tag advice",
+        _group("ng-batch"),
+        _pod({"ephemeral-storage": "30Gi"}, nodeSelector={"tier": "web"}),
+        False,
+        "ng-batch: node(s) didn't match Pod's node affinity/selector: its nodes have no tier label; "
+        "Insufficient ephemeral-storage: requests 30Gi; an m5.large node would offer 44Gi, but "
+        "cluster-autoscaler sees none while the group has 0 nodes",
+    ),
+    (
+        "excluded by its selector and too small: the volume advice, no tag",
+        _group("ng-batch"),
+        _pod({"ephemeral-storage": "500Gi"}, nodeSelector={"tier": "web"}),
+        False,
+        "ng-batch: node(s) didn't match Pod's node affinity/selector: its nodes have no tier label; "
+        "Insufficient ephemeral-storage: requests 500Gi; an m5.large node would offer 44Gi, and "
+        "cluster-autoscaler sees none while the group has 0 nodes: request less, or raise the root volume in "
+        "the ASG's launch template (BlockDeviceMappings[].Ebs.VolumeSize)",
     ),
     (
         "too big for any m5.large: the autoscaler view's overhead includes kube-proxy",
         _group("ng-batch"),
         _pod({"cpu": "3"}),
         False,
-        "ng-batch: Insufficient cpu: requests 3; an m5.large node offers 1700m after 300m of DaemonSets and "
-        "kube-proxy: request less or use a larger type",
+        "ng-batch: Insufficient cpu: requests 3; an m5.large node would offer 1730m, and cluster-autoscaler "
+        "sees 1700m while the group has 0 nodes: request less or use a larger type",
     ),
     (
         "a live group is judged on its real node, after its DaemonSets only",
         _group("ng-live", nodes=2),
         _pod({"memory": "8Gi"}),
         False,
-        "ng-live: Insufficient memory: requests 8Gi; an m5.large node offers 6.8Gi after 300Mi of "
-        "DaemonSets: "
-        "request less or use a larger type",
+        "ng-live: Insufficient memory: requests 8Gi; an m5.large node offers 6.7Gi after 300Mi of "
+        "DaemonSets: request less or use a larger type",
+    ),
+    (
+        "1Mi more than the node offers: the request rounds up, the offer down, never the same figure",
+        _group("ng-live", nodes=2),
+        _pod({"memory": "6921Mi"}),
+        False,
+        "ng-live: Insufficient memory: requests 6.8Gi; an m5.large node offers 6.7Gi after 300Mi of "
+        "DaemonSets: request less or use a larger type",
     ),
     (
         "pod-eni on a type with no branch ENIs",
@@ -214,25 +310,23 @@ EXPLAINED = [
         _plain("g", "zz.large"),
         _pod({"vpc.amazonaws.com/pod-eni": "1"}),
         False,
-        "g: Insufficient vpc.amazonaws.com/pod-eni: requests 1; a zz.large node offers 0: request less or "
-        "use "
-        "a larger type",
+        "g: Insufficient vpc.amazonaws.com/pod-eni: requests 1; a zz.large node offers none: request less or "
+        "use a larger type",
     ),
     (
         "pod-eni on a trunking type whose node offers none",
         _plain("g", "c5.large"),
         _pod({"vpc.amazonaws.com/pod-eni": "1"}),
         False,
-        "g: Insufficient vpc.amazonaws.com/pod-eni: requests 1; a c5.large node offers 0: request less or "
-        "use "
-        "a larger type",
+        "g: Insufficient vpc.amazonaws.com/pod-eni: requests 1; a c5.large node offers none: request less or "
+        "use a larger type",
     ),
     (
         "pod-eni on a group with no instance type",
         _plain("g", ""),
         _pod({"vpc.amazonaws.com/pod-eni": "1"}),
         False,
-        "g: Insufficient vpc.amazonaws.com/pod-eni: requests 1; a node offers 0: request less or use a "
+        "g: Insufficient vpc.amazonaws.com/pod-eni: requests 1; a node offers none: request less or use a "
         "larger type",
     ),
     (
@@ -322,8 +416,19 @@ EXPLAINED = [
         _group("ng-tags", actual=None),
         _pod({"ephemeral-storage": "1Gi"}),
         False,
-        "ng-tags: Insufficient ephemeral-storage: requests 1Gi; an m5.large node offers 0: request less or "
-        "use a larger type",
+        "ng-tags: Insufficient ephemeral-storage: requests 1Gi; cluster-autoscaler sees none on an m5.large "
+        f"node while the group has 0 nodes: request less, or tag the ASG {STORAGE_TAG} with what its nodes "
+        "offer",
+    ),
+    (
+        "only tags known, and the pod's selector excludes the group: no tag advice",
+        _group("ng-tags", actual=None),
+        _pod({"ephemeral-storage": "1Gi"}, nodeSelector={"tier": "web"}),
+        False,
+        "ng-tags: node(s) didn't match Pod's node affinity/selector: its nodes have no tier label; "
+        "Insufficient ephemeral-storage: requests 1Gi; cluster-autoscaler sees none on an m5.large node "
+        "while the group has 0 nodes: request less, or raise the root volume in the ASG's launch template "
+        "(BlockDeviceMappings[].Ebs.VolumeSize)",
     ),
     (
         "a trap: the real node's cpu after its DaemonSets",
@@ -352,9 +457,8 @@ EXPLAINED = [
         _group("ng-cpu", daemonsets={"memory": 300 * MIB}),
         _pod({"cpu": "1931m"}),
         False,
-        "ng-cpu: Insufficient cpu: requests 1931m; an m5.large node offers 1900m after 100m of DaemonSets "
-        "and "
-        "kube-proxy: request less or use a larger type",
+        "ng-cpu: Insufficient cpu: requests 1931m; an m5.large node would offer 1930m, and "
+        "cluster-autoscaler sees 1900m while the group has 0 nodes: request less or use a larger type",
     ),
     (
         "the remembered node is judged, not the bigger real one: no tag advice",

@@ -401,7 +401,9 @@ def test_overhead_of_hands_out_the_template_pods_for_the_autoscaler_view_only() 
 
 def test_a_template_renders_to_the_whole_object() -> None:
     """to_object writes every field in API form: the autoscaler view without a source, DaemonSet
-    pods only when there are any, the template pods always, the memory when present."""
+    pods only when there are any, the template pods always, the memory when present, and the
+    actual view's allocatable as a person reads it (`display`, what kubectl's columns show),
+    which from_object does not read back."""
     t = _remembering(instanceTypes=["m5.large", "m5a.large"], minSize=1, desiredSize=2, nodes=0)
     assert t.instance_type == "m5.large"
     assert t.to_object() == {
@@ -427,6 +429,14 @@ def test_a_template_renders_to_the_whole_object() -> None:
                 "labels": {"node.kubernetes.io/instance-type": "m5.large"},
                 "taints": [],
             },
+            # what kubectl get ngt prints: one unit for every group, never more than there is
+            "display": {
+                "cpu": "1930m",
+                "ephemeral-storage": "17.8Gi",
+                "memory": "7Gi",
+                "pods": "29",
+                "vpc.amazonaws.com/pod-eni": "9",
+            },
             "autoscaler": {
                 "allocatable": {"cpu": "2", "memory": "8Gi", "pods": "110"},
                 "labels": {"node.kubernetes.io/instance-type": "m5.large"},
@@ -448,6 +458,7 @@ def test_a_template_renders_to_the_whole_object() -> None:
             },
         },
     }
+    assert NodeGroupTemplate.from_object(t.to_object()) == t
     assert NodeGroupTemplate("bare").to_object() == {
         "apiVersion": "fitguard.io/v1alpha1",
         "kind": "NodeGroupTemplate",

@@ -16,19 +16,19 @@ from capacity.taints import Taint
 from capacity.template import NodeGroupTemplate
 from kube.statefile import load_state
 from kube.store import Store
+from tests import user_sees
 from tests.test_autoscaler_memory import group, remembering
 from webhook.cluster import ClusterView, from_objects
-from webhook.review import Verdict, WebhookOptions
-from webhook.validate import (
-    COLD_START,
+from webhook.denial_fields import (
     MAX_WARNING,
     WARNING_LIMIT,
     field_lines,
     reason_path,
-    review,
     warnings_for,
     whole_warning,
 )
+from webhook.review import Verdict, WebhookOptions
+from webhook.validate import COLD_START, review
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 CLUSTER = load_state(EXAMPLES / "cluster.yaml")
@@ -264,6 +264,98 @@ def test_a_template_that_matches_a_security_group_policy_is_judged_with_pod_eni(
     assert review(request(deploy), cluster(), ENFORCE).allowed
 
 
+# what kubectl prints after the webhook's name (tests/test_kubectl_e2e.py sends the same Deployment)
+PAYMENTS_WORKER_DENIAL = user_sees.PAYMENTS_WORKER_DENIAL.removeprefix(user_sees.DENIED).removesuffix("\n")
+
+
+def payments_worker(labels: dict[str, str], requests: dict[str, str] | None = None) -> dict[str, Any]:
+    """The payments worker as a Deployment on t3.large nodes (no branch ENIs there)."""
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "payments-worker", "namespace": "payments"},
+        "spec": {
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "serviceAccountName": "payments-api",
+                    "nodeSelector": {"node.kubernetes.io/instance-type": "t3.large"},
+                    "containers": [{"name": "c", "resources": {"requests": requests or {}}}],
+                },
+            }
+        },
+    }
+
+
+def test_fields_to_edit_name_the_security_group_policy_not_the_injected_pod_eni() -> None:
+    """Issue 31: a Deployment whose pods match SecurityGroupPolicy payments-db-access is refused for
+    the pod-eni /mutate injects: the denial names that policy, never the injected field; the
+    group its own node selector excludes (ng-batch) gets no tag advice. The whole text."""
+    verdict = review(request(payments_worker({"app": "payments-api"})), cluster(), ENFORCE)
+    assert (verdict.allowed, verdict.message) == (False, PAYMENTS_WORKER_DENIAL)
+
+
+def test_warnings_name_the_security_group_policy_for_an_injected_pod_eni() -> None:
+    """Warn mode, a pod as it reaches /validate (already injected): the warnings point at the
+    policy, not at spec.containers[0].resources.requests.vpc.amazonaws.com/pod-eni."""
+    eni = {"vpc.amazonaws.com/pod-eni": "1"}
+    injected = pod(
+        "w",
+        eni,
+        nodeSelector={"node.kubernetes.io/instance-type": "t3.large"},
+        serviceAccountName="payments-api",
+    )
+    injected["metadata"].update(namespace="payments", labels={"app": "payments-api"})
+    injected["spec"]["containers"][0]["resources"]["limits"] = dict(eni)
+    verdict = review(request(injected), cluster(), WebhookOptions(mode="warn"))
+    policy = "SecurityGroupPolicy payments/payments-db-access (it injects vpc.amazonaws.com/pod-eni)"
+    selector = "spec.nodeSelector: fits no node group: "
+    assert verdict.warnings == [
+        f"{selector}ng-batch (node(s) didn't match Pod's node affinity/selector)",
+        f"{selector}ng-general (node(s) didn't match Pod's node affinity/selector)",
+        f"{policy}: fits no node group: ng-batch (vpc.amazonaws.com/pod-eni)",
+        f"{policy}: fits no node group: ng-burst (vpc.amazonaws.com/pod-eni)",
+    ]
+
+
+def test_a_pod_eni_request_no_policy_injects_is_the_manifests_own_field() -> None:
+    """No SecurityGroupPolicy matches the template: the pod-eni it asks for is written in the
+    manifest, and the field to edit is that field."""
+    worker = payments_worker({"app": "other"}, {"vpc.amazonaws.com/pod-eni": "1"})
+    verdict = review(request(worker), cluster(), ENFORCE)
+    assert verdict.message.splitlines()[-2] == (
+        "fields to edit: spec.template.spec.nodeSelector, "
+        "spec.template.spec.containers[0].resources.requests.vpc.amazonaws.com/pod-eni"
+    )
+
+
+def test_a_policy_that_injects_nothing_is_not_named() -> None:
+    """The template matches the policy but /mutate adds nothing: a second container already
+    requests pod-eni (webhook/mutate.py requests_pod_eni_elsewhere), the pods' ServiceAccount does
+    not exist (no policy can be matched), or the pods use the host's network. The field is the
+    manifest's own."""
+    worker = payments_worker({"app": "payments-api"})
+    containers = worker["spec"]["template"]["spec"]["containers"]
+    containers.append({"name": "sidecar", "resources": {"requests": {"vpc.amazonaws.com/pod-eni": "1"}}})
+    verdict = review(request(worker), cluster(), ENFORCE)
+    assert verdict.message.splitlines()[-2] == (
+        "fields to edit: spec.template.spec.nodeSelector, "
+        "spec.template.spec.containers[1].resources.requests.vpc.amazonaws.com/pod-eni"
+    )
+    ghost = payments_worker({"app": "payments-api"}, {"vpc.amazonaws.com/pod-eni": "1"})
+    ghost["spec"]["template"]["spec"]["serviceAccountName"] = "ghost"  # /mutate denies its pods itself
+    assert review(request(ghost), cluster(), ENFORCE).message.splitlines()[-2] == (
+        "fields to edit: spec.template.spec.nodeSelector, "
+        "spec.template.spec.containers[0].resources.requests.vpc.amazonaws.com/pod-eni"
+    )
+    host = payments_worker({"app": "payments-api"}, {"vpc.amazonaws.com/pod-eni": "1"})
+    host["spec"]["template"]["spec"]["hostNetwork"] = True  # /mutate leaves host-network pods alone
+    assert review(request(host), cluster(), ENFORCE).message.splitlines()[-2] == (
+        "fields to edit: spec.template.spec.nodeSelector, "
+        "spec.template.spec.containers[0].resources.requests.vpc.amazonaws.com/pod-eni"
+    )
+
+
 def test_update_is_checked_only_when_the_pod_template_changed() -> None:
     deploy = WORKLOADS["video-transcode"]
     scaled = copy.deepcopy(deploy)
@@ -331,8 +423,8 @@ def _workload(kind: str, api_version: str = "apps/v1", **meta: Any) -> dict[str,
 
 
 CPU_300_LINES = [
-    "ng-batch: Insufficient cpu: requests 300; an m5.large node offers 1700m after 300m of DaemonSets"
-    " and kube-proxy: request less or use a larger type",
+    "ng-batch: Insufficient cpu: requests 300; an m5.large node would offer 1730m, and"
+    " cluster-autoscaler sees 1700m while the group has 0 nodes: request less or use a larger type",
     "ng-burst: Insufficient cpu: requests 300; a t3.large node offers 1730m after 200m of DaemonSets:"
     " request less or use a larger type",
     "ng-general: Insufficient cpu: requests 300; an m5.xlarge node offers 3720m after 200m of DaemonSets:"

@@ -24,7 +24,8 @@ from tests.waiting import eventually
 from tests.webhook_server import Server, admission_review, metric_sum, post, running
 from webhook.audit import REASON
 from webhook.cluster import WATCHES
-from webhook.validate import COLD_START, MAX_WARNING
+from webhook.denial_fields import MAX_WARNING
+from webhook.validate import COLD_START
 
 pytestmark = pytest.mark.slow
 

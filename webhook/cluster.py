@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from capacity.branch_eni import COOLDOWN_KEY
 from capacity.names import SGP_KIND, TEMPLATE_KIND, VPC_CNI_CONFIG_NAME, VPC_CNI_CONFIG_NAMESPACE
 from capacity.placement import LiveNode
-from capacity.sgp import SecurityGroupPolicy, compile_policy, matching_groups
+from capacity.sgp import SecurityGroupPolicy, compile_policy, matching_groups, matching_policies
 from capacity.string_maps import string_map
 from capacity.template import NodeGroupTemplate
 from kube.options import ReflectorOptions, WatchOptions
@@ -121,6 +121,21 @@ class ClusterView:
     def security_groups(self, namespace: str, pod: Mapping[str, Any]) -> list[str]:
         """Upstream GetMatchingSecurityGroupForPods: the namespace's policies, then the pod's
         ServiceAccount, which must exist even when no policy could match."""
+        return matching_groups(*self._policy_match(namespace, pod))
+
+    def matching_policies(self, namespace: str, pod: Mapping[str, Any]) -> list[str]:
+        """`namespace/name` of each SecurityGroupPolicy that matches the pod (none when its
+        ServiceAccount is missing: /mutate denies such pods itself)."""
+        try:
+            policies, labels, sa_labels = self._policy_match(namespace, pod)
+        except ServiceAccountNotFound:
+            return []
+        return [f"{p.namespace}/{p.name}" for p in matching_policies(policies, labels, sa_labels)]
+
+    def _policy_match(
+        self, namespace: str, pod: Mapping[str, Any]
+    ) -> tuple[list[SecurityGroupPolicy], Mapping[str, str], Mapping[str, str]]:
+        """The namespace's policies, the pod's labels and its ServiceAccount's labels."""
         meta = pod.get("metadata")
         spec = pod.get("spec")
         meta = meta if isinstance(meta, Mapping) else {}
@@ -131,7 +146,7 @@ class ClusterView:
         sa_labels = self.service_accounts.get(namespace, account)
         if sa_labels is None:
             raise ServiceAccountNotFound(f'serviceaccount "{account}" not found in namespace "{namespace}"')
-        return matching_groups(policies, string_map(meta.get("labels")), sa_labels)
+        return list(policies), string_map(meta.get("labels")), sa_labels
 
     def snapshot(self) -> dict[str, Any]:
         """What /snapshotz shows: the policies and templates held now, and how fresh each store is."""

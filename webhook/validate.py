@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from capacity.daemonsets import daemon_tolerations, without_daemonset
-from capacity.fit import PodNeeds, Reason
+from capacity.fit import PodNeeds
 from capacity.place_messages import judged_line, names, pinned_denial
 from capacity.placement import (
     DEFAULT_SCHEDULER,
@@ -29,13 +29,24 @@ from capacity.placement import (
     not_judged,
     pin_of,
 )
-from capacity.serve import MAX_GROUP_LINES, GroupVerdict, denial_message, memory_warnings, refusals
+from capacity.resources import POD_ENI
+from capacity.serve import GroupVerdict, denial_message, memory_warnings, refusals
 from capacity.string_maps import string_map
 from capacity.template import NodeGroupTemplate
 from kube.store import Store
 from webhook import metrics
 from webhook.cluster import ClusterView
-from webhook.mutate import FARGATE_LABEL, PodError, apply_patch_shared, mutate_pod
+from webhook.denial_fields import field_lines, warnings_for, whole_warning
+from webhook.mutate import (
+    FARGATE_LABEL,
+    LINUX,
+    PodError,
+    apply_patch_shared,
+    check_pod,
+    mutate_pod,
+    pod_type,
+    requests_pod_eni_elsewhere,
+)
 from webhook.review import Verdict, WebhookOptions, effective_mode, request_namespace
 
 log = logging.getLogger(__name__)
@@ -52,12 +63,6 @@ TEMPLATE_PATHS: dict[str, tuple[str, ...]] = {
     "Job": ("spec", "template"),
     "CronJob": ("spec", "jobTemplate", "spec", "template"),
 }
-# The AdmissionResponse API asks for warnings of at most 120 characters where possible; the
-# apiserver cuts each one at 256 runes once a response's warnings pass 4096 runes in all
-# (k8s.io/apiserver/pkg/endpoints/filters/warning.go, recorder.AddWarning). So a warning is kept
-# under 120 by splitting it per node group, and cut (at a word, never mid-word) only past 256.
-MAX_WARNING = 120
-WARNING_LIMIT = 256
 COLD_START = "fitguard knows no node group templates yet: not checked"
 
 
@@ -133,71 +138,6 @@ def _with_injected_eni(
         # malformed: the fit check names the field; no ServiceAccount: /mutate denies its pods
         return template.spec
     return apply_patch_shared(pod, patch)["spec"] if patch else template.spec
-
-
-def reason_path(spec: Mapping[str, Any], base: str, reason: Reason) -> str:
-    """The field a person edits to act on a reason."""
-    if reason.taint is not None:
-        return f"{base}.tolerations"
-    if not reason.resource:
-        return f"{base}.nodeSelector" if spec.get("nodeSelector") else f"{base}.affinity.nodeAffinity"
-    for key in ("containers", "initContainers"):
-        for i, container in enumerate(spec.get(key) or []):
-            resources = container.get("resources") or {} if isinstance(container, Mapping) else {}
-            for kind in ("requests", "limits"):
-                if reason.resource in (resources.get(kind) or {}):
-                    return f"{base}.{key}[{i}].resources.{kind}.{reason.resource}"
-    return f"{base}.overhead" if reason.resource in (spec.get("overhead") or {}) else base
-
-
-def warnings_for(verdicts: list[GroupVerdict], spec: Mapping[str, Any], base: str) -> list[str]:
-    """One warning per field to edit, `path: fits no node group: group (why), ...`; a field whose
-    groups do not fit in 120 characters gets one warning per group instead, each whole. At most
-    MAX_GROUP_LINES groups are named per field; the rest are counted."""
-    by_path: dict[str, list[str]] = {}
-    for verdict in verdicts:
-        if verdict.serves:
-            continue
-        if not verdict.reasons:
-            by_path.setdefault(base, []).append(f"{verdict.group} (max size 0)")
-        for reason in verdict.reasons:
-            note = "tags" if verdict.trap else reason.message.removeprefix("Insufficient ")
-            by_path.setdefault(reason_path(spec, base, reason), []).append(f"{verdict.group} ({note})")
-    lines = []
-    for path, groups in by_path.items():
-        line = f"{path}: fits no node group: {', '.join(groups)}"
-        if len(line) <= MAX_WARNING:
-            lines.append(line)
-            continue
-        shown, rest = groups[:MAX_GROUP_LINES], groups[MAX_GROUP_LINES:]
-        lines += [whole_warning(f"{path}: fits no node group: {group}") for group in shown]
-        if rest:
-            lines.append(f"{path}: and {len(rest)} more node groups do not fit")
-    return lines
-
-
-def whole_warning(text: str) -> str:
-    """`text` as one warning the apiserver will not cut: as is up to 256 characters, else cut at
-    the last word that fits, marked with an ellipsis."""
-    if len(text) <= WARNING_LIMIT:
-        return text
-    cut = text[: WARNING_LIMIT - 1]
-    space = cut.rfind(" ")
-    return (cut[:space] if space > WARNING_LIMIT // 2 else cut).rstrip(" ,;:") + "\u2026"
-
-
-def field_lines(verdicts: list[GroupVerdict], spec: Mapping[str, Any], base: str) -> list[str]:
-    """For a workload's denial: the line naming the pod template fields its reasons point at (in a
-    Deployment they are not where a person looks first), or none."""
-    # Hundreds of groups refuse for a handful of kinds of reason: find each kind's field once. A
-    # reason's field depends on whether it is a taint and on its resource (see reason_path) only.
-    kinds: dict[tuple[bool, str], Reason] = {}
-    for verdict in verdicts:
-        if not verdict.serves:
-            for reason in verdict.reasons:
-                kinds.setdefault((reason.taint is not None, reason.resource), reason)
-    paths = dict.fromkeys(reason_path(spec, base, reason) for reason in kinds.values())
-    return [f"fields to edit: {', '.join(paths)}"] if paths else []
 
 
 def review(request: Mapping[str, Any], cluster: ClusterView, config: WebhookOptions) -> Verdict:
@@ -298,14 +238,31 @@ def _beyond_groups(
         return abstain(Abstention.UNMODELED_NODES, template.subject, names(list(beyond.names), 3))
     if beyond.outcome is Outcome.NODEPOOLS:
         return abstain(Abstention.NODEPOOLS, template.subject, names(list(beyond.names), 3))
-    fields = [] if template.is_pod else field_lines(verdicts, judged.spec, template.path)
+    policies = _injecting_policies(judged, verdicts)
+    fields = [] if template.is_pod else field_lines(verdicts, judged.spec, template.path, policies)
     extra = (*fields, judged_line(beyond.groups, beyond.nodes))
     message = judged.remember(
         ("denial", needs.key, template.subject, extra),
         generation,
         lambda: denial_message(verdicts, needs, template.subject, extra),
     )
-    return judged.refuse(message, warnings_for(verdicts, judged.spec, template.path))
+    return judged.refuse(message, warnings_for(verdicts, judged.spec, template.path, policies))
+
+
+def _injecting_policies(judged: Judged, verdicts: list[GroupVerdict]) -> list[str]:
+    """The SecurityGroupPolicies that give the pods their pod-eni request, when a group refuses
+    them for it (looked up on a denial only)."""
+    if not any(r.resource == POD_ENI for v in verdicts for r in v.reasons):
+        return []
+    template = judged.template
+    pod = {"metadata": {"labels": dict(template.labels)}, "spec": template.spec}
+    try:
+        check_pod(pod)
+    except PodError:
+        return []
+    if pod_type(pod) != LINUX or requests_pod_eni_elsewhere(pod):
+        return []  # /mutate injects nothing: the request is the manifest's own
+    return judged.cluster.matching_policies(judged.namespace, pod)
 
 
 def _judge_pinned(judged: Judged, needs: PodNeeds, pin: Pin) -> Verdict:
