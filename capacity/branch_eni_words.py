@@ -34,15 +34,20 @@ def held_message(summary: NodeSummary, shown: int = 5) -> str:
     )
 
 
+def none_free(seen: int, taken_by: str = "held") -> str:
+    """The scheduler sees `seen` free where none is: what took them (`held`, `leaked`)."""
+    if seen <= 0:
+        return "the scheduler sees none free"
+    those = "it is" if seen == 1 else f"those {seen} are"
+    return f"the scheduler sees {seen} free, but {those} {taken_by}: none is free"
+
+
 def free_words(summary: NodeSummary) -> str:
     """What the scheduler sees free, what really is, and where the difference went."""
     seen = shown_free(summary.scheduler_free)
     really = shown_free(summary.true_free)
-    if seen == 0:
-        said = "the scheduler sees none free"
-    elif really == 0:
-        those = "it is" if seen == 1 else f"those {seen} are"
-        said = f"the scheduler sees {seen} free, but {those} held: none is free"
+    if seen == 0 or really == 0:
+        said = none_free(seen)
     elif really == seen:
         said = f"the scheduler sees {seen} free, and {'it is' if seen == 1 else 'they are'}"
     else:

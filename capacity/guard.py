@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from capacity.branch_eni_words import none_free
 from capacity.fit import AFFINITY_MISMATCH, PodNeeds, check_fit
 from capacity.names import EXHAUSTED_LABEL
 from capacity.selectors import required_node_terms
@@ -158,10 +159,9 @@ def held_reason(node: GuardNode) -> str | None:
         return None
     parts = [f"{node.held} held by finished or deleted pods"] if node.held else []
     parts += [f"{node.leaked} leaked"] if node.leaked else []
-    return (
-        f"{' and '.join(parts)} of {node.capacity} branch ENIs; the scheduler sees "
-        f"{node.capacity - node.in_use} free, {max(free, 0)} are"
-    )
+    taken_by = " or ".join(word for word, count in (("held", node.held), ("leaked", node.leaked)) if count)
+    seen = none_free(node.capacity - node.in_use, taken_by)
+    return f"{' and '.join(parts)} of {node.capacity} branch ENIs; {seen}"
 
 
 def unlabelled_reason(node: GuardNode) -> str:

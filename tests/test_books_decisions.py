@@ -177,7 +177,7 @@ def test_a_pass_labels_a_held_node_and_removes_a_label_that_means_nothing() -> N
             "a": {
                 "labelled": True,
                 "reason": "1 held by finished or deleted pods of 3 branch ENIs; "
-                "the scheduler sees 1 free, 0 are",
+                "the scheduler sees 1 free, but it is held: none is free",
             },
             "b": {"labelled": False, "reason": "no branch ENIs"},
             "c": {"labelled": False, "reason": "no branch ENIs"},
@@ -434,7 +434,9 @@ LIFT = (
     "which copies a ready node's labels into the group's template, can scale it up; with --scaling=on "
     "fitguard would scale the group itself and keep the label"
 )
-HELD_GUARD = "1 held by finished or deleted pods of 2 branch ENIs; the scheduler sees 1 free, 0 are"
+HELD_GUARD = (
+    "1 held by finished or deleted pods of 2 branch ENIs; the scheduler sees 1 free, but it is held: none is free"
+)
 
 
 def guard_node(name: str, *, unschedulable: bool = False) -> dict[str, Any]:
@@ -619,8 +621,8 @@ def test_a_pod_that_is_bound_or_a_cordoned_node_changes_what_the_guard_sees() ->
     assert cordoned.reconciler.guard_json()["groups"]["ng"]["state"] == "clear"
     cordoned.nodes.apply("MODIFIED", guard_node("b", unschedulable=True))
     spared = (
-        "1 held by finished or deleted pods of 2 branch ENIs; the scheduler sees 1 free, 0 are; not "
-        f"labelled: {spared_message('ng')}"
+        "1 held by finished or deleted pods of 2 branch ENIs; the scheduler sees 1 free, but it is held: "
+        f"none is free; not labelled: {spared_message('ng')}"
     )
     # "a" was labelled while "b" was a candidate too; alone, its label goes before it can be cached
     assert cordoned.reconcile(BASE + 1) == [BooksDecision(LabelAction.REMOVED, "a", spared)]

@@ -288,6 +288,10 @@ def test_a_leaked_branch_eni_earns_the_label_and_running_pods_alone_do_not(fake_
     live.books.note_leaks({NODE: 1})  # as the loop sets it from --verify-with-ec2's audit
     decisions = live.reconcile()
     assert [(d.action, d.node, d.reason) for d in decisions] == [
-        (LabelAction.SET, NODE, "1 leaked of 3 branch ENIs; the scheduler sees 1 free, 0 are")
+        (
+            LabelAction.SET,
+            NODE,
+            "1 leaked of 3 branch ENIs; the scheduler sees 1 free, but it is leaked: none is free",
+        )
     ]
     assert labels(fake_kube).get(EXHAUSTED_LABEL) == "true"

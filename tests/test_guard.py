@@ -91,9 +91,13 @@ def test_only_nodes_with_held_enis_and_nothing_free_are_labelled() -> None:
     decision = decide(nodes, [guarded()], GuardState(), NOW, grace=GRACE_S)
     assert decision.labels == {"n1": True, "n2": False, "n3": True, "n4": False}
     assert decision.reasons["n1"] == (
-        "1 held by finished or deleted pods of 3 branch ENIs; the scheduler sees 1 free, 0 are"
+        "1 held by finished or deleted pods of 3 branch ENIs; the scheduler sees 1 free, but it is held: "
+        "none is free"
     )
-    assert decision.reasons["n3"] == "1 leaked of 3 branch ENIs; the scheduler sees 1 free, 0 are"
+    assert (
+        decision.reasons["n3"]
+        == "1 leaked of 3 branch ENIs; the scheduler sees 1 free, but it is leaked: none is free"
+    )
     assert decision.groups["ng-sg"].state == CLEAR  # n2 and n4 are ready and unlabelled
     assert (decision.lifted_now, decision.state) == ((), GuardState())
 
@@ -432,18 +436,19 @@ def test_which_scheduler_messages_name_node_affinity(message: str, named: bool) 
         (
             GuardNode("a", "g", 3, 1, 2),
             True,
-            "2 held by finished or deleted pods of 3 branch ENIs; the scheduler sees 2 free, 0 are",
+            "2 held by finished or deleted pods of 3 branch ENIs; "
+            "the scheduler sees 2 free, but those 2 are held: none is free",
         ),
         (
             GuardNode("a", "g", 3, 1, 2, 1),
             True,
             "2 held by finished or deleted pods and 1 leaked of 3 branch ENIs; "
-            "the scheduler sees 2 free, 0 are",
+            "the scheduler sees 2 free, but those 2 are held or leaked: none is free",
         ),
         (
             GuardNode("a", "g", 3, 3, 0, 1),
             True,
-            "1 leaked of 3 branch ENIs; the scheduler sees 0 free, 0 are",
+            "1 leaked of 3 branch ENIs; the scheduler sees none free",
         ),
     ],
 )
