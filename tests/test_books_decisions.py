@@ -435,7 +435,8 @@ LIFT = (
     "fitguard would scale the group itself and keep the label"
 )
 HELD_GUARD = (
-    "1 held by finished or deleted pods of 2 branch ENIs; the scheduler sees 1 free, but it is held: none is free"
+    "1 held by finished or deleted pods of 2 branch ENIs; the scheduler sees 1 free, but it is held: "
+    "none is free"
 )
 
 
