@@ -175,7 +175,7 @@ def test_the_webhook_refuses_an_unloadable_kubeconfig_in_one_line(
     tls_files: TlsFiles, tmp_path: Path
 ) -> None:
     """`fitguard webhook` without --state and with no loadable kubeconfig stops before any worker
-    boots: one line, exit status 1, no worker traceback."""
+    boots: one line, exit status 2 (a bad input), no worker traceback."""
     env = bare_environment(tmp_path)
     done = subprocess.run(
         [FITGUARD, "webhook", "--bind", "127.0.0.1:0", "--metrics-bind", "127.0.0.1:0",
@@ -183,7 +183,7 @@ def test_the_webhook_refuses_an_unloadable_kubeconfig_in_one_line(
         env=env, capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
     assert (done.returncode, done.stderr) == (
-        1,
+        2,
         "fitguard webhook: cannot load the Kubernetes configuration: Invalid kube-config file. "
         "No configuration found.\n",
     )
