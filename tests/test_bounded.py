@@ -92,6 +92,7 @@ def test_libyaml_refuses_nesting_past_its_own_limit_before_composing_it() -> Non
     "text",
     [
         "a: 1\n---\nb: [1, {c: 2}]\n---\n",  # several documents, an empty one last
+        "just a scalar\n---\n- [a, [b, [c]]]\n- {k: [v]}\n",  # a scalar document, nested lists
         "a: &x 1\nb: &x 2\n",  # a duplicate anchor, no alias: the counting reader's words
         "a: 1\n---\nb: [\n",  # the second document broken
         "x: '*not an alias'\ny: \"a * b\"\n",  # a star after a blank: read the counting way
