@@ -131,6 +131,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         if args.namespace and own != args.namespace and judge.judges(item.obj):
             # as kubectl refuses it (cli-runtime resource/visitor.go RequireNamespace): nothing applied
             message = f"{item.location}: the object's namespace {own} does not match -n {args.namespace}"
+            progress.done()
             return _report(args, out, [], header, [Problem(item.file, message)])
         try:
             judgement = judge.judge(item.obj, namespace) if judge.judges(item.obj) else None
