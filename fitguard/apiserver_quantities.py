@@ -77,10 +77,11 @@ def _check(value: object, field: str, kind: str, version: str, name: str) -> Ref
     return None
 
 
-def normalised(obj: Mapping[str, Any]) -> tuple[dict[str, Any], Refusal | None]:
+def normalised(obj: Mapping[str, Any], in_place: bool = False) -> tuple[dict[str, Any], Refusal | None]:
     """The object as a webhook would receive it (quantities trimmed as UnmarshalJSON trims them),
-    or the API server's refusal of it: the first bad quantity in field order."""
-    doc: dict[str, Any] = copy.deepcopy(dict(obj))
+    or the API server's refusal of it: the first bad quantity in field order. A copy, or with
+    `in_place` `obj` itself changed (for a caller that holds a copy already)."""
+    doc: dict[str, Any] = obj if in_place and isinstance(obj, dict) else copy.deepcopy(dict(obj))
     spec, base = _spec(doc)
     if spec is None:
         return doc, None

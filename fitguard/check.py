@@ -7,6 +7,8 @@ renders them; `-f` refuses a directory holding one), and judges every Pod and wo
 a state file (`fitguard state export`, `fitguard state from-controller`) or the cluster a kubeconfig
 points at. Other kinds are counted as skipped.
 
+A terminal watching a long check sees its progress on standard error.
+
 Exit status: 0 every object admitted (mode warn or audit: admitted, with warnings or findings),
 1 any object denied, 2 usage errors or unreadable input.
 """
@@ -14,6 +16,7 @@ Exit status: 0 every object admitted (mode warn or audit: admitted, with warning
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 from pathlib import Path
@@ -93,12 +96,15 @@ def _report(
     """Writes the report in the chosen format and each problem as one line on standard error. With
     problems, the text report appears only when some object was judged (the JSON and JUnit reports
     always do, saying error), and the status is 2 whatever the verdicts."""
-    from fitguard.check_output import RENDERERS
+    from fitguard.check_output import RENDERERS, render_text
 
     for problem in problems:
         _fail(problem.message)
     if results or not problems or args.output != "text":
-        RENDERERS[args.output](results, header, out, problems)
+        if args.output == "text":
+            render_text(results, header, out, problems, show_mutation=args.show_mutation)
+        else:
+            RENDERERS[args.output](results, header, out, problems)
     if problems:
         return EXIT_USAGE
     return (
@@ -120,6 +126,7 @@ def _read(args: argparse.Namespace) -> tuple[list[Any], list[Any]]:
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     from fitguard.check_output import Problem, Result
     from fitguard.judge import Judge
+    from fitguard.progress import Progress
     from webhook.review import WebhookOptions
 
     out = out or sys.stdout
@@ -134,13 +141,20 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     except UnreadableCluster as err:
         return _report(args, out, [], {"mode": args.mode}, [*problems, Problem(err.source, str(err))])
     header = {**header, "mode": args.mode}
-    judge = Judge(cluster, WebhookOptions(mode=args.mode))
+    # the mutations are looked up only for an output that shows them
+    shown = args.output == "json" or args.show_mutation
+    judge = Judge(cluster, WebhookOptions(mode=args.mode), mutations=shown)
+    # what was read stays to the end: out of every collection, so judging does not walk it again
+    gc.freeze()
+    progress = Progress(len(located), sys.stderr)
     results = []
     for item in located:
+        progress.step()
         own = str((item.obj.get("metadata") or {}).get("namespace") or namespace)
         if args.namespace and own != args.namespace and judge.judges(item.obj):
             # as kubectl refuses it (cli-runtime resource/visitor.go RequireNamespace): nothing applied
             message = f"{item.location}: the object's namespace {own} does not match -n {args.namespace}"
+            progress.done()
             return _report(args, out, [], header, [Problem(item.file, message)])
         try:
             judgement = judge.judge(item.obj, namespace) if judge.judges(item.obj) else None
@@ -149,6 +163,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
             problems.append(Problem(item.file, f"{item.location}: {kind} could not be reviewed: {err}"))
             continue
         results.append(Result(item, own, judgement))
+    progress.done()
     return _report(args, out, results, header, problems)
 
 
@@ -213,4 +228,10 @@ def register(subparsers: Any) -> None:
         "(default: %(default)s)",
     )
     parser.add_argument("-o", "--output", choices=("text", "json", "junit"), default="text")
+    parser.add_argument(
+        "--show-mutation",
+        action="store_true",
+        help="in text output, also say what /mutate does to each object's pods (pod-eni, the guard's "
+        "affinity); -o json always says it",
+    )
     parser.set_defaults(func=run)

@@ -13,6 +13,7 @@ from typing import Any, TextIO
 from cmdline.safe_text import for_terminal, for_xml, terminal_lines
 from fitguard.judge import AUDITED, DENIED, EXEMPT, UNJUDGED, WARNED, Judgement
 from fitguard.manifests import Located
+from webhook.mutate import Injected, Injection, Mutation
 
 SKIPPED = "skipped"
 
@@ -65,7 +66,39 @@ class Result:
             "warnings": list(judgement.warnings),
             "webhook": judgement.webhook or None,
             "abstained": judgement.abstained.value if judgement.abstained else None,
+            "mutation": mutation_json(judgement.mutation, self.source.obj.get("kind") != "Pod"),
         }
+
+    def mutation_lines(self) -> list[str]:
+        """What /mutate does to the object's pods, one line per change (none: it changes nothing)."""
+        mutation = self.judgement.mutation if self.judgement is not None else None
+        if mutation is None:
+            return []
+        who = "each pod" if self.source.obj.get("kind") != "Pod" else "the pod"
+        return [f"Mutation ({who}): {injected_text(i)}" for i in mutation.injected]
+
+
+def injected_text(injected: Injected) -> str:
+    """One change /mutate makes, as a person reads it."""
+    if injected.kind is Injection.RESOURCE:
+        return f'{injected.value}: "1" in {injected.field}'
+    if injected.kind is Injection.GUARD:
+        return f"{injected.value} in every required term of {injected.field}"
+    if injected.kind is Injection.ANNOTATION_REMOVED:
+        return f"{injected.value} removed from {injected.field}"
+    return f"{injected.value} in {injected.field}"
+
+
+def mutation_json(mutation: Mutation | None, each_pod: bool) -> dict[str, Any] | None:
+    """`mutation` of `fitguard check -o json`: what /mutate does to the pod (`each_pod`: to each
+    pod of a workload), each change and the JSON patch the API server applies; null for none."""
+    if mutation is None:
+        return None
+    return {
+        "appliesTo": "each pod" if each_pod else "pod",
+        "injected": [{"kind": i.kind.value, "field": i.field, "value": i.value} for i in mutation.injected],
+        "patch": mutation.patch,
+    }
 
 
 def summary(results: list[Result]) -> dict[str, int]:
@@ -110,10 +143,15 @@ def _denial_head(judgement: Judgement) -> str:
 
 
 def render_text(
-    results: list[Result], header: Mapping[str, str], out: TextIO, problems: Sequence[Problem] = ()
+    results: list[Result],
+    header: Mapping[str, str],
+    out: TextIO,
+    problems: Sequence[Problem] = (),
+    show_mutation: bool = False,
 ) -> None:
     """One block per judged object: `file:line (document N)`, the object, the verdict as
-    `kubectl apply` would print it; skipped objects are only counted. Everything taken from the
+    `kubectl apply` would print it (`show_mutation`: and what /mutate does to its pods, when it
+    does anything); skipped objects are only counted. Everything taken from the
     input is escaped for the terminal (cmdline/safe_text.py): a message keeps its own line breaks,
     indented, and nothing else can start a line. `problems` go to standard error (fitguard/check.py)."""
     for key, value in header.items():
@@ -124,6 +162,8 @@ def render_text(
             continue
         where = f"{for_terminal(result.source.location)}: {for_terminal(result.subject)}"
         out.write(f"{where}: {judgement.verdict}\n")
+        if show_mutation:
+            out.writelines(f"  {for_terminal(line)}\n" for line in result.mutation_lines())
         for warning in judgement.warnings:
             out.write(f"  Warning: {for_terminal(warning)}\n")
         if judgement.verdict == DENIED:

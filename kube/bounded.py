@@ -15,12 +15,19 @@ A hostile or broken file must cost a bounded amount of time and memory and end i
   after reading its few hundred bytes, without expanding anything.
 
 PyYAML's C parser (libyaml) produces the events; the composer is PyYAML's own, with the counting
-added, and the constructor is the safe one.
+added, and the constructor is the safe one. A text in which no alias can start (no `*` after a
+space, a line start or an indicator) is read first by libyaml's own composer (yaml.CSafeLoader,
+about twice as fast) and its nesting checked on the nodes; any error there, or nesting past the
+bound, and the text is read again the counting way, so what is refused, with which words and line,
+is always the counting reader's.
 """
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -172,10 +179,82 @@ class BoundedLoader(_CountingComposer, _Parser, SafeConstructor, Resolver):  # t
         Resolver.__init__(self)
 
 
+# Where an alias could start: `*` at the start of the text or of a line, or after a blank or an
+# indicator. A text without one has no alias, so only the nesting bound applies to it.
+_MAYBE_ALIAS = re.compile(r"(?:^|[\s\[\]{},:?-])\*", re.MULTILINE)
+# libyaml's own limit (yaml_set_max_nest_level, 1,000 by default since 0.2.5): its composer
+# recurses once per level, so no text reaches it deeper than this (tests/test_bounded.py).
+LIBYAML_MAX_NEST = 1000
+_FAST = hasattr(yaml, "CSafeLoader")
+
+
 def yaml_documents(text: str) -> Iterator[tuple[yaml.Node | None, Any]]:
     """(node, object) for each document of `text`, in order; the node (None for an empty document)
     keeps the lines. Raises InputLimitError, or yaml.YAMLError for text that is not YAML."""
     check_size(text)
+    if not _FAST or _MAYBE_ALIAS.search(text):
+        yield from _counted_documents(text)
+        return
+    read = 0
+    try:
+        for pair in _fast_documents(text):
+            yield pair
+            read += 1
+    except (yaml.YAMLError, InputLimitError):
+        # read again the counting way from the document that failed: its error, in its words
+        for i, pair in enumerate(_counted_documents(text)):
+            if i >= read:
+                yield pair
+
+
+def _fast_documents(text: str) -> Iterator[tuple[yaml.Node | None, Any]]:
+    """Documents without aliases, composed by libyaml; InputLimitError at one nested too deep."""
+    loader = yaml.CSafeLoader(text)
+    try:
+        while loader.check_node():
+            with _collector_paused():
+                node = loader.get_node()
+                if node is not None and _nesting(node) > MAX_DEPTH:
+                    raise InputLimitError(f"nested deeper than {MAX_DEPTH} levels")
+                doc = loader.construct_document(node) if node is not None else None
+            yield node, doc
+    finally:
+        loader.dispose()
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector off while one document is composed and built: the nodes and
+    objects form no cycle (the fast reading has no alias), and the collections their allocations
+    would trigger, each walking everything read so far, cost almost half the reading."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _nesting(root: yaml.Node) -> int:
+    """How deeply collections nest under `root` (a tree: the text has no alias), walked without
+    recursion; the walk stops past MAX_DEPTH."""
+    scalar = yaml.ScalarNode
+    if type(root) is scalar:
+        return 0
+    deepest = 0
+    stack: list[tuple[yaml.Node, int]] = [(root, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if deepest > MAX_DEPTH:
+            break
+        children = [c for pair in node.value for c in pair] if type(node) is yaml.MappingNode else node.value
+        stack.extend((child, depth + 1) for child in children if type(child) is not scalar)
+    return deepest
+
+
+def _counted_documents(text: str) -> Iterator[tuple[yaml.Node | None, Any]]:
     loader = BoundedLoader(text)
     try:
         while loader.check_node():

@@ -19,7 +19,8 @@ from flask.testing import FlaskClient
 from prometheus_client import REGISTRY
 
 from kube.statefile import load_state
-from webhook.app import create_app, is_pod_create, review_response
+from webhook.answer import is_pod_create, review_response
+from webhook.app import create_app
 from webhook.cluster import from_objects
 from webhook.review import Verdict, WebhookOptions
 

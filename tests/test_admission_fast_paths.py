@@ -1,5 +1,6 @@
-"""The shortcuts the admission path takes for speed give the answers the long way gave: a patched
-template shared with the request instead of deep-copied, a denial's text remembered per shape,
+"""The shortcuts the admission path takes for speed give the answers the long way gave: a template
+judged with /mutate's resource built in (sharing the rest) instead of its patch applied to a deep
+copy, a denial's text remembered per shape,
 templates listed only when the memo misses, each reason's field found once."""
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from webhook.app import Admission, create_app, load_json
 from webhook.cluster import ClusterView, from_objects
 from webhook.denial_fields import field_lines
 from webhook.memo import RefusalMemo
-from webhook.mutate import apply_patch_shared
+from webhook.mutate import POD_ENI, apply_patch, inject_resource, with_resource
 from webhook.review import WebhookOptions
 from webhook.validate import Listed, review
 
@@ -59,51 +60,42 @@ CASES = [
 
 
 @pytest.mark.parametrize(("document", "patch"), CASES)
-def test_the_shared_patch_applier_agrees_with_jsonpatch_and_leaves_its_input(
+def test_the_patch_applier_agrees_with_jsonpatch_and_leaves_its_input(
     document: Any, patch: list[Any]
 ) -> None:
-    """`apply_patch_shared` gives the document jsonpatch gives, and the input is left unchanged
-    (every container on a patch's path was copied before it was changed)."""
+    """`apply_patch` (what `fitguard check` applies /mutate's patch with, as the API server does)
+    gives the document jsonpatch gives, and the input is left unchanged."""
     before = copy.deepcopy(document)
-    assert apply_patch_shared(document, patch) == jsonpatch.apply_patch(document, patch, in_place=False)
+    assert apply_patch(document, patch) == jsonpatch.apply_patch(document, patch, in_place=False)
     assert document == before
 
 
-def test_the_shared_patch_applier_shares_what_no_operation_touches() -> None:
-    """What lies off every patch path is the input's own object (no copy), what lies on it is new."""
-    document = {"spec": {"containers": [{"name": "c"}], "volumes": [{"name": "v"}]}}
-    result = apply_patch_shared(document, [{"op": "add", "path": "/spec/containers/0/x", "value": 1}])
-    assert result["spec"]["volumes"] is document["spec"]["volumes"]
-    assert result["spec"]["containers"] is not document["spec"]["containers"]
-    assert result == {"spec": {"containers": [{"name": "c", "x": 1}], "volumes": [{"name": "v"}]}}
+RESOURCES: list[Any] = [
+    None,
+    {},
+    {"limits": None, "requests": {"cpu": "1"}},
+    {"requests": {"cpu": "1", "memory": "1Gi"}},
+    {"limits": {"memory": "1Gi"}},
+    {"requests": {POD_ENI: "2", "cpu": "1"}, "limits": {"cpu": "2", POD_ENI: "1"}},
+    {"claims": [{"name": "gpu"}], "requests": {"cpu": "1"}},
+]
 
 
-class Copies(dict):  # type: ignore[type-arg]
-    """A map that counts how often it (or a copy of it) was copied."""
-
-    made = 0
-
-    def copy(self) -> Copies:
-        Copies.made += 1
-        return Copies(self)
-
-
-def test_each_container_on_a_patch_path_is_copied_once_however_many_operations_pass() -> None:
-    """Three operations down the same path: the root and each map on the path are copied once (the
-    later operations change the copies in place); the result is jsonpatch's, the input unchanged."""
-    leaf = Copies(cpu="1")
-    document = Copies(spec=Copies(resources=leaf, other=Copies(k="v")))
-    patch = [
-        {"op": "add", "path": "/spec/resources/memory", "value": "1Gi"},
-        {"op": "replace", "path": "/spec/resources/cpu", "value": "2"},
-        {"op": "remove", "path": "/spec/resources/memory"},
-    ]
-    Copies.made = 0
-    result = apply_patch_shared(document, patch)
-    assert Copies.made == 3  # document, spec, resources; not `other`
-    assert result == {"spec": {"resources": {"cpu": "2"}, "other": {"k": "v"}}}
-    assert document == {"spec": {"resources": {"cpu": "1"}, "other": {"k": "v"}}}
-    assert result["spec"]["other"] is document["spec"]["other"]
+@pytest.mark.parametrize("resources", RESOURCES)
+def test_the_spec_built_with_the_resource_is_the_patched_one_key_for_key(resources: Any) -> None:
+    """`with_resource` (how /validate judges a workload's template as /mutate leaves its pods) gives
+    the spec that `inject_resource`'s patch gives, with every key in the same order (absent maps,
+    null maps, a different value already there), and shares the containers it does not change."""
+    first: dict[str, Any] = {"name": "app"} if resources is None else {"name": "app", "resources": resources}
+    pod = {"metadata": {}, "spec": {"containers": [first, {"name": "sidecar"}], "volumes": []}}
+    patch: list[dict[str, Any]] = []
+    inject_resource(patch, pod, POD_ENI)
+    patched = jsonpatch.apply_patch(pod, patch, in_place=False)["spec"]
+    built = with_resource(pod["spec"], POD_ENI)
+    assert json.dumps(built) == json.dumps(patched)
+    assert built["containers"][1] is pod["spec"]["containers"][1]
+    assert built["volumes"] is pod["spec"]["volumes"]
+    assert pod["spec"]["containers"][0] == first  # the input is left as it was
 
 
 def test_a_reason_shared_by_many_groups_names_its_field_once_in_order() -> None:

@@ -4,10 +4,14 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
+import yaml
 
+from kube import bounded
 from kube.bounded import (
+    LIBYAML_MAX_NEST,
     MAX_DEPTH,
     InputLimitError,
     allowed_alias_ratio,
@@ -73,3 +77,46 @@ def test_json_that_is_not_json_is_still_a_decode_error() -> None:
     """The bounds do not hide a syntax error: json.JSONDecodeError, for the caller to try YAML."""
     with pytest.raises(json.JSONDecodeError):
         load_json("{")
+
+
+def test_libyaml_refuses_nesting_past_its_own_limit_before_composing_it() -> None:
+    """The fast reading composes with libyaml, which recurses once per level: it relies on
+    libyaml's own nesting limit (1,000 levels) so that no text, however deep, reaches that
+    recursion unbounded. A PyYAML whose libyaml lacks the limit fails here."""
+    deep = "[" * (LIBYAML_MAX_NEST + 1) + "]" * (LIBYAML_MAX_NEST + 1)
+    with pytest.raises(yaml.YAMLError, match="exceeded maximum nesting depth"):
+        yaml.compose(deep, Loader=yaml.CSafeLoader)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a: 1\n---\nb: [1, {c: 2}]\n---\n",  # several documents, an empty one last
+        "just a scalar\n---\n- [a, [b, [c]]]\n- {k: [v]}\n",  # a scalar document, nested lists
+        "a: &x 1\nb: &x 2\n",  # a duplicate anchor, no alias: the counting reader's words
+        "a: 1\n---\nb: [\n",  # the second document broken
+        "x: '*not an alias'\ny: \"a * b\"\n",  # a star after a blank: read the counting way
+        "- " * 40 + "x\n" + "a: b\n",  # not YAML at its second line
+        nested_yaml(MAX_DEPTH + 1),
+        "---\n" + nested_yaml(MAX_DEPTH) + "---\n" + nested_yaml(MAX_DEPTH + 5),
+        "t: !!binary aGVsbG8=\nd: 2024-01-01\nf: .nan\nn: ~\nm: {<<: {a: 1}, b: 2}\n",
+        "a: !!python/object:os.system x\n",  # a tag the safe constructor refuses
+    ],
+)
+def test_the_fast_reading_gives_what_the_counting_reading_gives(text: str) -> None:
+    """Documents, objects, lines and errors (type, words, line) are the counting reader's, whether a
+    text is read by libyaml's composer (no alias possible) or the counting way."""
+    fast = _outcome(lambda: yaml_documents(text))
+    counted = _outcome(lambda: bounded._counted_documents(text))
+    assert repr(fast) == repr(counted)
+
+
+def _outcome(read: Any) -> list[Any]:
+    """What a reading yields (each document's first line and object) and how it ends."""
+    seen: list[Any] = []
+    try:
+        for node, doc in read():
+            seen.append((node.start_mark.line if node is not None else None, doc))
+    except (yaml.YAMLError, InputLimitError) as err:
+        seen.append((type(err).__name__, str(err)))
+    return seen

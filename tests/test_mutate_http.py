@@ -20,7 +20,19 @@ from webhook.cluster import ClusterView, from_objects
 from webhook.mutate import FARGATE as FARGATE_TYPE
 from webhook.mutate import FARGATE_LABEL as FARGATE
 from webhook.mutate import FARGATE_SG_ANNOTATION as POD_SG
-from webhook.mutate import HOST_NETWORK, LINUX, REQUIRED, WINDOWS, Mutation, PodError, check_pod, escape, plan
+from webhook.mutate import (
+    HOST_NETWORK,
+    LINUX,
+    REQUIRED,
+    WINDOWS,
+    Injected,
+    Injection,
+    Mutation,
+    PodError,
+    check_pod,
+    escape,
+    plan,
+)
 from webhook.mutate import apply_patch as own_apply_patch
 from webhook.mutate import review as mutate_review
 from webhook.review import MAX_BODY_BYTES, Verdict, WebhookOptions
@@ -467,6 +479,8 @@ ENI = "vpc.amazonaws.com/pod-eni"
 IPV4 = "vpc.amazonaws.com/PrivateIPv4Address"
 TERMS = f"/spec/affinity/nodeAffinity/{REQUIRED}/nodeSelectorTerms"
 RESOURCES = "/spec/containers/0/resources"
+GUARD_TEXT = f"{EXHAUSTED_LABEL} DoesNotExist"
+ENI_ONE = {"limits": {ENI: "1"}, "requests": {ENI: "1"}}
 GUARD_TERM_AFFINITY = {"nodeAffinity": {REQUIRED: {"nodeSelectorTerms": [{"matchExpressions": [GUARD]}]}}}
 
 
@@ -926,6 +940,7 @@ def test_the_own_patch_applier_shares_nothing_with_the_patch(document: Any, op: 
                 [{"op": "add", "path": "/metadata/annotations", "value": {POD_SG: "sg-a,sg-b"}}],
                 "annotated Fargate pod with its security groups",
                 ("sg-a", "sg-b"),
+                (Injected(Injection.SECURITY_GROUPS, "metadata.annotations", f"{POD_SG}: sg-a,sg-b"),),
             ),
         ),
         (
@@ -938,6 +953,7 @@ def test_the_own_patch_applier_shares_nothing_with_the_patch(document: Any, op: 
                 FARGATE_TYPE,
                 [{"op": "remove", "path": "/metadata/annotations/fargate.amazonaws.com~1pod-sg"}],
                 "removed a pod-sg annotation not set by the webhook",
+                injected=(Injected(Injection.ANNOTATION_REMOVED, "metadata.annotations", POD_SG),),
             ),
         ),
         (payments_pod({FARGATE: "fp"}), [], Mutation(FARGATE_TYPE, [], "Fargate pod not matching any SGP")),
@@ -963,14 +979,24 @@ def test_the_own_patch_applier_shares_nothing_with_the_patch(document: Any, op: 
                 ],
                 f"matched security groups sg-a: injected {ENI}",
                 ("sg-a",),
+                (
+                    Injected(Injection.RESOURCE, "spec.containers[0].resources (limits and requests)", ENI),
+                    Injected(Injection.GUARD, f"spec.affinity.nodeAffinity.{REQUIRED}", GUARD_TEXT),
+                ),
             ),
+        ),
+        (
+            payments_pod({}, {"name": "c", "resources": ENI_ONE}, affinity=GUARD_TERM_AFFINITY),
+            ["sg-a"],
+            Mutation(LINUX, [], f"matched security groups sg-a: injected {ENI}", ("sg-a",)),
         ),
     ],
 )
 def test_the_plan_of_each_kind_of_pod_is_a_whole_mutation(
     pod: dict[str, Any], groups: list[str], mutation: Mutation
 ) -> None:
-    """The pod's type, patch, message and the groups it matched, as `plan` gives them."""
+    """The pod's type, patch, message, the groups it matched and what it injects, as `plan` gives
+    them: a pod already injected and guarded gets neither again, and nothing is said injected."""
     assert plan(pod, groups, windows_ipam=False, eni_guard=True) == mutation
 
 
@@ -995,10 +1021,11 @@ def test_a_missing_service_account_is_softened_by_the_namespaces_mode() -> None:
 
 
 def test_the_plan_of_a_windows_pod_with_windows_ipam_on() -> None:
-    """PrivateIPv4Address injected, the type windows, no groups looked at."""
+    """PrivateIPv4Address injected (and said so), the type windows, no groups looked at."""
     pod = payments_pod({}, nodeSelector={"kubernetes.io/os": "windows"})
     assert plan(pod, [], windows_ipam=True, eni_guard=True) == Mutation(
         WINDOWS,
         [{"op": "add", "path": RESOURCES, "value": {"limits": {IPV4: "1"}, "requests": {IPV4: "1"}}}],
         f"injected {IPV4}",
+        injected=(Injected(Injection.RESOURCE, "spec.containers[0].resources (limits and requests)", IPV4),),
     )

@@ -561,7 +561,8 @@ def test_client_certificate_is_required_when_a_client_ca_is_given(tmp_path: Path
 @pytest.mark.slow
 def test_refuses_to_start_on_a_pair_that_does_not_match_or_a_missing_file(tmp_path: Path) -> None:
     """A key that is not the certificate's, a missing key, or an unreadable client CA stop the
-    start with exit status 1 and a message naming the files."""
+    start with exit status 2 (a bad input, webhook/server.py StartError) and a message naming the
+    files."""
     one, other = SecretVolume(tmp_path / "one"), SecretVolume(tmp_path / "other")
     one.publish(issue())
     other.publish(issue())
@@ -576,7 +577,7 @@ def test_refuses_to_start_on_a_pair_that_does_not_match_or_a_missing_file(tmp_pa
         command = [FITGUARD, "webhook", "--bind", "127.0.0.1:0", "--tls-cert", str(cert),
                    "--tls-key", str(key), "--state", str(tmp_path / "none.yaml"), *extra]  # fmt: skip
         done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=20, check=False)
-        assert done.returncode == 1, done.stderr
+        assert done.returncode == 2, done.stderr
         assert "fitguard webhook: cannot load certificate" in done.stderr and detail in done.stderr
         assert str(cert) in done.stderr
 

@@ -9,7 +9,6 @@ policy; the caller never sees a stack trace.
 
 from __future__ import annotations
 
-import base64
 import json
 import logging
 import time
@@ -20,15 +19,15 @@ import orjson
 from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException, MethodNotAllowed
 
-from webhook import metrics, mutate, validate
+from webhook import metrics
+from webhook.answer import Answer, Outcome, Webhook, answer
 from webhook.cluster import ClusterView
-from webhook.review import Verdict, WebhookOptions, exemption
+from webhook.review import WebhookOptions
 
 log = logging.getLogger(__name__)
 
 API_VERSIONS = ("admission.k8s.io/v1", "admission.k8s.io/v1beta1")
 JSON_TYPE = "application/json"
-Handler = Callable[[Mapping[str, Any], ClusterView, WebhookOptions], Verdict]
 AuditSink = Callable[[Mapping[str, Any], str], None]
 
 
@@ -82,56 +81,10 @@ def parse_review(body: bytes) -> tuple[str, dict[str, Any]]:
     return api_version, req
 
 
-def is_pod_create(req: Mapping[str, Any]) -> bool:
-    kind = req.get("kind")
-    return (
-        req.get("operation") == "CREATE"
-        and isinstance(kind, Mapping)
-        and kind.get("group", "") == ""
-        and kind.get("kind") == "Pod"
-        and not req.get("subResource")
-    )
-
-
-ABSTAINED_ANNOTATION = "abstained"
-
-
-def review_response(api_version: str, uid: str, verdict: Verdict, mutating: bool) -> dict[str, Any]:
-    response: dict[str, Any] = {"uid": uid, "allowed": verdict.allowed}
-    if verdict.message or verdict.code:
-        status: dict[str, Any] = {"code": verdict.code or (200 if verdict.allowed else 403)}
-        if verdict.message:
-            status["message"] = verdict.message
-        if verdict.reason:
-            status["reason"] = verdict.reason
-        response["status"] = status
-    if verdict.patch and verdict.allowed and mutating:
-        raw = json.dumps(verdict.patch, separators=(",", ":")).encode()
-        response["patchType"] = "JSONPatch"
-        response["patch"] = base64.b64encode(raw).decode("ascii")
-    if verdict.warnings:
-        response["warnings"] = list(verdict.warnings)
-    if verdict.abstained is not None:
-        # the API server records it as `<webhook name>/abstained` in its audit log
-        response["auditAnnotations"] = {ABSTAINED_ANNOTATION: verdict.abstained.value}
-    return {"apiVersion": api_version, "kind": "AdmissionReview", "response": response}
-
-
-def mutate_handler(req: Mapping[str, Any], cluster: ClusterView, config: WebhookOptions) -> Verdict:
-    if not is_pod_create(req):
-        return Verdict(allowed=True)
-    return mutate.review(req, cluster, config)
-
-
-def failure_verdict(config: WebhookOptions) -> Verdict:
-    if config.failure_policy == "fail":
-        return Verdict.deny("fitguard hit an internal error (see its logs)", code=500, reason="InternalError")
-    return Verdict(allowed=True, warnings=["fitguard could not review this object (internal error)"])
-
-
 class Admission:
-    """What POST /mutate and /validate do, for one app: the HTTP checks, the review by a handler, its
-    metrics, and the findings of modes warn and audit handed to `audit`. `create_app` wires it."""
+    """What POST /mutate and /validate do, for one app: the HTTP checks, the answer
+    (webhook/answer.py), its metrics, and the findings of modes warn and audit handed to `audit`.
+    `create_app` wires it."""
 
     def __init__(self, cluster: ClusterView, config: WebhookOptions, audit: AuditSink | None = None) -> None:
         self.cluster = cluster
@@ -147,7 +100,8 @@ class Admission:
             series = self._series[key] = metric.labels(*labels)
         return series
 
-    def admit(self, name: str, handler: Handler, mutating: bool) -> Response:
+    def admit(self, webhook: Webhook) -> Response:
+        name = webhook.value
         refused = self._refuse_unread(name)
         if refused is not None:
             return refused
@@ -155,7 +109,7 @@ class Admission:
         in_flight = self._series_of(metrics.IN_FLIGHT, name)
         in_flight.inc()
         try:
-            return self._answer(name, handler, mutating)
+            return self._answer(webhook)
         finally:
             in_flight.dec()
             self._series_of(metrics.DURATION, name).observe(time.perf_counter() - started)
@@ -173,7 +127,8 @@ class Admission:
             return _json({"message": "request body too large"}, 413)
         return None
 
-    def _answer(self, name: str, handler: Handler, mutating: bool) -> Response:
+    def _answer(self, webhook: Webhook) -> Response:
+        name = webhook.value
         body = request.get_data(cache=False)
         if len(body) > self.config.max_body_bytes:  # chunked: no Content-Length to judge it by
             metrics.INVALID.labels(name, "413").inc()
@@ -183,13 +138,14 @@ class Admission:
         except BadReview as err:
             metrics.INVALID.labels(name, metrics.bounded(str(err.code), metrics.INVALID_CODES)).inc()
             return _json({"message": err.message}, err.code)
-        verdict, outcome = self._verdict(name, handler, req, mutating)
+        answered = answer(webhook, req, self.cluster, self.config)
+        self._record(answered, req)
+        verdict = answered.verdict
         # label values from closed sets only (webhook/metrics.py): the request chooses none
         operation = metrics.bounded(req.get("operation"), metrics.OPERATIONS)
         kind = metrics.bounded(_kind(req), metrics.KINDS)
-        outcome = metrics.bounded(outcome, metrics.VERDICTS)
+        outcome = metrics.bounded(answered.outcome.value, metrics.VERDICTS)
         self._series_of(metrics.REVIEWS, name, kind, operation, outcome).inc()
-        answer = review_response(api_version, req["uid"], verdict, mutating)
         self._series_of(
             metrics.REQUESTS,
             name,
@@ -197,27 +153,21 @@ class Admission:
             "true" if verdict.allowed else "false",
             "true" if req.get("dryRun") is True else "false",
         ).inc()
-        return _json(answer)
+        return _json(answered.review(api_version))
 
-    def _verdict(
-        self, name: str, handler: Handler, req: Mapping[str, Any], mutating: bool
-    ) -> tuple[Verdict, str]:
-        """The verdict on `req` and its outcome label; an exempt request is allowed with the reason."""
-        reason = exemption(req, self.cluster, self.config)
-        if reason is not None:
-            return Verdict(allowed=True, message=reason), "allow"
-        try:
-            verdict = handler(req, self.cluster, self.config)
-            outcome = _verdict_label(verdict, mutating)
-        except Exception:  # any bug becomes the failure policy's answer, never a 500
-            log.exception("%s: review %s failed", name, req.get("uid"))
-            metrics.ERRORS.labels(name).inc()
-            verdict = failure_verdict(self.config)
-            outcome = "error"
-        if verdict.allowed and verdict.finding and not mutating and req.get("dryRun") is not True:
-            # a dry run gets the same answer and causes nothing else
+    def _record(self, answered: Answer, req: Mapping[str, Any]) -> None:
+        """An internal error is counted; a finding (validating, allowed, not a dry run: a dry run
+        gets the same answer and causes nothing else) is counted, logged and sent to `audit`."""
+        if answered.outcome is Outcome.ERROR:
+            metrics.ERRORS.labels(answered.webhook.value).inc()
+        verdict = answered.verdict
+        if (
+            verdict.allowed
+            and verdict.finding
+            and answered.webhook is Webhook.VALIDATE
+            and req.get("dryRun") is not True
+        ):
             self._finding(req, verdict.finding, verdict.finding_mode)
-        return verdict, outcome
 
     def _finding(self, req: Mapping[str, Any], message: str, mode: str) -> None:
         metrics.AUDITED.labels(metrics.bounded(mode, metrics.VERDICTS)).inc()
@@ -243,11 +193,11 @@ def create_app(cluster: ClusterView, config: WebhookOptions, audit: AuditSink | 
 
     @app.post("/mutate")
     def mutate_endpoint() -> Response:
-        return admission.admit("mutate", mutate_handler, mutating=True)
+        return admission.admit(Webhook.MUTATE)
 
     @app.post("/validate")
     def validate_endpoint() -> Response:
-        return admission.admit("validate", validate.review, mutating=False)
+        return admission.admit(Webhook.VALIDATE)
 
     @app.errorhandler(HTTPException)
     def http_error(err: HTTPException) -> Response:
@@ -262,18 +212,6 @@ def create_app(cluster: ClusterView, config: WebhookOptions, audit: AuditSink | 
         return _json({"message": "internal error"}, 500)
 
     return app
-
-
-def _verdict_label(verdict: Verdict, mutating: bool) -> str:
-    """deny; the finding's mode (validating, allowed with a warn or audit finding); warn (allowed
-    with warnings); else allow."""
-    if not verdict.allowed:
-        return "deny"
-    if verdict.finding and not mutating:
-        return verdict.finding_mode
-    if verdict.warnings:
-        return "warn"
-    return "allow"
 
 
 def _kind(req: Mapping[str, Any]) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -212,8 +213,11 @@ def _add_process_arguments(parser: argparse.ArgumentParser) -> None:
     add_logging_arguments(parser.add_argument_group("logging"))
 
 
+EXIT_USAGE = 2
+
+
 def run(args: argparse.Namespace) -> int:
-    from webhook.server import ServeOptions, serve
+    from webhook.server import ServeOptions, StartError, serve
 
     setup_logging(args.log_format, args.log_level)
     config = WebhookOptions(
@@ -244,4 +248,8 @@ def run(args: argparse.Namespace) -> int:
         body_timeout=args.body_timeout,
         max_connections=args.max_connections,
     )
-    return serve(options)
+    try:
+        return serve(options)
+    except StartError as err:  # a certificate, state file, kubeconfig or port given that cannot be used
+        print(f"fitguard webhook: {err}", file=sys.stderr)
+        return EXIT_USAGE

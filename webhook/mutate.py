@@ -13,7 +13,8 @@ when a container other than the first already requests pod-eni, nothing is added
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Mapping
+import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -45,14 +46,41 @@ class SecurityGroupSource(Protocol):
     def namespace_labels(self, namespace: str) -> Mapping[str, str]: ...
 
 
+class Injection(enum.Enum):
+    """A kind of change /mutate makes to a pod."""
+
+    RESOURCE = "resource"  # an extended resource of "1" in the first container's limits and requests
+    GUARD = "guard-affinity"  # the guard's expression in every required node selector term
+    SECURITY_GROUPS = "security-groups"  # Fargate: the pod-sg annotation set to the matched groups
+    ANNOTATION_REMOVED = "annotation-removed"  # Fargate: a pod-sg annotation the webhook did not set
+
+
+@dataclass(frozen=True, slots=True)
+class Injected:
+    """One change /mutate makes to a pod: its kind, the field a person finds it in, and the value
+    (the resource, the expression, the annotation's value)."""
+
+    kind: Injection
+    field: str
+    value: str
+
+
 @dataclass(frozen=True, slots=True)
 class Mutation:
-    """What the webhook does to one pod, and why."""
+    """What the webhook does to one pod, and why: `patch` as the API server applies it, `injected`
+    the same changes as a reader takes them (only those the patch really makes: a pod already
+    injected gets none)."""
 
     pod_type: str
     patch: Patch = field(default_factory=list)
     message: str = ""
     groups: tuple[str, ...] = ()
+    injected: tuple[Injected, ...] = ()
+
+    @property
+    def resource(self) -> str | None:
+        """The extended resource set to "1" in the first container, or None."""
+        return next((i.value for i in self.injected if i.kind is Injection.RESOURCE), None)
 
 
 def escape(token: str) -> str:
@@ -114,19 +142,40 @@ def set_entry(patch: Patch, map_path: str, current: Mapping[str, Any] | None, ke
         patch.append({"op": "replace", "path": f"{map_path}/{escape(key)}", "value": value})
 
 
-def inject_resource(patch: Patch, pod: Mapping[str, Any], resource: str) -> None:
+RESOURCE_FIELD = "spec.containers[0].resources (limits and requests)"
+GUARD_FIELD = f"spec.affinity.nodeAffinity.{REQUIRED}"
+ANNOTATION_FIELD = "metadata.annotations"
+
+
+def inject_resource(patch: Patch, pod: Mapping[str, Any], resource: str) -> tuple[Injected, ...]:
     """`resource: "1"` in limits and requests of the first container (upstream never reads the
-    value already there: a different one is replaced)."""
+    value already there: a different one is replaced); what it injected, if anything."""
     container = pod["spec"]["containers"][0]
     base = "/spec/containers/0/resources"
     resources = container.get("resources")
+    before = len(patch)
     if resources is None:
         patch.append(
             {"op": "add", "path": base, "value": {"limits": {resource: "1"}, "requests": {resource: "1"}}}
         )
-        return
-    for key in ("limits", "requests"):
-        set_entry(patch, f"{base}/{key}", resources.get(key), resource, RESOURCE_COUNT)
+    else:
+        for key in ("limits", "requests"):
+            set_entry(patch, f"{base}/{key}", resources.get(key), resource, RESOURCE_COUNT)
+    return (Injected(Injection.RESOURCE, RESOURCE_FIELD, resource),) if len(patch) > before else ()
+
+
+def with_resource(spec: Mapping[str, Any], resource: str) -> dict[str, Any]:
+    """A checked pod's spec as `inject_resource`'s patch leaves it, built without the patch: the
+    first container with `resource: "1"` in its limits and requests (keys already there keep their
+    place, new ones come last), everything else shared with `spec`."""
+    first, *rest = spec["containers"]
+    resources = first.get("resources") or {}
+    injected = {
+        **resources,
+        "limits": {**(resources.get("limits") or {}), resource: RESOURCE_COUNT},
+        "requests": {**(resources.get("requests") or {}), resource: RESOURCE_COUNT},
+    }
+    return {**spec, "containers": [{**first, "resources": injected}, *rest]}
 
 
 def requests_pod_eni_elsewhere(pod: Mapping[str, Any]) -> bool:
@@ -194,6 +243,32 @@ def guard_patch(patch: Patch, pod: Mapping[str, Any]) -> None:
             patch.append({"op": "add", "path": f"{where}/-", "value": dict(GUARD_EXPRESSION)})
 
 
+def _fargate(pod: Mapping[str, Any], groups: list[str]) -> Mutation:
+    patch: Patch = []
+    annotations = pod["metadata"].get("annotations")
+    if groups:
+        value = ",".join(groups)
+        set_entry(patch, "/metadata/annotations", annotations, FARGATE_SG_ANNOTATION, value)
+        injected = (
+            Injected(Injection.SECURITY_GROUPS, ANNOTATION_FIELD, f"{FARGATE_SG_ANNOTATION}: {value}"),
+        )
+        return Mutation(
+            FARGATE,
+            patch,
+            "annotated Fargate pod with its security groups",
+            tuple(groups),
+            injected if patch else (),
+        )
+    if annotations and FARGATE_SG_ANNOTATION in annotations:
+        # only the controller may set it: a user-supplied one goes
+        patch.append({"op": "remove", "path": f"/metadata/annotations/{escape(FARGATE_SG_ANNOTATION)}"})
+        removed = Injected(Injection.ANNOTATION_REMOVED, ANNOTATION_FIELD, FARGATE_SG_ANNOTATION)
+        return Mutation(
+            FARGATE, patch, "removed a pod-sg annotation not set by the webhook", injected=(removed,)
+        )
+    return Mutation(FARGATE, message="Fargate pod not matching any SGP")
+
+
 def plan(pod: Mapping[str, Any], groups: list[str], *, windows_ipam: bool, eni_guard: bool) -> Mutation:
     """The mutation of a checked pod given the security groups it matched (ignored for host-network
     and Windows pods, whose groups upstream never looks up)."""
@@ -202,31 +277,28 @@ def plan(pod: Mapping[str, Any], groups: list[str], *, windows_ipam: bool, eni_g
     if kind == HOST_NETWORK:
         return Mutation(kind, message="SGP not supported on Pod running on HostNetwork")
     if kind == FARGATE:
-        annotations = pod["metadata"].get("annotations")
-        if groups:
-            set_entry(patch, "/metadata/annotations", annotations, FARGATE_SG_ANNOTATION, ",".join(groups))
-            return Mutation(kind, patch, "annotated Fargate pod with its security groups", tuple(groups))
-        if annotations and FARGATE_SG_ANNOTATION in annotations:
-            # only the controller may set it: a user-supplied one goes
-            patch.append({"op": "remove", "path": f"/metadata/annotations/{escape(FARGATE_SG_ANNOTATION)}"})
-            return Mutation(kind, patch, "removed a pod-sg annotation not set by the webhook")
-        return Mutation(kind, message="Fargate pod not matching any SGP")
+        return _fargate(pod, groups)
     if not pod["spec"]["containers"]:
         return Mutation(kind, message="pod has no containers")
     if kind == WINDOWS:
         if not windows_ipam:
             return Mutation(kind, message="Windows IPAM is not enabled")
-        inject_resource(patch, pod, PRIVATE_IPV4)
-        return Mutation(kind, patch, f"injected {PRIVATE_IPV4}")
+        injected = inject_resource(patch, pod, PRIVATE_IPV4)
+        return Mutation(kind, patch, f"injected {PRIVATE_IPV4}", injected=injected)
     message = "Pod didn't match any SGP"
+    injected = ()
     if groups and requests_pod_eni_elsewhere(pod):
         message = f"matched security groups {','.join(groups)}: {POD_ENI} already requested, not added"
     elif groups:
-        inject_resource(patch, pod, POD_ENI)
+        injected = inject_resource(patch, pod, POD_ENI)
         message = f"matched security groups {','.join(groups)}: injected {POD_ENI}"
     if eni_guard and (groups or pod_has_eni_request(pod)):
+        before = len(patch)
         guard_patch(patch, pod)
-    return Mutation(kind, patch, message, tuple(groups))
+        if len(patch) > before:
+            expression = f"{EXHAUSTED_LABEL} DoesNotExist"
+            injected = (*injected, Injected(Injection.GUARD, GUARD_FIELD, expression))
+    return Mutation(kind, patch, message, tuple(groups), injected)
 
 
 def mutate_pod(
@@ -245,18 +317,25 @@ def mutate_pod(
     )
 
 
-def review(request: Mapping[str, Any], cluster: SecurityGroupSource, config: WebhookOptions) -> Verdict:
-    """The verdict on one pod CREATE (the HTTP layer has already checked kind, operation and
-    exemptions)."""
+def reviewed(
+    request: Mapping[str, Any], cluster: SecurityGroupSource, config: WebhookOptions
+) -> tuple[Verdict, Mutation | None]:
+    """The verdict on one pod CREATE (the caller has already checked kind, operation and
+    exemptions) and the mutation it carries (None when the pod could not be mutated)."""
     namespace = request_namespace(request)
     try:
         mutation = mutate_pod(request.get("object"), namespace, cluster, config)  # type: ignore[arg-type]
     except PodError as err:
-        return Verdict.deny(f"cannot decode the pod: {err}", code=400, reason="BadRequest")
+        return Verdict.deny(f"cannot decode the pod: {err}", code=400, reason="BadRequest"), None
     except LookupError as err:
         denial = Verdict.deny(f"fitguard could not match the pod to SecurityGroupPolicies: {err}")
-        return soften(denial, effective_mode(namespace, cluster, config))
-    return Verdict(allowed=True, patch=mutation.patch or None, message=mutation.message)
+        return soften(denial, effective_mode(namespace, cluster, config)), None
+    return Verdict(allowed=True, patch=mutation.patch or None, message=mutation.message), mutation
+
+
+def review(request: Mapping[str, Any], cluster: SecurityGroupSource, config: WebhookOptions) -> Verdict:
+    """The verdict of `reviewed` alone."""
+    return reviewed(request, cluster, config)[0]
 
 
 def _pointer(path: str) -> list[str]:
@@ -266,42 +345,15 @@ def _pointer(path: str) -> list[str]:
 
 
 def apply_patch(document: Any, patch: Patch) -> Any:
-    """A JSON patch (add, replace, remove) applied to a copy: enough to show and test this
-    webhook's patches, not a general RFC 6902 engine."""
-    return _apply(copy.deepcopy(document), patch, _step)
-
-
-def apply_patch_shared(document: Any, patch: Patch) -> Any:
-    """`apply_patch` without the deep copy, for a reader: the objects and arrays on each operation's
-    path are copied (so `document` is left as it was) and everything else is shared with
-    `document`. /validate judges a workload's template this way: a deep copy of a 10 KB template
-    cost more than the rest of the review."""
-    copied: set[int] = set()  # the containers this call made: changed in place, never copied again
-
-    def step(parent: Any, token: str) -> Any:
-        key = int(token) if isinstance(parent, list) else token
-        child = parent[key]
-        if isinstance(child, (dict, list)) and id(child) not in copied:
-            child = child.copy()
-            copied.add(id(child))
-            parent[key] = child
-        return child
-
-    root = document.copy() if isinstance(document, (dict, list)) else document
-    return _apply(root, patch, step)
-
-
-def _step(parent: Any, token: str) -> Any:
-    return parent[int(token)] if isinstance(parent, list) else parent[token]
-
-
-def _apply(doc: Any, patch: Patch, step: Callable[[Any, str], Any]) -> Any:
-    """The operations applied in place to `doc`, reaching each target through `step`."""
+    """A JSON patch (add, replace, remove) applied to a copy, as the API server applies /mutate's
+    patch before the validating webhooks run: enough for this webhook's patches, not a general
+    RFC 6902 engine."""
+    doc = copy.deepcopy(document)
     for op in patch:
         *parents, last = _pointer(op["path"])
         target = doc
         for token in parents:
-            target = step(target, token)
+            target = target[int(token)] if isinstance(target, list) else target[token]
         if isinstance(target, list):
             index = len(target) if last == "-" else int(last)
             if op["op"] == "add":

@@ -15,7 +15,6 @@ import os
 import shutil
 import socket
 import ssl
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -49,7 +48,6 @@ GRACEFUL_TIMEOUT_SECONDS = 20
 SYNC_WAIT_SECONDS = 15.0
 # A worker silent this long is restarted; the apiserver gives up on a webhook after at most 30 s.
 WORKER_TIMEOUT_SECONDS = 30
-EXIT_USAGE = 2
 # The apiserver's whole call, dial and handshake included, must fit in the webhook configuration's
 # timeoutSeconds (3 s for /mutate, 5 s for /validate in manifests/base/webhook-configurations.yaml):
 # a connection slower than 5 s at any step cannot be the apiserver's in time, so it is dropped.
@@ -63,6 +61,12 @@ WORKER_CLASS = "webhook.worker.BufferingWorker"
 # kernel's backlog. A held connection costs a file descriptor, its TLS state and at most 64 KiB of
 # header (webhook/framing.py) or the body limit of buffered request.
 MAX_CONNECTIONS = 1000
+
+
+class StartError(Exception):
+    """The webhook cannot start (a certificate, state file, kubeconfig or port it was given): the
+    one line the command prints after its name, before any worker boots; `fitguard webhook` exits
+    2, as for any bad flag or input (webhook/cli.py)."""
 
 
 @dataclass(frozen=True)
@@ -106,7 +110,7 @@ def check_certificate(cert: Path, key: Path, client_ca: Path | None = None) -> N
     try:
         loaded = load_certificate(cert, key, client_ca)
     except CertificateError as err:
-        raise SystemExit(f"fitguard webhook: {err}") from None
+        raise StartError(str(err)) from None
     if not loaded.valid_at(datetime.now(UTC)):
         log.warning(
             "certificate %s is valid only from %s to %s: not ready until it is renewed",
@@ -248,22 +252,21 @@ class WebhookServer(BaseApplication):
 
 
 def read_state(path: Path) -> list[dict[str, Any]]:
-    """The state file's objects, read once in the master (exit status 2 for a file that cannot be
-    read, as for any usage or input error): a binary file, one nested too deep or an alias bomb
-    ends the command with one line before any worker starts, rather than failing every worker's
-    boot in a loop; the workers inherit the objects through the fork."""
+    """The state file's objects, read once in the master: a binary file, one nested too deep or an
+    alias bomb ends the command (StartError) with one line before any worker starts, rather than
+    failing every worker's boot in a loop; the workers inherit the objects through the fork."""
     from kube.statefile import StateFileError, load_state
 
     if not path.is_file():
-        raise SystemExit(f"fitguard webhook: state file {for_terminal(path)} not found")
+        raise StartError(f"state file {for_terminal(path)} not found")
     try:
         return load_state(path)
     except StateFileError as err:
-        print(f"fitguard webhook: {for_terminal(err)}", file=sys.stderr)
-        raise SystemExit(EXIT_USAGE) from None
+        raise StartError(for_terminal(err)) from None
 
 
 def serve(options: ServeOptions) -> int:
+    """Runs the webhook until it is stopped; StartError when it cannot start."""
     check_certificate(options.tls_cert, options.tls_key, options.client_ca)
     factory: Callable[[ServeOptions], tuple[Any, Any]] = build_app
     if options.state is not None:
@@ -281,8 +284,7 @@ def serve(options: ServeOptions) -> int:
             problem = config_problem(
                 err, "pass --kubeconfig PATH, or --state PATH to answer from a state file"
             )
-            print(f"fitguard webhook: {problem or err}", file=sys.stderr)
-            raise SystemExit(2) from None
+            raise StartError(problem or f"cannot load the Kubernetes configuration: {err.message}") from None
     metrics_dir = prepare_metrics_dir(options.metrics_dir)
     log.info("metrics of all workers collected in %s", metrics_dir)
     from webhook.status import bind_listener
@@ -290,9 +292,7 @@ def serve(options: ServeOptions) -> int:
     try:
         status_listener = bind_listener(options.metrics_bind)
     except (OSError, ValueError) as err:
-        raise SystemExit(
-            f"fitguard webhook: cannot listen on --metrics-bind {options.metrics_bind}: {err}"
-        ) from None
+        raise StartError(f"cannot listen on --metrics-bind {options.metrics_bind}: {err}") from None
     log.info("status port (/healthz, /readyz, /metrics%s) on %s",
              ", /snapshotz" if options.config.snapshotz else "", options.metrics_bind)  # fmt: skip
     WebhookServer(options, status_listener, factory).run()

@@ -41,11 +41,11 @@ from webhook.mutate import (
     FARGATE_LABEL,
     LINUX,
     PodError,
-    apply_patch_shared,
     check_pod,
     mutate_pod,
     pod_type,
     requests_pod_eni_elsewhere,
+    with_resource,
 )
 from webhook.review import Verdict, WebhookOptions, effective_mode, request_namespace
 
@@ -128,16 +128,18 @@ def _with_injected_eni(
     template: PodTemplate, namespace: str, cluster: ClusterView, config: WebhookOptions
 ) -> Mapping[str, Any]:
     """A workload's pods will be mutated at creation: judge its template as /mutate will leave
-    them (the same code, without the guard affinity, which no new node's labels can fail)."""
+    them (the same code, without the guard affinity, which no new node's labels can fail). Of what
+    /mutate injects only the resource is in the spec (a Fargate pod is not judged), so the spec is
+    built with it rather than by applying the patch."""
     if template.is_pod:
         return template.spec  # a pod reaches /validate already mutated
     pod = {"metadata": {"labels": dict(template.labels)}, "spec": template.spec}
     try:
-        patch = mutate_pod(pod, namespace, cluster, dataclasses.replace(config, eni_guard=False)).patch
+        resource = mutate_pod(pod, namespace, cluster, dataclasses.replace(config, eni_guard=False)).resource
     except (PodError, LookupError):
         # malformed: the fit check names the field; no ServiceAccount: /mutate denies its pods
         return template.spec
-    return apply_patch_shared(pod, patch)["spec"] if patch else template.spec
+    return with_resource(template.spec, resource) if resource else template.spec
 
 
 def review(request: Mapping[str, Any], cluster: ClusterView, config: WebhookOptions) -> Verdict:
