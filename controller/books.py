@@ -68,7 +68,7 @@ class Books:
             pod = new or old
             if pod is not None:
                 key = (pod.namespace, pod.name)
-                if event != "DELETED" and new is not None and new.pending_spec is not None and not new.node:
+                if new is not None and new.pending_spec is not None and not new.node:  # None: deleted
                     self._pending_pods[key] = new
                 else:
                     self._pending_pods.pop(key, None)
