@@ -35,7 +35,7 @@ bench: $(STAMP)
 	$(PY) -m tests.bench
 
 fuzz: $(STAMP)
-	$(PY) -m pytest tests/test_fuzz_admission.py -p no:randomly --hypothesis-profile=fuzz
+	$(PY) -m pytest tests/e2e/test_fuzz_admission.py -p no:randomly --hypothesis-profile=fuzz
 
 # The webhook at 500 reviews/s over TLS while a worker is killed and the certificate rotates.
 reliability: $(STAMP)
