@@ -6,7 +6,6 @@ waits for its branch ENI gets an event."""
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -15,6 +14,7 @@ from capacity.names import EXHAUSTED_LABEL
 from controller.labels import LabelAction
 from kube.events import EventRecorder
 from tests.books_stack import BooksStack, books_stack
+from tests.objects import Clock, rfc3339
 from tests.waiting import eventually
 
 NODE = "ip-10-0-1-23.ec2.internal"
@@ -24,18 +24,6 @@ Obj = dict[str, Any]  # the fake clock's start: 2024-05-01T12:00:00Z
 
 
 pytestmark = pytest.mark.usefixtures("paged_lists")  # tests/conftest.py says why
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = BASE
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def rfc3339(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def node(pod_eni: int = 3) -> dict[str, Any]:
@@ -92,7 +80,7 @@ def events(fake_kube: Any, reason: str) -> list[dict[str, Any]]:
 
 @pytest.fixture
 def started(fake_kube: Any):
-    clock = Clock()
+    clock = Clock(BASE)
     api = fake_kube.api_client()
     recorder = EventRecorder(api, "books-test", clock=clock)
     # fitguard scales "ng" itself, so its one node may carry the label (a group's last ready node is
@@ -236,7 +224,7 @@ def test_the_books_wait_the_cooldown_the_live_configmap_sets_and_keep_it_when_it
     unreadable value or deleting the ConfigMap keeps the 120 s, as the VPC resource controller's
     configmap_controller keeps its current cooldown; a readable new value takes over, for ENIs already
     held as well."""
-    clock = Clock()
+    clock = Clock(BASE)
     fake_kube.create(vpc_cni({"branch-eni-cooldown": "120", "enable-windows-ipam": "false"}))
     fake_kube.create(node())
     fake_kube.create(pod("job-a", phase="Succeeded", finished=BASE - 100))
@@ -265,7 +253,7 @@ def test_the_books_wait_the_cooldown_the_live_configmap_sets_and_keep_it_when_it
 
 def test_books_started_without_the_configmap_use_the_default_cooldown(fake_kube) -> None:
     """No ConfigMap at start: the VPC resource controller's 60 s default, a 90 s window."""
-    live = books_stack(fake_kube.api_client(), clock=Clock())
+    live = books_stack(fake_kube.api_client(), clock=Clock(BASE))
     assert (live.books.read_window(), live.books.cooldown) == (90.0, 60.0)
 
 

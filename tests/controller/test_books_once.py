@@ -7,20 +7,16 @@ the waiting grace passed through. Whole node summaries are compared."""
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
 from controller.cache import ClusterCache
 from fitguard.report import Report, build_report
+from tests.objects import rfc3339
 
 NOW = 1_714_564_800.0  # 2024-05-01T12:00:00Z
 POD_ENI = "vpc.amazonaws.com/pod-eni"
-
-
-def rfc3339(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def config_map(namespace: str, name: str, data: Any, kind: str = "ConfigMap") -> dict[str, Any]:

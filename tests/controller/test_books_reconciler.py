@@ -11,7 +11,6 @@ import json
 import logging
 import threading
 import time
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -23,24 +22,13 @@ from controller.books_reconciler import BooksReconciler
 from controller.labels import BooksDecision, LabelAction
 from kube.events import EventRecorder
 from tests.books_stack import books_stack
+from tests.objects import Clock, rfc3339
 from tests.waiting import eventually
 
 BASE = 1_714_564_800.0  # 2024-05-01T12:00:00Z
 HELD_A = (
     "1 of 3 branch ENIs are held by finished pods j1; the scheduler sees 1 free, but it is held: none is free"
 )
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = BASE
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def rfc3339(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def node(name: str, pod_eni: int | None = 3, *, exhausted: bool = False) -> dict[str, Any]:
@@ -111,7 +99,7 @@ def dry_books(clock: Clock, **options: Any) -> tuple[Any, EventRecorder]:
 def test_the_books_wait_for_both_first_lists_and_act_only_then() -> None:
     """Both caches are awaited until their first list is in; a pass before that decides and tells
     nothing; the guard's view is empty until a pass has run."""
-    clock = Clock()
+    clock = Clock(BASE)
     live, _ = dry_books(clock)
     assert live.waiting_for() == ["nodes", "pods"]
     assert live.wait_synced(0) is False
@@ -137,7 +125,7 @@ def test_the_books_wait_for_both_first_lists_and_act_only_then() -> None:
 def test_a_pass_observes_its_own_duration() -> None:
     """Each pass adds one observation to the reconcile duration histogram, no longer than the call
     as the test measured it around the pass (and not negative)."""
-    clock = Clock()
+    clock = Clock(BASE)
     live, _ = dry_books(clock)
     live.nodes.replace([node("a")])
     live.pods.replace([pod("w1", "a")])
@@ -153,7 +141,7 @@ def test_a_pass_labels_a_held_node_and_removes_a_label_that_means_nothing() -> N
     """A node whose only free ENI is held by a finished pod is labelled (the reason names the holder);
     a labelled node without pod-eni capacity is unlabelled; an unlabelled one without capacity is left
     alone. The held node gets one warning; the guard's view says why for each node."""
-    clock = Clock()
+    clock = Clock(BASE)
     live, recorder = dry_books(clock)
     live.nodes.replace([node("a"), node("b", None, exhausted=True), node("c", None)])
     live.pods.replace([pod("j1", "a", phase="Succeeded", finished=BASE - 5), pod("w1", "a"), pod("w2", "a")])
@@ -189,7 +177,7 @@ def test_a_written_label_is_not_rewritten_until_the_watch_shows_it_or_rewrite_af
     """After a write the same write waits for the watch, up to `rewrite_after` (60 s) and not a
     second longer; once the watch shows it, nothing is remembered, so a label someone removes later
     is put back at the next pass."""
-    clock = Clock()
+    clock = Clock(BASE)
     live, _ = dry_books(clock)
     live.nodes.replace([node("a")])
     live.pods.replace([pod("j1", "a", phase="Succeeded", finished=BASE - 5), pod("w1", "a"), pod("w2", "a")])
@@ -206,7 +194,7 @@ def test_label_writes_beyond_the_rate_are_deferred(caplog: pytest.LogCaptureFixt
     """With a burst of one write and a rate of one per 1000 s, the second node's write in the same
     pass is deferred for the rate limit (and logged so), and stays deferred a second later."""
     caplog.set_level("INFO", logger="controller")
-    clock = Clock()
+    clock = Clock(BASE)
     live, _ = dry_books(clock, label_rate=0.001, label_burst=1.0)
     live.nodes.replace([node("a"), node("b")])
     live.pods.replace(
@@ -234,7 +222,7 @@ def test_label_writes_beyond_the_rate_are_deferred(caplog: pytest.LogCaptureFixt
 def test_the_held_warning_is_told_once_and_the_release_once() -> None:
     """A node stays held over two passes: one BranchENIsHeld; when the window has passed the label
     goes and one BranchENIsReleased says how many are free; a later pass tells nothing new."""
-    clock = Clock()
+    clock = Clock(BASE)
     live, recorder = dry_books(clock, window=40.0)
     # node c holds one ENI too, but one of its three is still free: neither held nor labelled
     live.nodes.replace([node("a"), node("c")])
@@ -265,7 +253,7 @@ def test_a_pod_waiting_for_its_branch_eni_is_told_once_per_wait(caplog: pytest.L
     """A running pod bound two minutes ago without its branch ENI gets one WaitingForBranchENI warning
     (on the pod, with its uid), not one per pass; the event is also logged with its fields."""
     caplog.set_level("INFO", logger="controller")
-    clock = Clock()
+    clock = Clock(BASE)
     live, recorder = dry_books(clock, waiting_grace=20.0)
     live.nodes.replace([node("a", 1)])
     live.pods.replace([pod("w1", "a", eni=False)])
@@ -295,7 +283,7 @@ def test_label_writes_reach_the_api_server_and_a_refused_write_is_reported(
     write and failure is logged with its fields."""
     caplog.set_level("INFO", logger="controller")
     fake_kube.create(node("a"))
-    clock = Clock()
+    clock = Clock(BASE)
     live = books_stack(fake_kube.api_client(), window=1000.0, clock=clock, scaled_groups=scales_ng)
     live.nodes.replace([node("a"), node("gone")])
     live.pods.replace(
@@ -352,7 +340,7 @@ def test_label_writes_reach_the_api_server_and_a_refused_write_is_reported(
 def test_a_dry_run_writes_no_label(fake_kube: Any) -> None:
     """In dry run the decision is made and told, and the node on the server keeps its labels."""
     fake_kube.create(node("a"))
-    clock = Clock()
+    clock = Clock(BASE)
     live = books_stack(
         fake_kube.api_client(), window=1000.0, clock=clock, dry_run=True, scaled_groups=scales_ng
     )
@@ -515,7 +503,7 @@ def test_the_guard_steps_aside_after_its_grace_and_comes_back_when_the_pod_leave
     labels stay; at its end both labels are lifted with the guard's note as reason, the pod and both
     nodes are told, the lift is counted and logged; once the pod is gone the nodes are told the guard
     is back."""
-    clock = Clock()
+    clock = Clock(BASE)
     live, recorder = dry_books(clock, guard_grace=10.0, scaled_groups=frozenset)
     live.nodes.replace([guard_node("a"), guard_node("b")])
     live.pods.replace([*held_group(), pending()])
@@ -585,7 +573,7 @@ def test_the_guard_steps_aside_after_its_grace_and_comes_back_when_the_pod_leave
 def test_a_group_fitguard_scales_keeps_its_labels_after_the_grace() -> None:
     """With the group covered by fitguard's own scaling, the guard keeps the labels at the end of the
     grace (the group is being scaled), and nobody is told the guard stepped aside."""
-    clock = Clock()
+    clock = Clock(BASE)
     live, recorder = dry_books(clock, guard_grace=10.0, scaled_groups=lambda: frozenset({"ng"}))
     live.nodes.replace([guard_node("a"), guard_node("b")])
     live.pods.replace([*held_group(), pending()])
@@ -599,7 +587,7 @@ def test_a_pod_that_is_bound_or_a_cordoned_node_changes_what_the_guard_sees() ->
     """A pending pod that gets bound is no longer pending for the guard; a cordoned node with free
     branch ENIs is no candidate, so the held node is the group's last ready node: it is spared
     (cluster-autoscaler would remember its label), not labelled into a blind group."""
-    clock = Clock()
+    clock = Clock(BASE)
     live, _ = dry_books(clock, guard_grace=10.0, scaled_groups=frozenset)
     live.nodes.replace([guard_node("a"), guard_node("b")])
     live.pods.replace([*held_group(), pending()])
@@ -634,7 +622,7 @@ def test_a_pod_that_is_bound_or_a_cordoned_node_changes_what_the_guard_sees() ->
 def test_a_deleted_node_leaves_the_books_and_its_write_is_forgotten() -> None:
     """A node deleted from the watch is no longer in the summary; back under the same name, it is
     labelled at once (the write made before it went is not remembered)."""
-    clock = Clock()
+    clock = Clock(BASE)
     live, _ = dry_books(clock)
     live.nodes.replace([node("a")])
     live.pods.replace([pod("j1", "a", phase="Succeeded", finished=BASE - 5), pod("w1", "a"), pod("w2", "a")])
@@ -651,7 +639,7 @@ def test_the_loop_passes_until_stopped_survives_a_failed_pass_and_rereads_the_wi
     """The reconciler's run(): a pass that raises (the scaled groups unknown once) is logged and does
     not end the loop; the next passes label and tell as usual, and setting `stop` ends it. The
     books' run() reads the window from the API at each refresh, and not before the refresh period."""
-    clock = Clock()
+    clock = Clock(BASE)
     recorder = EventRecorder(None, "books-test", clock=clock)
     calls = []
 
@@ -708,7 +696,9 @@ def test_start_lists_pods_and_nodes_in_pages_of_the_given_size_on_named_threads(
     """start(page_size=2): the first list of each kind asks for pages of two (from the watch cache,
     resourceVersion 0), 500 by default; the reflectors run on threads named books-nodes and
     books-pods; the books are complete once synced."""
-    monkeypatch.setenv("KUBE_FEATURE_WatchListClient", "false")  # paged lists, as tests/controller/test_books.py
+    monkeypatch.setenv(
+        "KUBE_FEATURE_WatchListClient", "false"
+    )  # paged lists, as tests/controller/test_books.py
     for name in ("a", "b", "c"):
         fake_kube.create(node(name))
         fake_kube.create(pod(f"w-{name}", name))
@@ -742,7 +732,7 @@ def test_start_lists_pods_and_nodes_in_pages_of_the_given_size_on_named_threads(
 def test_the_release_model_reaches_the_books(release: str, held: tuple[int, int, tuple[str, ...]]) -> None:
     """A pod finished 105 s before a 40 s window ends: released under the cooldown model, still held
     (by that pod, nothing free) under on-delete until the pod is deleted."""
-    clock = Clock()
+    clock = Clock(BASE)
     live, _ = dry_books(clock, window=40.0, release=release)
     live.nodes.replace([node("a")])
     live.pods.replace([pod("j1", "a", phase="Succeeded", finished=BASE - 5), pod("w1", "a"), pod("w2", "a")])

@@ -18,25 +18,13 @@ from cryptography.exceptions import InvalidSignature
 from certs import material
 from certs.rotation import CertificateOptions, webhook_patch
 from controller.certificates import CertificateReconciler
+from tests.objects import Clock
 
 ROOT = Path(__file__).resolve().parents[2]
 WEBHOOK_CONFIGURATIONS = ROOT / "manifests" / "base" / "webhook-configurations.yaml"
 NAMESPACE = "fitguard-system"
 START = datetime(2030, 1, 1, tzinfo=UTC)
 WRITES = ("POST", "PUT", "PATCH", "DELETE")
-
-
-class Clock:
-    """A clock the test moves by hand."""
-
-    def __init__(self, now: datetime) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, delta: timedelta) -> None:
-        self.now += delta
 
 
 def webhook_configurations() -> list[dict[str, Any]]:

@@ -13,7 +13,6 @@ import threading
 import time
 import urllib.request
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -27,6 +26,7 @@ from fitguard.cli import build_parser
 from kube.client import as_kube_client
 from tests import autoscaler_template
 from tests.awsfixtures import AwsEnvironment
+from tests.objects import rfc3339
 from tests.waiting import eventually as wait_until
 
 GROUP = "ng-sg"
@@ -57,10 +57,6 @@ GUARDED_SPEC: dict[str, Any] = {
     ],
     "affinity": GUARD,
 }
-
-
-def rfc3339(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def node(name: str) -> dict[str, Any]:

@@ -4,7 +4,6 @@ resourceVersion preconditions: a pod that changed since it was seen is left alon
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -14,14 +13,11 @@ from capacity.resources import POD_ENI
 from cmdline.durations import parse_duration
 from controller.rescue import Deletion, carry_out, reclaim_candidates, rescue_candidates
 from kube.events import EventRecorder, ObjectRef
+from tests.objects import rfc3339 as stamp
 
 NOW = 1_700_000_000.0
 WINDOW = 90.0
 ENI = '[{"eniId": "eni-1", "ifAddress": "02:00", "privateIp": "10.0.0.5", "vlanId": 1}]'
-
-
-def stamp(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def pod(

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -16,13 +15,10 @@ import pytest
 
 from fitguard.cli import main
 from tests.awsfixtures import AwsEnvironment
+from tests.objects import rfc3339
 
 POD_ENI = "vpc.amazonaws.com/pod-eni"
 CAPTURED = "2024-05-01T12:00:00Z"
-
-
-def rfc3339(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def node(name: str, pod_eni: str | None, os: str = "linux") -> dict[str, Any]:

@@ -18,6 +18,7 @@ from capacity.names import EXHAUSTED_LABEL
 from kube.reflector import Reflector
 from tests.books_stack import BooksStack, books_stack
 from tests.fakekube.server import FakeKubeServer
+from tests.objects import Clock
 from tests.waiting import eventually
 from webhook.app import create_app
 from webhook.cluster import ClusterView, WhenServed, start_reflectors
@@ -195,14 +196,6 @@ def test_the_policy_cache_recovers_from(fault: str, fake_kube: FakeKubeServer, w
 NODES = ("ip-10-0-1-1.ec2.internal", "ip-10-0-1-2.ec2.internal")
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = NOW
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def node(name: str, pod_eni: int = 3, exhausted: bool = False) -> dict[str, Any]:
     labels = {"node.kubernetes.io/instance-type": "m5.large", "eks.amazonaws.com/nodegroup": "ng"}
     if exhausted:
@@ -277,7 +270,7 @@ def test_the_leader_never_acts_on_a_partial_pod_list(fake_kube: FakeKubeServer) 
     for a while: the books are not synced, and reconcile passes made meanwhile leave the label
     alone (a partial or empty list would show free ENIs and remove it). Once the list completes the
     books agree with the server and still nothing was written."""
-    clock = Clock()
+    clock = Clock(NOW)
     fake_kube.create(node(NODES[0], exhausted=True))
     for i in range(3):
         fake_kube.create(eni_pod(f"p{i}", NODES[0], phase="Succeeded" if i == 2 else "Running"))
@@ -326,7 +319,7 @@ def test_no_eni_is_lost_or_double_counted_across_faults(fake_kube: FakeKubeServe
     Now a watch that ends after an event is watched again at once, as client-go does, and its
     first event resets the backoff (tests/kube/test_reflector_rewatch.py pins both); it converges
     in about a second."""
-    clock = Clock()
+    clock = Clock(NOW)
     for name in NODES:
         fake_kube.create(node(name, pod_eni=9))
     for i in range(6):

@@ -6,19 +6,12 @@ from __future__ import annotations
 import io
 
 from fitguard.progress import INTERVAL, Progress
+from tests.objects import Clock
 
 
 class Terminal(io.StringIO):
     def isatty(self) -> bool:
         return True
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def test_a_terminal_sees_the_count_rewritten_in_place_and_erased_at_the_end() -> None:

@@ -11,17 +11,10 @@ from kube.events import EventRecorder, ObjectRef
 from kube.options import EventOptions
 from tests.fakekube.fixtures import fake_kube  # noqa: F401  (the fixture)
 from tests.fakekube.server import FakeKubeServer
+from tests.objects import Clock
 
 NODE = ObjectRef(kind="Node", name="ip-10-0-0-1", uid="u-1")
 POD = ObjectRef(kind="Pod", name="job-a-x7k2", namespace="batch", uid="u-2")
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_700_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def recorder(fake: FakeKubeServer, clock: Clock, **options: Any) -> EventRecorder:
@@ -30,7 +23,7 @@ def recorder(fake: FakeKubeServer, clock: Clock, **options: Any) -> EventRecorde
 
 @pytest.mark.slow
 def test_first_occurrence_creates_repeats_become_a_series(fake_kube: FakeKubeServer) -> None:  # noqa: F811
-    clock = Clock()
+    clock = Clock(1_700_000_000.0)
     events = recorder(fake_kube, clock)
     for i in range(3):
         events.warning(NODE, "BranchENIsHeld", f"3 of 9 branch ENIs are held ({i})")
@@ -52,7 +45,7 @@ def test_first_occurrence_creates_repeats_become_a_series(fake_kube: FakeKubeSer
 
 @pytest.mark.slow
 def test_a_repeat_after_the_window_starts_a_new_event(fake_kube: FakeKubeServer) -> None:  # noqa: F811
-    clock = Clock()
+    clock = Clock(1_700_000_000.0)
     events = recorder(fake_kube, clock, window=60.0)
     events.normal(POD, "Waiting", "waits for a branch ENI")
     clock.now += 61
@@ -64,7 +57,7 @@ def test_a_repeat_after_the_window_starts_a_new_event(fake_kube: FakeKubeServer)
 
 @pytest.mark.slow
 def test_series_patch_of_a_vanished_event_recreates_it(fake_kube: FakeKubeServer) -> None:  # noqa: F811
-    clock = Clock()
+    clock = Clock(1_700_000_000.0)
     events = recorder(fake_kube, clock)
     events.normal(POD, "Waiting", "waits")
     (first,) = fake_kube.objects("Event", "batch", api_version="events.k8s.io/v1")
@@ -76,7 +69,7 @@ def test_series_patch_of_a_vanished_event_recreates_it(fake_kube: FakeKubeServer
 
 @pytest.mark.slow
 def test_per_object_rate_limit_keeps_other_objects_going(fake_kube: FakeKubeServer) -> None:  # noqa: F811
-    clock = Clock()
+    clock = Clock(1_700_000_000.0)
     events = recorder(fake_kube, clock, per_object_burst=2, per_object_rate=1 / 300)
     for i in range(5):
         events.normal(NODE, f"Reason{i}", "note")
@@ -91,7 +84,7 @@ def test_per_object_rate_limit_keeps_other_objects_going(fake_kube: FakeKubeServ
 
 @pytest.mark.slow
 def test_overall_rate_limit(fake_kube: FakeKubeServer) -> None:  # noqa: F811
-    clock = Clock()
+    clock = Clock(1_700_000_000.0)
     events = recorder(fake_kube, clock, burst=3, rate=0.001)
     for i in range(6):
         events.normal(ObjectRef(kind="Node", name=f"n{i}"), "Reason", "note")
@@ -101,7 +94,7 @@ def test_overall_rate_limit(fake_kube: FakeKubeServer) -> None:  # noqa: F811
 
 @pytest.mark.slow
 def test_rate_limited_series_counts_are_kept_and_flushed(fake_kube: FakeKubeServer) -> None:  # noqa: F811
-    clock = Clock()
+    clock = Clock(1_700_000_000.0)
     events = recorder(fake_kube, clock, per_object_burst=2, per_object_rate=1 / 60)
     for _ in range(4):
         events.normal(NODE, "Held", "note")
@@ -115,7 +108,7 @@ def test_rate_limited_series_counts_are_kept_and_flushed(fake_kube: FakeKubeServ
 
 @pytest.mark.slow
 def test_api_refusal_and_outage_never_raise(fake_kube: FakeKubeServer) -> None:  # noqa: F811
-    clock = Clock()
+    clock = Clock(1_700_000_000.0)
     events = recorder(fake_kube, clock)
     fake_kube.faults.fail(403, path="/events")
     events.warning(NODE, "Held", "note")
@@ -127,7 +120,7 @@ def test_api_refusal_and_outage_never_raise(fake_kube: FakeKubeServer) -> None: 
 
 
 def test_dry_run_sends_nothing_and_keeps_what_it_would_have_sent() -> None:
-    clock = Clock()
+    clock = Clock(1_700_000_000.0)
     events = EventRecorder(None, "fitguard-0", clock=clock)
     events.warning(NODE, "Held", "3 held")
     clock.now += 1

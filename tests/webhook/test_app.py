@@ -480,6 +480,8 @@ def test_an_error_outside_a_review_is_a_plain_500_and_logged(caplog: pytest.LogC
     assert [r.getMessage() for r in caplog.records] == ["unhandled error on GET /boom"]
 
 
+# Not tests.objects.Clock: this one stands in for the `time` module webhook.app reads durations
+# from, and moves itself on each reading, so a review's measured duration is known.
 class Clock:
     """Stands in for the `time` module of webhook.app: each perf_counter() is 0.25 s after the last."""
 
