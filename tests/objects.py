@@ -100,7 +100,9 @@ def _pod_status(
         state: Obj = {"terminated": {"exitCode": 0, "finishedAt": rfc3339(finished)}}
         status["containerStatuses"] = [{"name": container, "state": state}]
     elif started is not None:
-        status["containerStatuses"] = [{"name": container, "state": {"running": {"startedAt": rfc3339(started)}}}]
+        status["containerStatuses"] = [
+            {"name": container, "state": {"running": {"startedAt": rfc3339(started)}}}
+        ]
     return status
 
 
@@ -111,27 +113,27 @@ def node(
     group: str | None = None,
     instance_type: str | None = None,
     labels: Mapping[str, str] | None = None,
-    ready: str = "True",
+    ready: str | None = "True",
     **spec: Any,
 ) -> Obj:
-    """A v1 Node, Ready unless `ready` says otherwise. `group` and `instance_type` become the EKS
-    node group and instance-type labels, beside any other `labels`; `spec` is its spec (taints,
-    providerID, unschedulable, ...)."""
+    """A v1 Node, Ready unless `ready` says otherwise (None: no conditions at all). `group` and
+    `instance_type` become the EKS node group and instance-type labels, beside any other `labels`;
+    `spec` is its spec (taints, providerID, unschedulable, ...)."""
     named: Obj = {}
     if instance_type is not None:
         named[INSTANCE_TYPE] = instance_type
     if group is not None:
         named[NODEGROUP] = group
     named.update(labels or {})
+    status: Obj = {"allocatable": dict(allocatable or {})}
+    if ready is not None:
+        status["conditions"] = [{"type": "Ready", "status": ready}]
     return {
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": {"name": name, "labels": named},
         "spec": dict(spec),
-        "status": {
-            "allocatable": dict(allocatable or {}),
-            "conditions": [{"type": "Ready", "status": ready}],
-        },
+        "status": status,
     }
 
 
@@ -140,24 +142,24 @@ def review(
     uid: str = "u-1",
     operation: str = "CREATE",
     *,
-    kind: Mapping[str, str] | None = None,
+    kind: Any = None,
     namespace: str | None = None,
-    resource: bool = False,
+    with_resource: bool = False,
     api_version: str = ADMISSION_V1,
     **request: Any,
 ) -> Obj:
-    """An AdmissionReview of `obj` as the API server sends it: its kind (and, with `resource`, its
+    """An AdmissionReview of `obj` as the API server sends it: its kind (and, with `with_resource`, its
     resource) from the object's apiVersion and kind unless `kind` is given, its namespace from the
     object's metadata unless `namespace` is given (none when the object has none). `request` adds or
     replaces request fields (oldObject, dryRun, userInfo, ...)."""
-    if kind is None or resource:
+    if kind is None or with_resource:
         group, _, version = str(obj.get("apiVersion", "v1")).rpartition("/")
         named = str(obj.get("kind", "Pod"))
     req: Obj = {
         "uid": uid,
-        "kind": dict(kind) if kind is not None else {"group": group, "version": version, "kind": named},
+        "kind": kind if kind is not None else {"group": group, "version": version, "kind": named},
     }
-    if resource:
+    if with_resource:
         req["resource"] = {"group": group, "version": version, "resource": named.lower() + "s"}
     req["operation"] = operation
     if namespace is None and isinstance(obj, Mapping) and isinstance(obj.get("metadata"), Mapping):

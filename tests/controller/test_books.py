@@ -11,10 +11,12 @@ from typing import Any
 import pytest
 
 from capacity.names import EXHAUSTED_LABEL
+from capacity.resources import POD_ENI
 from controller.labels import LabelAction
 from kube.events import EventRecorder
+from tests import objects
 from tests.books_stack import BooksStack, books_stack
-from tests.objects import Clock, rfc3339
+from tests.objects import Clock
 from tests.waiting import eventually
 
 NODE = "ip-10-0-1-23.ec2.internal"
@@ -27,42 +29,17 @@ pytestmark = pytest.mark.usefixtures("paged_lists")  # tests/conftest.py says wh
 
 
 def node(pod_eni: int = 3) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {
-            "name": NODE,
-            "labels": {"node.kubernetes.io/instance-type": "m5.large", "eks.amazonaws.com/nodegroup": "ng"},
-        },
-        "status": {
-            "allocatable": {"vpc.amazonaws.com/pod-eni": str(pod_eni)},
-            "conditions": [{"type": "Ready", "status": "True"}],
-        },
-    }
+    return objects.node(NODE, {POD_ENI: str(pod_eni)}, group="ng", instance_type="m5.large")
 
 
 def pod(
     name: str, *, phase: str = "Running", eni: bool = True, finished: float | None = None
 ) -> dict[str, Any]:
-    annotations = {"vpc.amazonaws.com/pod-eni": json.dumps([{"eniId": f"eni-{name}"}])} if eni else {}
-    status: dict[str, Any] = {
-        "phase": phase,
-        "conditions": [{"type": "PodScheduled", "status": "True", "lastTransitionTime": rfc3339(BASE - 120)}],
-    }
-    if finished is not None:
-        status["containerStatuses"] = [
-            {"name": "main", "state": {"terminated": {"exitCode": 0, "finishedAt": rfc3339(finished)}}}
-        ]
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "batch", "annotations": annotations},
-        "spec": {
-            "nodeName": NODE,
-            "containers": [{"name": "main", "resources": {"limits": {"vpc.amazonaws.com/pod-eni": "1"}}}],
-        },
-        "status": status,
-    }
+    annotations = {POD_ENI: json.dumps([{"eniId": f"eni-{name}"}])} if eni else {}
+    return objects.pod(
+        name, namespace="batch", container="main", limits={POD_ENI: "1"}, node=NODE, annotations=annotations,
+        phase=phase, scheduled=BASE - 120, finished=finished,
+    )  # fmt: skip
 
 
 def row(live: BooksStack, now: float | None = None) -> Any:

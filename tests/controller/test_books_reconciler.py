@@ -17,10 +17,12 @@ import pytest
 
 from capacity.guard import spared_message
 from capacity.names import EXHAUSTED_LABEL
+from capacity.resources import POD_ENI
 from controller.books import Books
 from controller.books_reconciler import BooksReconciler
 from controller.labels import BooksDecision, LabelAction
 from kube.events import EventRecorder
+from tests import objects
 from tests.books_stack import books_stack
 from tests.objects import Clock, rfc3339
 from tests.waiting import eventually
@@ -32,41 +34,20 @@ HELD_A = (
 
 
 def node(name: str, pod_eni: int | None = 3, *, exhausted: bool = False) -> dict[str, Any]:
-    labels = {"node.kubernetes.io/instance-type": "m5.large", "eks.amazonaws.com/nodegroup": "ng"}
-    if exhausted:
-        labels[EXHAUSTED_LABEL] = "true"
-    allocatable = {} if pod_eni is None else {"vpc.amazonaws.com/pod-eni": str(pod_eni)}
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": labels},
-        "status": {"allocatable": allocatable, "conditions": [{"type": "Ready", "status": "True"}]},
-    }
+    allocatable = {} if pod_eni is None else {POD_ENI: str(pod_eni)}
+    labels = {EXHAUSTED_LABEL: "true"} if exhausted else {}
+    return objects.node(name, allocatable, group="ng", instance_type="m5.large", labels=labels)
 
 
 def pod(
     name: str, on: str, *, phase: str = "Running", finished: float | None = None, eni: bool = True
 ) -> dict[str, Any]:
     """A pod bound to `on` two minutes before BASE that asks for one branch ENI (and got it if `eni`)."""
-    status: dict[str, Any] = {
-        "phase": phase,
-        "conditions": [{"type": "PodScheduled", "status": "True", "lastTransitionTime": rfc3339(BASE - 120)}],
-    }
-    if finished is not None:
-        status["containerStatuses"] = [
-            {"name": "main", "state": {"terminated": {"exitCode": 0, "finishedAt": rfc3339(finished)}}}
-        ]
-    annotations = {"vpc.amazonaws.com/pod-eni": json.dumps([{"eniId": f"eni-{name}"}])} if eni else {}
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "batch", "uid": f"uid-{name}", "annotations": annotations},
-        "spec": {
-            "nodeName": on,
-            "containers": [{"name": "main", "resources": {"limits": {"vpc.amazonaws.com/pod-eni": "1"}}}],
-        },
-        "status": status,
-    }
+    annotations = {POD_ENI: json.dumps([{"eniId": f"eni-{name}"}])} if eni else {}
+    return objects.pod(
+        name, namespace="batch", container="main", limits={POD_ENI: "1"}, node=on, annotations=annotations,
+        uid=f"uid-{name}", phase=phase, scheduled=BASE - 120, finished=finished,
+    )  # fmt: skip
 
 
 def events(recorder: EventRecorder) -> list[tuple[str, str, str, dict[str, str]]]:
@@ -85,7 +66,8 @@ def node_ref(name: str) -> dict[str, str]:
 
 def scales_ng() -> frozenset[str]:
     """fitguard scales the test group "ng" itself, so the guard labels its one ready node (it would
-    otherwise spare a group's last ready node for cluster-autoscaler's memory: tests/capacity/test_guard.py)."""
+    otherwise spare a group's last ready node for cluster-autoscaler's memory:
+    tests/capacity/test_guard.py)."""
     return frozenset({"ng"})
 
 
@@ -401,7 +383,6 @@ def logged(caplog: pytest.LogCaptureFixture) -> list[tuple[str, str, dict[str, A
     ]
 
 
-POD_ENI = "vpc.amazonaws.com/pod-eni"
 GUARDED_SPEC: dict[str, Any] = {
     "containers": [
         {"name": "main", "image": "app", "resources": {"requests": {"cpu": "100m"}, "limits": {POD_ENI: "1"}}}

@@ -24,7 +24,7 @@ from controller.scaling import ON, PLAN, ScalingOptions
 from controller.settings import BooksOptions, LoopOptions, ServingOptions
 from fitguard.cli import build_parser
 from kube.client import as_kube_client
-from tests import autoscaler_template
+from tests import autoscaler_template, objects
 from tests.awsfixtures import AwsEnvironment
 from tests.objects import rfc3339
 from tests.waiting import eventually as wait_until
@@ -60,23 +60,9 @@ GUARDED_SPEC: dict[str, Any] = {
 
 
 def node(name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {
-            "name": name,
-            "labels": {
-                "node.kubernetes.io/instance-type": "m5.large",
-                "eks.amazonaws.com/nodegroup": GROUP,
-                "kubernetes.io/hostname": name,
-            },
-        },
-        "spec": {},
-        "status": {
-            "allocatable": {"cpu": "1930m", "memory": "7220Mi", "pods": "29", POD_ENI: "2"},
-            "conditions": [{"type": "Ready", "status": "True"}],
-        },
-    }
+    allocatable = {"cpu": "1930m", "memory": "7220Mi", "pods": "29", POD_ENI: "2"}
+    hostname = {"kubernetes.io/hostname": name}
+    return objects.node(name, allocatable, group=GROUP, instance_type="m5.large", labels=hostname)
 
 
 def bound_pod(name: str, on: str, *, finished: bool = False) -> dict[str, Any]:

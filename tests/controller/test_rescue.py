@@ -13,6 +13,7 @@ from capacity.resources import POD_ENI
 from cmdline.durations import parse_duration
 from controller.rescue import Deletion, carry_out, reclaim_candidates, rescue_candidates
 from kube.events import EventRecorder, ObjectRef
+from tests import objects
 from tests.objects import rfc3339 as stamp
 
 NOW = 1_700_000_000.0
@@ -36,7 +37,7 @@ def pod(
     status time is its finish: capacity/pod_status.py released_at)."""
     if scheduled is None:
         scheduled = NOW - 300 if finished is None else finished - 60
-    meta: dict[str, Any] = {"namespace": "default", "name": name, "labels": {}}
+    meta: dict[str, Any] = {}
     if owner:
         meta["ownerReferences"] = [
             {
@@ -47,32 +48,19 @@ def pod(
                 "controller": True,
             }
         ]
-    if keep:
-        meta["labels"]["fitguard.io/keep"] = "true"
-    if eni:
-        meta["annotations"] = {"vpc.amazonaws.com/pod-eni": ENI}
-    status: dict[str, Any] = {
-        "phase": phase,
-        "conditions": [{"type": "PodScheduled", "status": "True", "lastTransitionTime": stamp(scheduled)}],
-    }
-    if started:
-        status["containerStatuses"] = [
-            {"name": "c", "state": {"running": {"startedAt": stamp(scheduled + 5)}}}
-        ]
-    if finished is not None:
-        status["containerStatuses"] = [
-            {"name": "c", "state": {"terminated": {"exitCode": 0, "finishedAt": stamp(finished)}}}
-        ]
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": meta,
-        "spec": {
-            "nodeName": node,
-            "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {POD_ENI: "1"}}}],
-        },
-        "status": status,
-    }
+    return objects.pod(
+        name,
+        {POD_ENI: "1"},
+        image="busybox",
+        node=node,
+        labels={"fitguard.io/keep": "true"} if keep else {},
+        annotations={POD_ENI: ENI} if eni else None,
+        meta=meta,
+        phase=phase,
+        scheduled=scheduled,
+        started=scheduled + 5 if started else None,
+        finished=finished,
+    )
 
 
 def names(fake_kube: Any) -> set[str]:

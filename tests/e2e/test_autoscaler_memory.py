@@ -24,8 +24,8 @@ from capacity.template import AutoscalerMemory, NodeGroupTemplate, View
 from controller.aws.clients import AwsClients
 from fitguard.cli import main as fitguard_main
 from tests.awsfixtures import AwsEnvironment
-from tests.fakekube.server import FakeKubeServer
 from tests.controller.test_discovery_aws import ENABLED, asg, launch_template
+from tests.fakekube.server import FakeKubeServer
 from tests.tlsfixtures import TlsFiles
 from tests.webhook_server import Server, admission_review, post, running
 

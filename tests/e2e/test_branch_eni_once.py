@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from fitguard.cli import main
+from tests import objects
 from tests.awsfixtures import AwsEnvironment
 from tests.objects import rfc3339
 
@@ -26,19 +27,9 @@ def node(name: str, pod_eni: str | None, os: str = "linux") -> dict[str, Any]:
     allocatable = {"cpu": "1930m", "memory": "7220Mi", "pods": "29", "ephemeral-storage": "18Gi"}
     if pod_eni is not None:
         allocatable[POD_ENI] = pod_eni
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {
-            "name": name,
-            "labels": {
-                "node.kubernetes.io/instance-type": "m5.large",
-                "eks.amazonaws.com/nodegroup": "ng",
-                "kubernetes.io/os": os,
-            },
-        },
-        "status": {"allocatable": allocatable, "conditions": [{"type": "Ready", "status": "True"}]},
-    }
+    return objects.node(
+        name, allocatable, group="ng", instance_type="m5.large", labels={"kubernetes.io/os": os}
+    )
 
 
 def finished_job(name: str, node_name: str, at: float) -> dict[str, Any]:

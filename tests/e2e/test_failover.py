@@ -26,8 +26,8 @@ import pytest
 from capacity.defaults import LEASE_NAME
 from controller.aws.clients import AwsClients
 from tests.awsfixtures import AwsEnvironment
-from tests.fakekube.server import FakeKubeServer
 from tests.controller.test_discovery_aws import ENABLED, asg, launch_template, scratch_pod
+from tests.fakekube.server import FakeKubeServer
 from tests.waiting import eventually as wait_for
 
 pytestmark = pytest.mark.slow

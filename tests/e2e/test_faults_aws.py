@@ -18,8 +18,8 @@ from controller.aws.clients import AwsClients
 from controller.run import ControllerOptions, run_once
 from controller.scaling import ON, ScalingDriver, ScalingOptions
 from tests.awsfixtures import AwsEnvironment, _RawBody, error_response
-from tests.fakekube.server import FakeKubeServer
 from tests.controller.test_discovery_aws import ENABLED, asg, launch_template, scratch_pod
+from tests.fakekube.server import FakeKubeServer
 
 GROUPS = {"ng-a": 50, "ng-b": 20, "ng-c": 20}  # root volume GiB: only ng-a holds a 30Gi scratch pod
 ATTEMPTS = 3

@@ -15,7 +15,9 @@ import pytest
 from flask.testing import FlaskClient
 
 from capacity.names import EXHAUSTED_LABEL
+from capacity.resources import POD_ENI
 from kube.reflector import Reflector
+from tests import objects
 from tests.books_stack import BooksStack, books_stack
 from tests.fakekube.server import FakeKubeServer
 from tests.objects import Clock
@@ -197,18 +199,8 @@ NODES = ("ip-10-0-1-1.ec2.internal", "ip-10-0-1-2.ec2.internal")
 
 
 def node(name: str, pod_eni: int = 3, exhausted: bool = False) -> dict[str, Any]:
-    labels = {"node.kubernetes.io/instance-type": "m5.large", "eks.amazonaws.com/nodegroup": "ng"}
-    if exhausted:
-        labels[EXHAUSTED_LABEL] = "true"
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": labels},
-        "status": {
-            "allocatable": {"vpc.amazonaws.com/pod-eni": str(pod_eni)},
-            "conditions": [{"type": "Ready", "status": "True"}],
-        },
-    }
+    labels = {EXHAUSTED_LABEL: "true"} if exhausted else {}
+    return objects.node(name, {POD_ENI: str(pod_eni)}, group="ng", instance_type="m5.large", labels=labels)
 
 
 def eni_pod(name: str, node_name: str, phase: str = "Running") -> dict[str, Any]:
@@ -236,7 +228,8 @@ def eni_pod(name: str, node_name: str, phase: str = "Running") -> dict[str, Any]
 def books(fake_kube: FakeKubeServer, clock: Clock, page_size: int = 500) -> BooksStack:
     # on-delete: a deleted pod frees its ENI at once, so a fresh rebuild must agree exactly
     # fitguard scales every group itself here, so a group's one node may carry the label (the guard
-    # otherwise spares a group's last ready node for cluster-autoscaler's memory: tests/capacity/test_guard.py)
+    # otherwise spares a group's last ready node for cluster-autoscaler's memory:
+    # tests/capacity/test_guard.py)
     live = books_stack(
         fake_kube.api_client(),
         release="on-delete",

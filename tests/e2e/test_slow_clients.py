@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests import objects
 from tests.slowclients import KINDS, SlowConn, Trickler, open_slow
 from tests.tlsfixtures import TlsFiles, client_ssl_context
 from tests.webhook_server import (
@@ -52,12 +53,7 @@ def state(tmp_path: Path) -> Path:
 
 
 def pod(name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"namespace": "shop", "name": name, "labels": {"app": "web"}},
-        "spec": {"containers": [{"name": "c", "image": "nginx", "resources": {"requests": {"cpu": "100m"}}}]},
-    }
+    return objects.pod(name, {"cpu": "100m"}, namespace="shop", image="nginx", labels={"app": "web"})
 
 
 def review_in_time(server: Server, path: str, uid: str) -> tuple[int, dict[str, Any], float]:

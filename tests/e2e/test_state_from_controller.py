@@ -19,6 +19,7 @@ from capacity.quantity import parse_quantity
 from controller.aws.clients import AwsClients
 from fitguard.cli import main
 from kube.statefile import read_state_file
+from tests import objects
 from tests.awsfixtures import AwsEnvironment
 from tests.controller.test_discovery_aws import ENABLED, EPH_TAG, asg, launch_template
 
@@ -39,14 +40,7 @@ def fitguard(*args: str, env: dict[str, str], stdin: str | None = None) -> subpr
 
 
 def pod(name: str, cpu: str) -> str:
-    return yaml.safe_dump(
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": name, "namespace": "default"},
-            "spec": {"containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}]},
-        }
-    )
+    return yaml.safe_dump(objects.pod(name, {"cpu": cpu}, image="x"))
 
 
 def millicores(quantity: str) -> int:

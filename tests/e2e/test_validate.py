@@ -18,6 +18,7 @@ import pytest
 
 from capacity.names import IGNORE_LABEL, MODE_LABEL, WEBHOOK_REPORTER
 from kube.statefile import load_state
+from tests import objects
 from tests.fakekube.server import FakeKubeServer
 from tests.tlsfixtures import TlsFiles
 from tests.waiting import eventually
@@ -88,13 +89,9 @@ def namespace(name: str, mode: str) -> list[dict[str, Any]]:
 
 
 def pod(name: str, requests: dict[str, str], ns: str = "default", **spec: Any) -> dict[str, Any]:
-    resources = {"requests": requests, "limits": {POD_ENI: "1"} if POD_ENI in requests else {}}
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": ns},
-        "spec": {"containers": [{"name": "c", "image": "busybox", "resources": resources}], **spec},
-    }
+    """A pod that also limits the branch ENI it asks for, as the VPC resource controller requires."""
+    limits = {POD_ENI: "1"} if POD_ENI in requests else {}
+    return objects.pod(name, requests, namespace=ns, image="busybox", limits=limits, **spec)
 
 
 def workload(obj: dict[str, Any], ns: str) -> dict[str, Any]:

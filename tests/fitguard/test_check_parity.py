@@ -24,6 +24,7 @@ from capacity.names import MODE_LABEL
 from fitguard.cli import main
 from kube.statefile import load_state
 from tests.fakekube.patch import json_patch
+from tests.objects import pod
 from webhook.app import create_app
 from webhook.cluster import from_objects
 from webhook.review import WebhookOptions
@@ -85,15 +86,6 @@ def default_namespace_mode(mode: str) -> Callable[[], State]:
 
 def no_templates() -> State:
     return [o for o in base() if o["kind"] != "NodeGroupTemplate"]
-
-
-def pod(name: str, requests: dict[str, str], ns: str = "default", **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": ns},
-        "spec": {"containers": [{"name": "c", "resources": {"requests": requests}}], **spec},
-    }
 
 
 def job(kind: str) -> dict[str, Any]:
@@ -197,12 +189,15 @@ CASES = [
     Case("mutated-pod-on-t3", WORKLOADS["payments-worker-0"], False, says="supports no branch ENIs"),
     Case(
         "missing-service-account",
-        pod("lost", {}, ns="payments", serviceAccountName="nobody"),
+        pod("lost", {}, namespace="payments", serviceAccountName="nobody"),
         False,
         says='serviceaccount "nobody" not found',
     ),
     Case(
-        "exempt-namespace", pod("sys", {"cpu": "900"}, ns="kube-system"), True, says="kube-system is exempt"
+        "exempt-namespace",
+        pod("sys", {"cpu": "900"}, namespace="kube-system"),
+        True,
+        says="kube-system is exempt",
     ),
 ]
 

@@ -21,9 +21,9 @@ import pytest
 from controller.aws.clients import AwsClients
 from kube.statefile import load_state
 from tests.awsfixtures import AwsEnvironment
+from tests.controller.test_discovery_aws import ENABLED, asg, launch_template
 from tests.fakekube.server import FakeKubeServer
 from tests.fitguard.test_kustomize import DEPLOYMENT, OVERLAY, PIN_TO_BURST, write
-from tests.controller.test_discovery_aws import ENABLED, asg, launch_template
 
 ROOT = Path(__file__).resolve().parents[2]
 INSTALL = ROOT / "docs" / "install.md"

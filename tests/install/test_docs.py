@@ -144,7 +144,9 @@ def test_no_shell_block_needs_a_standalone_kustomize_or_helm() -> None:
 
 # Commands that cannot run here, and why (each is still covered where it can be).
 NOT_HERE = {
-    "docker build -t REGISTRY/fitguard:0.1.0 .": "no Docker daemon (tests/install/test_dockerfile.py reads the file)",
+    "docker build -t REGISTRY/fitguard:0.1.0 .": (
+        "no Docker daemon (tests/install/test_dockerfile.py reads the file)"
+    ),
     "docker push REGISTRY/fitguard:0.1.0": "no registry",
     "kubectl apply -k .": "the fake API server serves no RBAC, Service, PodDisruptionBudget or CRD kinds; "
     "the kustomizations are rendered by `kubectl kustomize` above",

@@ -11,6 +11,7 @@ from kube.client import CONFIG_MAPS, NODE_GROUP_TEMPLATES, PODS, KubeClient
 from kube.options import ReflectorOptions, WatchOptions
 from kube.reflector import Backoff, Reflector
 from kube.store import Store
+from tests import objects
 from tests.fakekube.fixtures import fake_kube  # noqa: F401  (the fixture)
 from tests.fakekube.server import FakeKubeServer
 from tests.waiting import eventually
@@ -19,12 +20,7 @@ pytestmark = pytest.mark.slow
 
 
 def pod(name: str, namespace: str = "default") -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {"containers": [{"name": "app", "image": "busybox"}]},
-    }
+    return objects.pod(name, namespace=namespace, container="app", image="busybox")
 
 
 def name_of(obj: Mapping[str, Any]) -> str:

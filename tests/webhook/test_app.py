@@ -19,6 +19,7 @@ from flask.testing import FlaskClient
 from prometheus_client import REGISTRY
 
 from kube.statefile import load_state
+from tests import objects
 from webhook.answer import is_pod_create, review_response
 from webhook.app import create_app
 from webhook.cluster import from_objects
@@ -37,18 +38,15 @@ def client(config: WebhookOptions | None = None, audit: Any = None, broken: bool
 
 
 def pod(name: str = "p", cpu: str = "100m", **meta: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "default", **meta},
-        "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]},
-    }
+    return objects.pod(name, {"cpu": cpu}, meta=meta)
+
+
+POD = {"group": "", "version": "v1", "kind": "Pod"}
 
 
 def review(obj: Any, api_version: str = V1, **request: Any) -> dict[str, Any]:
-    req = {"uid": "u-1", "kind": {"group": "", "version": "v1", "kind": "Pod"}, "operation": "CREATE",
-           "namespace": "default", "object": obj, **request}  # fmt: skip
-    return {"apiVersion": api_version, "kind": "AdmissionReview", "request": req}
+    """A review of a Pod whatever `obj` is (the tests send objects that are not pods)."""
+    return objects.review(obj, api_version=api_version, **{"kind": POD, "namespace": "default", **request})
 
 
 def sample(name: str, labels: dict[str, str]) -> float:

@@ -11,6 +11,7 @@ from prometheus_client import REGISTRY
 
 from fitguard import __version__
 from kube.statefile import load_state
+from tests import objects
 from webhook.app import create_app
 from webhook.cluster import from_objects
 from webhook.review import WebhookOptions
@@ -22,15 +23,7 @@ VERDICTS = ("allow", "deny", "warn", "audit", "error")
 
 
 def review(obj: dict[str, Any], operation: str = "CREATE") -> dict[str, Any]:
-    request = {
-        "uid": "u-1",
-        "kind": {"group": "", "version": "v1", "kind": obj["kind"]},
-        "resource": {"group": "", "version": "v1", "resource": "pods"},
-        "operation": operation,
-        "namespace": obj["metadata"]["namespace"],
-        "object": obj,
-    }
-    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
+    return objects.review(obj, operation=operation, with_resource=True)
 
 
 def counts() -> dict[tuple[str, str], float]:

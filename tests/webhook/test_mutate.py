@@ -70,6 +70,8 @@ def client_for(objects: list[dict[str, Any]], **config: Any) -> FlaskClient:
     return app.test_client()
 
 
+# Not tests.objects.review: this one names no namespace unless the test gives one, since what
+# mutate does without a namespace is part of what these tests prove.
 def admission_review(pod: dict[str, Any], uid: str = "uid-1", **request: Any) -> dict[str, Any]:
     req = {"uid": uid, "kind": POD_KIND, "resource": {"group": "", "version": "v1", "resource": "pods"},
            "operation": "CREATE", "object": pod, **request}  # fmt: skip

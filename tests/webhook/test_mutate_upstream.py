@@ -13,6 +13,7 @@ import jsonpatch
 import pytest
 from flask.testing import FlaskClient
 
+from tests import objects
 from tests.upstream import sgp_matching, vpc_rc_pod_webhook
 from tests.upstream.sgp_matching import MatchCase
 from tests.upstream.vpc_rc_pod_webhook import FARGATE_LABEL, NAMESPACE, POD_ENI, POD_SG, WebhookCase
@@ -27,15 +28,7 @@ def client_for(objects: list[dict[str, Any]]) -> FlaskClient:
 
 
 def review(pod: dict[str, Any], uid: str = "uid-1") -> dict[str, Any]:
-    request = {
-        "uid": uid,
-        "kind": {"group": "", "version": "v1", "kind": "Pod"},
-        "resource": {"group": "", "version": "v1", "resource": "pods"},
-        "namespace": NAMESPACE,
-        "operation": "CREATE",
-        "object": pod,
-    }
-    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
+    return objects.review(pod, uid, namespace=NAMESPACE, with_resource=True)
 
 
 def mutate(client: FlaskClient, pod: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:

@@ -18,6 +18,7 @@ from kube.statefile import load_state
 from kube.store import Store
 from tests import user_sees
 from tests.capacity.test_autoscaler_memory import group, remembering
+from tests.objects import pod
 from webhook.cluster import ClusterView, from_objects
 from webhook.denial_fields import (
     MAX_WARNING,
@@ -59,15 +60,6 @@ def request(
         "namespace": obj["metadata"].get("namespace", ""),
         "object": obj,
         "oldObject": old,
-    }
-
-
-def pod(name: str = "p", requests: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {"containers": [{"name": "c", "resources": {"requests": requests or {}}}], **spec},
     }
 
 

@@ -24,6 +24,7 @@ import yaml
 from prometheus_client import REGISTRY
 
 from kube.statefile import load_state
+from tests import objects
 from webhook.app import create_app
 from webhook.cluster import from_objects
 from webhook.review import WebhookOptions
@@ -38,15 +39,7 @@ Obj = dict[str, Any]
 
 
 def pod(name: str, cpu: str, **spec: Any) -> Obj:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {
-            "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}],
-            **spec,
-        },
-    }
+    return objects.pod(name, {"cpu": cpu}, image="x", **spec)
 
 
 # pkg/controller/daemon/util/daemonset_util.go AddOrUpdateDaemonPodTolerations
@@ -111,17 +104,10 @@ def daemonset(name: str, cpu: str, **spec: Any) -> Obj:
 
 
 def node(name: str, cpu: str, labels: Mapping[str, str] | None = None, **spec: Any) -> Obj:
-    """A live node of no known group unless its labels name one."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {
-            "name": name,
-            "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", **(labels or {})},
-        },
-        "spec": spec,
-        "status": {"allocatable": {"cpu": cpu, "memory": "16Gi", "pods": "110", "ephemeral-storage": "50Gi"}},
-    }
+    """A live node of no known group unless its labels name one, without conditions."""
+    allocatable = {"cpu": cpu, "memory": "16Gi", "pods": "110", "ephemeral-storage": "50Gi"}
+    hostname = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", **(labels or {})}
+    return objects.node(name, allocatable, labels=hostname, ready=None, **spec)
 
 
 NODE_POOL = {
@@ -392,19 +378,7 @@ CASES = [
 
 
 def review(obj: Obj, operation: str = "CREATE", old: Obj | None = None) -> Obj:
-    group, _, version = obj["apiVersion"].rpartition("/")
-    return {
-        "apiVersion": "admission.k8s.io/v1",
-        "kind": "AdmissionReview",
-        "request": {
-            "uid": "u-26",
-            "kind": {"group": group, "version": version, "kind": obj["kind"]},
-            "operation": operation,
-            "namespace": obj["metadata"]["namespace"],
-            "object": obj,
-            "oldObject": old,
-        },
-    }
+    return objects.review(obj, "u-26", operation, oldObject=old)
 
 
 def unchecked(why: str) -> float:
