@@ -304,6 +304,7 @@ def test_pod_selector_strings() -> None:
 # --- which live node cluster-autoscaler keeps ----------------------------------------------------
 
 
+# Not tests.objects.node: when the node became Ready is what cluster-autoscaler's memory reads.
 def node(ready_since: str | None = "2026-11-30T11:00:00Z", **spec: Any) -> dict[str, Any]:
     condition: dict[str, Any] = {"type": "Ready", "status": "True"}
     if ready_since:

@@ -24,6 +24,8 @@ OLD = "2026-11-30T11:00:00Z"  # an hour before T0
 RECENT = "2026-11-30T11:59:30Z"  # 30 s before T0
 
 
+# Not tests.objects.node: readiness is the subject, so each condition (and its transition time)
+# is written out by the test.
 def node(
     conditions: list[dict[str, Any]] | None = None,
     taints: list[dict[str, Any]] | None = None,

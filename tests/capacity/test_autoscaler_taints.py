@@ -90,6 +90,8 @@ def test_the_newest_process_gives_the_flags_and_a_pod_without_them_gives_none() 
     assert alone is not None and alone.taint_options == DEFAULT_TAINT_CONFIG
 
 
+# Not tests.objects.node: the Ready condition's transition time and the taints as (key, value,
+# effect) are what the templates are built from here.
 def node(name: str, taints: list[tuple[str, str, str]]) -> dict[str, Any]:
     return {
         "metadata": {"name": name, "labels": {"eks.amazonaws.com/nodegroup": "ng-a"}},

@@ -22,6 +22,7 @@ from capacity.names import EXHAUSTED_LABEL
 from capacity.quantity_grammar import FORMAT_WRONG
 from capacity.resources import POD_ENI
 from capacity.template import NodeGroupTemplate, View
+from tests import objects
 
 UNSCHEDULABLE = {"conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}
 GUARD = {
@@ -36,10 +37,8 @@ GUARD = {
 
 
 def pod(name: str, requests: dict[str, str], affinity: dict[str, Any] | None = None) -> dict[str, Any]:
-    spec: dict[str, Any] = {"containers": [{"name": "c", "resources": {"requests": requests}}]}
-    if affinity:
-        spec["affinity"] = affinity
-    return {"metadata": {"namespace": "default", "name": name}, "spec": spec, "status": UNSCHEDULABLE}
+    spec = {"affinity": affinity} if affinity else {}
+    return {**objects.pod(name, requests, **spec), "status": UNSCHEDULABLE}
 
 
 def group(

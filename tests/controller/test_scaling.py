@@ -37,6 +37,7 @@ from controller.scaling import (
     scale_ups_json,
 )
 from kube.events import EventRecorder
+from tests import objects
 
 NOW = 1_700_000_000.0
 EKS = "eks.amazonaws.com/nodegroup"
@@ -44,6 +45,8 @@ EKSCTL = "alpha.eksctl.io/nodegroup-name"
 GIB = 1024**3
 
 
+# Not tests.objects.node: cordoning and a MemoryPressure condition beside Ready are what these
+# scale-up decisions read.
 def node(
     name: str,
     labels: dict[str, str],
@@ -100,18 +103,7 @@ def test_a_group_is_exhausted_when_every_ready_schedulable_node_carries_the_labe
 
 
 def pod(name: str, node_name: str, phase: str, requests: dict[str, str]) -> Any:
-    return project_pod(
-        {
-            "metadata": {"namespace": "default", "name": name},
-            "spec": {
-                "nodeName": node_name,
-                "containers": [
-                    {"name": "c", "image": "x", "resources": {"requests": requests, "limits": {}}}
-                ],
-            },
-            "status": {"phase": phase},
-        }
-    )
+    return project_pod(objects.pod(name, requests, image="x", limits={}, node=node_name, phase=phase))
 
 
 def test_free_capacity_is_allocatable_less_the_requests_of_running_pods() -> None:

@@ -105,6 +105,8 @@ INTERNAL_ERRORS = _InternalErrors()
 logging.getLogger("webhook").addHandler(INTERNAL_ERRORS)
 
 
+# Not tests.objects.pod/review: the fuzzer replaces each field of a whole realistic pod and review,
+# so every field a real one carries is written out here.
 def pod(name: str = "web-1") -> dict[str, Any]:
     container = {
         "name": "app",

@@ -27,6 +27,8 @@ NGT = ("fitguard.io", "v1alpha1")
 WATCH_TIMEOUT = 5  # seconds: a safety net so a broken watch fails the test instead of hanging it
 
 
+# Not tests.objects.pod: this pod has no namespace (the fake API server fills it in from the URL,
+# which is under test) and an env list (which strategic merge patches act on).
 def pod(name: str, labels: dict[str, str] | None = None, node: str | None = None) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "containers": [{"name": "app", "image": "busybox", "env": [{"name": "A", "value": "1"}]}]

@@ -10,8 +10,10 @@ from typing import Any
 import pytest
 
 from capacity.records import project_node, project_pod
+from capacity.resources import POD_ENI
 from controller.aws.eni_verify import OWNER_TAG, TRUNK_DESCRIPTION, TRUNK_TAG, Ec2Verifier
 from kube.events import EventRecorder
+from tests import objects
 from tests.awsfixtures import inject_errors
 
 
@@ -57,17 +59,10 @@ def node(instance_id: str) -> Any:
 
 def pod(name: str, eni: str) -> Any:
     annotation = json.dumps([{"eniId": eni, "ifAddress": "0a:1b", "privateIp": "10.0.1.5", "vlanId": 1}])
-    return project_pod(
-        {
-            "metadata": {
-                "name": name,
-                "namespace": "default",
-                "annotations": {"vpc.amazonaws.com/pod-eni": annotation},
-            },
-            "spec": {"nodeName": "node-a", "containers": []},
-            "status": {"phase": "Running"},
-        }
+    running = objects.pod(
+        name, node="node-a", annotations={POD_ENI: annotation}, phase="Running", containers=[]
     )
+    return project_pod(running)
 
 
 def test_branch_enis_are_counted_and_the_unclaimed_one_leaks_after_the_window(
