@@ -43,7 +43,7 @@ reliability: $(STAMP)
 
 # Mutation testing with mutmut (configured in pyproject.toml, [tool.mutmut]); not part of `make test`.
 # Slow: scope a run with MUTANTS, e.g. `make mutation MUTANTS='capacity.fit.*'`; results accumulate
-# in mutants/ and the table counts every module run so far. Results and survivors: TESTING.md.
+# in mutants/ and the table counts every module run so far. Results and survivors: docs/testing.md.
 MUTANTS      ?=
 MUTATION_JOBS ?= 2
 mutation: $(STAMP)

@@ -375,7 +375,7 @@ def books_after(lives: list[Life], nodes: list[NodeRecord]) -> BranchEniBooks:
     return b
 
 
-# -- whole answers (the mutation run of capacity/branch_eni.py, TESTING.md) --------------------
+# -- whole answers (the mutation run of capacity/branch_eni.py, docs/testing.md) --------------------
 
 
 def _pod(name: str, node: str = "n1", ns: str = "batch", **kw: object) -> PodRecord:

@@ -40,7 +40,7 @@ def test_an_eni_on_an_unknown_instance_is_still_reported() -> None:
     assert (leak.node, leak.instance_id) == ("", "")
 
 
-# -- whole answers (the mutation run of capacity/eni_audit.py, TESTING.md) ---------------------
+# -- whole answers (the mutation run of capacity/eni_audit.py, docs/testing.md) ---------------------
 
 
 def test_an_audit_is_reported_whole_with_leaks_sorted_by_node_then_id() -> None:

@@ -289,7 +289,7 @@ def test_more_allocatable_never_turns_a_fit_into_a_non_fit(
         assert fits(needs, bigger)
 
 
-# --- whole answers (the mutation run of capacity/fit.py, TESTING.md) ---------------------------
+# --- whole answers (the mutation run of capacity/fit.py, docs/testing.md) ---------------------------
 # Every Reason with its figures, what a pod's needs compile to, the scheduler's units per resource
 # and the per-view memo of offers, each expected value written out.
 

@@ -342,7 +342,7 @@ def test_a_group_whose_nodes_go_one_by_one_is_never_remembered_with_the_label(
     assert scaling or all(EXHAUSTED_LABEL not in view.labels for view in cached)
 
 
-# -- whole answers (the mutation run of capacity/guard.py, TESTING.md) -------------------------
+# -- whole answers (the mutation run of capacity/guard.py, docs/testing.md) -------------------------
 
 
 def _guard_expr(key: str = EXHAUSTED_LABEL, operator: str = "DoesNotExist") -> dict[str, Any]:

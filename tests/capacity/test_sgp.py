@@ -143,7 +143,7 @@ def test_a_selector_label_selector_as_selector_rejects_keeps_every_reason() -> N
     )
 
 
-# -- whole answers (the mutation run of capacity/selectors.py and capacity/sgp.py, TESTING.md) --
+# -- whole answers (the mutation run of capacity/selectors.py and capacity/sgp.py, docs/testing.md) --
 
 _NAME_RULE = "the name must be alphanumerics, '-', '_' or '.', starting and ending with an alphanumeric"
 _VALUE_RULE = "must be empty or alphanumerics, '-', '_' or '.', starting and ending with an alphanumeric"
