@@ -190,7 +190,7 @@ class Cycle:
     unschedulable: int
     demand: int
     skipped: list[dict[str, Any]]
-    errors: dict[str, str] = field(default_factory=dict)
+    asg_error: str = ""  # why the ASGs could not be read (the plan then starts from the templates)
     outcomes: dict[str, ScaleUpOutcome] = field(default_factory=dict)  # group -> its scale-up's fate
 
 
@@ -239,14 +239,14 @@ class ScalingDriver:
         asg_names, true_free_pod_eni = facts.asg_names, facts.true_free_pod_eni
         current = {t.name: t for t in templates}
         names = {name: (asg_names or {}).get(name, name) for name, t in current.items() if is_scalable(t)}
-        errors: dict[str, str] = {}
+        asg_error = ""
         last: dict[str, float] = {}
         if self.asgs is not None and names and self.config.mode != OFF:
             try:
                 states = self.asgs.describe(sorted(set(names.values())))
             except AWS_ERRORS as err:
-                errors[""] = describe_error("DescribeAutoScalingGroups", err)
-                log.error("reading the ASGs failed, planning from the published templates: %s", errors[""])
+                asg_error = describe_error("DescribeAutoScalingGroups", err)
+                log.error("reading the ASGs failed, planning from the published templates: %s", asg_error)
                 states = {}
             for group, asg in names.items():
                 state = states.get(asg)
@@ -271,7 +271,7 @@ class ScalingDriver:
         planner = planner_with(self.config, facts.priorities)
         result = plan(demand.shapes, current.values(), free, now=now, last_scale_up=last, config=planner)
         skipped = [{"pods": [p.key for p in s.shape.pods], "why": s.why} for s in demand.skipped]
-        return Cycle(result, current, names, raw, unschedulable, demand.pod_count, skipped, errors)
+        return Cycle(result, current, names, raw, unschedulable, demand.pod_count, skipped, asg_error)
 
     def act(self, cycle: Cycle, *, now: float) -> list[dict[str, Any]]:
         """Carries the plan out as the mode says (only the leader acts); returns the `scaleUps` list
@@ -369,7 +369,7 @@ def scale_ups_json(cycle: Cycle) -> dict[str, Any]:
         "demandPods": cycle.demand,
         "notDemand": cycle.skipped,
         "outcomes": {group: str(outcome) for group, outcome in sorted(cycle.outcomes.items())},
-        "errors": cycle.errors,
+        "errors": {"": cycle.asg_error} if cycle.asg_error else {},  # the JSON contract's key
     }
 
 

@@ -47,8 +47,11 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from compile_instance_types import _generated_at, _source_ref, parse_go_map
+
+from capacity.karpenter.instance_labels import STORED
 
 ROOT = Path(__file__).resolve().parents[1]
 FACTS_OUT = ROOT / "capacity" / "data" / "karpenter_facts.json"
@@ -58,24 +61,9 @@ INSTANCE_TYPES = ROOT / "capacity" / "data" / "instance_types.json"
 _TYPE = re.compile(r"^### `([^`]+)`$")
 _ROW = re.compile(r"^ \|([^|]+)\|([^|]*)\|$")
 # labels EC2 facts fitguard has no other source for (`computeRequirements` sets them from
-# ProcessorInfo, EbsInfo, NetworkInfo, the bandwidth table, GpuInfo, InferenceAcceleratorInfo, NeuronInfo)
-STORED_LABELS = tuple(
-    f"karpenter.k8s.aws/{suffix}"
-    for suffix in (
-        "instance-cpu-manufacturer",
-        "instance-cpu-sustained-clock-speed-mhz",
-        "instance-ebs-bandwidth",
-        "instance-network-bandwidth",
-        "instance-encryption-in-transit-supported",
-        "instance-gpu-name",
-        "instance-gpu-manufacturer",
-        "instance-gpu-count",
-        "instance-gpu-memory",
-        "instance-accelerator-name",
-        "instance-accelerator-manufacturer",
-        "instance-accelerator-count",
-    )
-)
+# ProcessorInfo, EbsInfo, NetworkInfo, the bandwidth table, GpuInfo, InferenceAcceleratorInfo, NeuronInfo):
+# the ones capacity/karpenter/instance_labels.py reads back from the compiled facts
+STORED_LABELS = STORED
 _PASS_THROUGH = {
     "nvidia.com/gpu": "nvidiaGpu",
     "amd.com/gpu": "amdGpu",

@@ -39,7 +39,8 @@ def _router(prerendered: str, pending: str, fake: str) -> ThreadingHTTPServer:
     bodies without a length (watches) are streamed chunk by chunk. The pre-rendered server ignores
     selectors, so a pod list with one goes where it is answered as the API server would: the
     cycle's unschedulable pods (`spec.nodeName=,status.phase=Pending`) to `pending`, which holds
-    exactly those; a label selector (cluster-autoscaler's own pods) to `fake`, which holds none."""
+    exactly those; a label selector (cluster-autoscaler's own pods, listed or watched) to `fake`,
+    which holds none."""
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -50,8 +51,10 @@ def _router(prerendered: str, pending: str, fake: str) -> ThreadingHTTPServer:
         def _forward(self) -> None:
             url = urlsplit(self.path)
             target = prerendered if self.command == "GET" and url.path in PRERENDERED else fake
-            if target == prerendered and "Selector=" in url.query and "watch=" not in url.query:
-                target = pending if "fieldSelector=" in url.query else fake
+            if target == prerendered and "labelSelector=" in url.query:
+                target = fake  # cluster-autoscaler's pods, listed or watched: the fake holds none
+            elif target == prerendered and "fieldSelector=" in url.query and "watch=" not in url.query:
+                target = pending
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length) if length else None
             upstream = http.client.HTTPConnection(urlsplit(target).netloc, timeout=900)

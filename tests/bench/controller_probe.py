@@ -1,6 +1,7 @@
 """The controller side of the scale benchmark, run in a freshly spawned process so its resident
-memory is the controller's alone: LiveBooks (kube/reflector.py list+watch into compact records and
-the branch ENI books) against an API server URL; sync time, RSS, watch event cost, reconcile time.
+memory is the controller's alone: its cache, books and books reconciler as tests/books_stack.py
+composes them (controller/cache.py's reflectors list+watch into compact records, the branch ENI
+books listen) against an API server URL; sync time, RSS, watch event cost, reconcile time.
 
 Messages to the parent over a Pipe: ("synced", figures) once the lists are installed, then
 ("done", figures); the parent releases the watch events between the two.

@@ -405,9 +405,10 @@ def test_the_plan_starts_from_the_asgs_sizes_and_last_scale_up_as_aws_reports_th
     with Stubber(client) as stub:
         stub.add_client_error("describe_auto_scaling_groups", "ValidationError", "broken")
         cycle = driver.plan_cycle(templates, pods, [], now=NOW, facts=CycleFacts(asg_names={"ng-a": "asg-a"}))
-    assert cycle.errors == {"": "DescribeAutoScalingGroups: ValidationError: broken"}
+    assert cycle.asg_error == "DescribeAutoScalingGroups: ValidationError: broken"
+    assert scale_ups_json(cycle)["errors"] == {"": cycle.asg_error}  # the JSON contract's key
     assert [(s.node_group, s.from_size, s.to_size) for s in cycle.plan.scale_ups] == [("ng-a", 0, 2)]
-    off = ScalingDriver(ScalingOptions(mode=OFF, scope="all"), client)
+    off = ScalingDriver(ScalingOptions(mode=OFF, scope="all"), AsgGroups(client))
     with Stubber(client) as stub:  # no call expected: scaling off reads no ASG
         cycle = off.plan_cycle(templates, pods, [], now=NOW)
         stub.assert_no_pending_responses()
