@@ -35,7 +35,7 @@ bench: $(STAMP)
 	$(PY) -m tests.bench
 
 fuzz: $(STAMP)
-	$(PY) -m pytest tests/test_fuzz_admission.py -p no:randomly --hypothesis-profile=fuzz
+	$(PY) -m pytest tests/e2e/test_fuzz_admission.py -p no:randomly --hypothesis-profile=fuzz
 
 # The webhook at 500 reviews/s over TLS while a worker is killed and the certificate rotates.
 reliability: $(STAMP)
@@ -43,7 +43,7 @@ reliability: $(STAMP)
 
 # Mutation testing with mutmut (configured in pyproject.toml, [tool.mutmut]); not part of `make test`.
 # Slow: scope a run with MUTANTS, e.g. `make mutation MUTANTS='capacity.fit.*'`; results accumulate
-# in mutants/ and the table counts every module run so far. Results and survivors: TESTING.md.
+# in mutants/ and the table counts every module run so far. Results and survivors: docs/testing.md.
 MUTANTS      ?=
 MUTATION_JOBS ?= 2
 mutation: $(STAMP)

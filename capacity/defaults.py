@@ -4,8 +4,8 @@ the controller's Lease, and the addresses its processes listen on.
 Every command's flags, every options object and the webhook's own-namespace exemption take their
 default from here (capacity/ is the bottom layer, so webhook/, controller/, certs/ and kube/ can all
 import it; it is plain data, cheap enough for `fitguard --help`). manifests/ writes the same
-values in YAML, where tests/test_manifests.py checks them; tests/test_names.py keeps any other
-module from spelling them again.
+values in YAML, where tests/install/test_manifests.py checks them; tests/capacity/test_names.py
+keeps any other module from spelling them again.
 """
 
 from __future__ import annotations

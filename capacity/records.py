@@ -2,7 +2,7 @@
 
 Raw JSON (a dict as the API returns it) is read once into `__slots__` records; nothing keeps the
 dict or a client model (a V1Pod costs about 80 KB). Repeated strings (namespace, node, phase, owner)
-are interned. About 0.34 KB a PodRecord (tracemalloc, 2,000 Job pods; tests/test_records.py keeps
+are interned. About 0.34 KB a PodRecord (tracemalloc, 2,000 Job pods; tests/capacity/test_records.py keeps
 it under 1 KB).
 """
 

@@ -183,7 +183,7 @@ class BoundedLoader(_CountingComposer, _Parser, SafeConstructor, Resolver):  # t
 # indicator. A text without one has no alias, so only the nesting bound applies to it.
 _MAYBE_ALIAS = re.compile(r"(?:^|[\s\[\]{},:?-])\*", re.MULTILINE)
 # libyaml's own limit (yaml_set_max_nest_level, 1,000 by default since 0.2.5): its composer
-# recurses once per level, so no text reaches it deeper than this (tests/test_bounded.py).
+# recurses once per level, so no text reaches it deeper than this (tests/kube/test_bounded.py).
 LIBYAML_MAX_NEST = 1000
 _FAST = hasattr(yaml, "CSafeLoader")
 

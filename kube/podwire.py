@@ -10,7 +10,7 @@ Correctness rests on one rule: the schema decode is trusted only where it gives 
 tolerant path would. Whenever it refuses a pod (a field of an odd type, null where a map is
 expected, a string msgspec does not accept), that pod alone is decoded with `json.loads`, and the
 projection then gives the same record or the same rejection as before; the other pods of the page
-keep the fast path. tests/test_podwire.py compares both paths record for record.
+keep the fast path. tests/kube/test_podwire.py compares both paths record for record.
 
 The schema is an edge concern (kube/), not a domain one: capacity/ stays free of the library.
 """

@@ -43,5 +43,5 @@ def paged_lists(monkeypatch: pytest.MonkeyPatch) -> None:
     """Caches read with paged lists, through client-go's switch (KUBE_FEATURE_WatchListClient): for
     tests that count, or arm faults on, the list requests of the paged path (a page held, page two
     failing, a 429 on a list, the relist after a 410). The same guarantees of streamed lists are
-    tests/test_kube_reflector_stream.py's."""
+    tests/kube/test_reflector_stream.py's."""
     monkeypatch.setenv("KUBE_FEATURE_WatchListClient", "false")

@@ -38,6 +38,8 @@ def deep_json(levels: int = 100_000) -> str:
     return "[" * levels + "]" * levels
 
 
+# Not tests.objects.pod: the manifest is YAML text, so a name can be written with escapes that
+# no dict would carry.
 def pod(name: str, requests: str = "{cpu: 100m}") -> str:
     """A Pod manifest; `name` is written as a YAML double-quoted scalar (escapes allowed)."""
     return (

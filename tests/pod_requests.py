@@ -5,18 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests import objects
 from tests.fakekube.server import FakeKubeServer
 
 WATCH_TIMEOUT = 30.0  # the reflectors' watch timeout in these tests; client-go asks for 1 to 2 times it
 
 
 def pod(name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {"containers": [{"name": "app", "image": "busybox"}]},
-    }
+    return objects.pod(name, container="app", image="busybox")
 
 
 def pod_requests(fake: FakeKubeServer) -> list[tuple[dict[str, str], str | None]]:

@@ -1,4 +1,4 @@
-"""Slow and malicious TLS clients of the admission port, for tests/test_slow_clients.py and the
+"""Slow and malicious TLS clients of the admission port, for tests/e2e/test_slow_clients.py and the
 slow-client benchmark (tests/bench/slowclients.py).
 
 Three kinds, each a real socket to the server:

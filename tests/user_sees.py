@@ -1,10 +1,10 @@
-"""What a user sees, written once: the texts the tests assert whole (tests/test_kubectl_e2e.py
-against the real kubectl, tests/test_report.py against `fitguard report`), and the console blocks
+"""What a user sees, written once: the texts the tests assert whole (tests/e2e/test_kubectl.py
+against the real kubectl, tests/fitguard/test_report.py against `fitguard report`), and the console blocks
 of the README's "What a user sees" section rendered from them.
 
 Each generated block in README.md follows a marker line `<!-- user-sees: NAME -->`; `BLOCKS[NAME]`
 renders it, with the few values a run varies (the manifest's path, the webhook's address, the
-template's age) set to what a reader would see. tests/test_readme_user_sees.py fails when the
+template's age) set to what a reader would see. tests/install/test_readme_user_sees.py fails when the
 README differs; `python -m tests.user_sees` rewrites the blocks.
 """
 

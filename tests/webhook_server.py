@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from tests import objects
 from tests.kustomize import render
 from tests.tlsfixtures import TlsFiles, client_ssl_context
 
@@ -176,13 +177,8 @@ def admission_review(
     obj: dict[str, Any], uid: str = "e2e-1", operation: str = "CREATE", **request: Any
 ) -> bytes:
     """An admission.k8s.io/v1 AdmissionReview of `obj`, its kind and namespace taken from it."""
-    group, _, version = str(obj["apiVersion"]).rpartition("/")
-    req = {"uid": uid, "kind": {"group": group, "version": version, "kind": obj["kind"]},
-           "operation": operation, "namespace": obj["metadata"].get("namespace", ""), "object": obj,
-           **request}  # fmt: skip
-    return json.dumps(
-        {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": req}
-    ).encode()
+    namespace = request.pop("namespace", obj["metadata"].get("namespace", ""))
+    return json.dumps(objects.review(obj, uid, operation, namespace=namespace, **request)).encode()
 
 
 def post(conn: http.client.HTTPSConnection, body: bytes, path: str = "/mutate") -> tuple[int, dict[str, Any]]:

@@ -32,7 +32,7 @@ MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 OTHER = "other"
 WEBHOOKS = frozenset({"mutate", "validate"})
 # The kinds the webhooks review: Pod and those of webhook/validate.py's TEMPLATE_PATHS (not imported:
-# validate imports this module; tests/test_metric_labels.py keeps the two equal).
+# validate imports this module; tests/webhook/test_metrics_labels.py keeps the two equal).
 KINDS = frozenset(
     {"Pod", "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "ReplicationController", "Job", "CronJob"}
 )

@@ -7,7 +7,7 @@ example cluster as its state), sends `--reviews` reviews, half to /mutate and ha
 whose kind, operation, namespace, name, uid, dryRun and userInfo are random strings of
 `--field-bytes` characters (some of them a known kind or operation with the rest random), then
 prints the size of one `/metrics` scrape, of the metrics directory, and the number of fitguard_
-series. tests/test_metric_labels.py uses the same reviews.
+series. tests/webhook/test_metrics_labels.py uses the same reviews.
 """
 
 from __future__ import annotations

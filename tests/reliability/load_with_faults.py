@@ -33,7 +33,7 @@ import yaml
 from cryptography.hazmat.primitives import serialization
 
 from certs import files, material
-from tests.test_webhook_e2e import _worker_pids
+from tests.e2e.test_webhook import _worker_pids
 from tests.tlsfixtures import TlsFiles, client_ssl_context
 from tests.webhook_server import SHOP_STATE, Server, admission_review, running
 
