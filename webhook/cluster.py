@@ -5,7 +5,6 @@ Nothing here calls the API on the request path."""
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -21,6 +20,7 @@ from capacity.template import NodeGroupTemplate
 from kube.options import ReflectorOptions, WatchOptions
 from kube.statefile import by_kind, load_state
 from kube.store import Store
+from kube.when_served import WhenServed
 from webhook.memo import RefusalMemo
 
 if TYPE_CHECKING:
@@ -35,9 +35,6 @@ CONFIG_KEYS = (WINDOWS_IPAM_KEY, COOLDOWN_KEY)
 DEFAULT_SERVICE_ACCOUNT = "default"
 EMPTY: Mapping[str, str] = {}
 NODE_POOL_KIND = "NodePool"  # karpenter.sh/v1
-# How often a webhook in a cluster without Karpenter asks again whether NodePools are served.
-NODE_POOL_RECHECK_SECONDS = 60.0
-NODE_POOL_RETRY_SECONDS = 2.0  # after a failed question: the webhook is not ready until it is answered
 
 
 class ServiceAccountNotFound(LookupError):
@@ -211,60 +208,3 @@ def start_reflectors(
         WhenServed(api, NODE_POOL_KIND, view.node_pools, options=ReflectorOptions(watch=watch)).start()
     )
     return started
-
-
-class WhenServed:
-    """A reflector for a kind the API may not serve (a CRD of another project): where the API does
-    not serve it the store is empty and synced (for NodePools: no NodePool can launch a node), and
-    the question is asked again every `recheck` seconds; once it is served, a reflector keeps the
-    store. A failed question is asked again after `retry` seconds and leaves the store as it was
-    (unsynced at first: the webhook is not ready rather than blind to NodePools)."""
-
-    def __init__(
-        self,
-        api: ApiLike,
-        kind: str,
-        store: Store[Any],
-        recheck: float = NODE_POOL_RECHECK_SECONDS,
-        retry: float = NODE_POOL_RETRY_SECONDS,
-        options: ReflectorOptions = ReflectorOptions(),
-    ) -> None:
-        self._api, self._kind, self._store, self._options = api, kind, store, options
-        self._recheck, self._retry = recheck, retry
-        self._stop = threading.Event()
-        self._lock = threading.Lock()
-        self.reflector: Reflector | None = None
-        self._thread = threading.Thread(target=self._run, name=f"{kind.lower()}-discovery", daemon=True)
-
-    def start(self) -> WhenServed:
-        self._thread.start()
-        return self
-
-    def stop(self, timeout: float = 5.0) -> None:
-        self._stop.set()
-        with self._lock:
-            reflector = self.reflector
-        if reflector is not None:
-            reflector.stop(timeout)
-        if self._thread is not threading.current_thread():
-            self._thread.join(timeout)
-
-    def _run(self) -> None:
-        from kube.api import serves, start_reflector
-        from kube.client import KubeError
-
-        while not self._stop.is_set():
-            try:
-                served = serves(self._api, self._kind)
-            except KubeError as err:
-                log.warning("cannot tell whether the API serves %ss: %s", self._kind, err)
-                self._stop.wait(self._retry)
-                continue
-            if served:
-                with self._lock:
-                    if not self._stop.is_set():
-                        self.reflector = start_reflector(self._api, self._kind, self._store, self._options)
-                return
-            if not self._store.synced or len(self._store):
-                self._store.replace([])
-            self._stop.wait(self._recheck)
