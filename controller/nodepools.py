@@ -6,7 +6,7 @@ Karpenter controller's settings; why not for the others. No I/O: the cache is re
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,7 +54,7 @@ def karpenter_settings(pods: Iterable[Mapping[str, Any]]) -> tuple[KarpenterOpti
         return KarpenterOptions(), f"Karpenter controller settings unreadable, its defaults used: {err}"
 
 
-def _overhead(daemonsets: list[Mapping[str, Any]], taints: tuple[Any, ...]) -> Any:
+def _overhead(daemonsets: Sequence[Mapping[str, Any]], taints: tuple[Any, ...]) -> Any:
     """The DaemonSet pods a node of an offer runs: each DaemonSet whose pod template's node selector,
     required affinity and tolerations admit the node's labels and the NodePool's taints
     (capacity/fresh_node.py `daemon_pods`, as for a node group's template)."""
@@ -81,8 +81,8 @@ def _nodeclass_ref(nodepool: Mapping[str, Any]) -> Mapping[str, Any]:
 def nodepool_outcomes(
     nodepools: Iterable[Mapping[str, Any]],
     nodeclasses: Iterable[Mapping[str, Any]],
-    nodes: list[Mapping[str, Any]],
-    daemonsets: list[Mapping[str, Any]],
+    nodes: Sequence[Mapping[str, Any]],
+    daemonsets: Sequence[Mapping[str, Any]],
     settings: KarpenterOptions,
     taken: frozenset[str] = frozenset(),
 ) -> NodePoolOutcomes:
