@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from capacity.karpenter.published import PublishedNodePool
 from capacity.names import API_VERSION, TEMPLATE_KIND
 from capacity.node_pods import RememberedPods
 from capacity.quantity import MILLI
@@ -191,6 +192,9 @@ class NodeGroupTemplate:
     # Every live node of the group, ready or not, by name: what tells the webhook a node of a known
     # group from capacity it does not model (capacity/placement.py Membership).
     node_names: tuple[str, ...] = ()
+    # A Karpenter NodePool's template (provider karpenter): what the webhook judges it by
+    # (capacity/karpenter/published.py); None for every other group.
+    karpenter: PublishedNodePool | None = None
     # What cluster-autoscaler builds the next node from while it remembers the group (with no node):
     # computed once, so the fit check's memo on the view lives as long as the template.
     remembered: View | None = field(default=None, init=False, compare=False, repr=False)
@@ -273,6 +277,9 @@ class NodeGroupTemplate:
         memory = spec.get("autoscalerMemory")
         if memory is not None and not isinstance(memory, Mapping):
             raise TypeError("spec.autoscalerMemory: expected a map")
+        karpenter = spec.get("karpenter")
+        if karpenter is not None and not isinstance(karpenter, Mapping):
+            raise TypeError("spec.karpenter: expected a map")
         return cls(
             name=name,
             provider=str(spec.get("provider") or "manual"),
@@ -298,6 +305,7 @@ class NodeGroupTemplate:
                 parse_resources(on_template, "spec.autoscalerOverhead") if template_pods is not None else None
             ),
             autoscaler_overhead_pods=template_pods,
+            karpenter=PublishedNodePool.from_object(karpenter) if karpenter is not None else None,
         )
 
     def to_object(self) -> dict[str, Any]:
@@ -316,6 +324,8 @@ class NodeGroupTemplate:
             # what `kubectl get ngt` prints: a live node's allocatable is often a byte count no
             # binary suffix divides (19136439364), shown beside a launch template's 44Gi otherwise
             spec[DISPLAY_FIELD] = to_display(self.actual.allocatable)
+        elif self.karpenter is not None:
+            spec[DISPLAY_FIELD] = to_display(self.karpenter.most_offered())
         if self.autoscaler is not None:
             spec["autoscaler"] = self.autoscaler.to_object(with_source=False)
         overhead: dict[str, Any] = to_quantities(self.daemonset_overhead)
@@ -328,6 +338,8 @@ class NodeGroupTemplate:
         spec["scaleFromZero"] = self.scale_from_zero
         if self.memory is not None:
             spec["autoscalerMemory"] = self.memory.to_object()
+        if self.karpenter is not None:
+            spec["karpenter"] = self.karpenter.to_object()
         return {
             "apiVersion": API_VERSION,
             "kind": TEMPLATE_KIND,

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from capacity.autoscaler_memory import DEFAULT_SELECTOR, AutoscalerProcess, running_autoscaler
+from capacity.karpenter.controller_options import KARPENTER_SELECTOR
 from capacity.names import TEMPLATE_KIND
 from capacity.records import NodeRecord, PodRecord, discovery_node, project_node, project_pod
 from capacity.template_taints import DEFAULT_TAINT_CONFIG, TaintOptions
@@ -33,8 +34,10 @@ from kube.store import Fanout, Store, object_key
 if TYPE_CHECKING:
     from kube.client import ApiLike
     from kube.reflector import Reflector
+    from kube.when_served import WhenServed
 
 log = logging.getLogger(__name__)
+NODE_POOL, NODE_CLASS = "NodePool", "EC2NodeClass"  # karpenter.sh/v1, karpenter.k8s.aws/v1
 
 
 class ConfigMapUnreadable(Exception):
@@ -46,6 +49,9 @@ class CacheOptions:
     autoscaler_selector: str = DEFAULT_SELECTOR  # cluster-autoscaler's pods; "" looks for none
     autoscaler_namespace: str = ""  # "" = all namespaces
     watch: WatchOptions = field(default_factory=WatchOptions)  # every reflector's; its page size for --once
+    # the Karpenter controller's pods (its settings that change capacity); "" looks for none
+    karpenter_selector: str = KARPENTER_SELECTOR
+    karpenter_namespace: str = ""  # "" = all namespaces
 
 
 def pending_pod(obj: Mapping[str, Any]) -> Any:
@@ -69,11 +75,15 @@ class ClusterCache:
         self.daemonsets: Store[dict[str, Any]] = Store("daemonsets")
         self.templates: Store[dict[str, Any]] = Store(TEMPLATE_KIND)
         self.autoscalers: Store[dict[str, Any]] = Store("cluster-autoscaler pods")
+        # Karpenter's: empty and synced where the API does not serve them (no Karpenter)
+        self.nodepools: Store[dict[str, Any]] = Store(NODE_POOL)
+        self.nodeclasses: Store[dict[str, Any]] = Store(NODE_CLASS)
+        self.karpenters: Store[dict[str, Any]] = Store("Karpenter controller pods")
         self.api: ApiLike | None = None
         self._config_maps: dict[tuple[str, str], dict[str, Any]] | None = None  # a state file's
         self._file_pods: list[dict[str, Any]] = []  # a state file's, whole (pods_on_node)
         self._autoscaler_error = ""  # why cluster-autoscaler's pods could not be listed (--once)
-        self._reflectors: list[Reflector] = []
+        self._reflectors: list[Reflector | WhenServed] = []
         self._frozen = False
         # run once ConfigMaps can be read and before any object arrives (the books' release window,
         # which decides whether a finished pod still holds its branch ENI when it is first seen)
@@ -99,6 +109,10 @@ class ClusterCache:
         self.templates.replace(kinds.get(TEMPLATE_KIND, []))
         selector, namespace = self.settings.autoscaler_selector, self.settings.autoscaler_namespace
         self.autoscalers.replace(select_autoscaler_pods(pods, selector, namespace))
+        self.nodepools.replace(kinds.get(NODE_POOL, []))
+        self.nodeclasses.replace(kinds.get(NODE_CLASS, []))
+        selector, namespace = self.settings.karpenter_selector, self.settings.karpenter_namespace
+        self.karpenters.replace(select_autoscaler_pods(pods, selector, namespace))
         return self
 
     def list_from(self, api: ApiLike) -> ClusterCache:
@@ -123,6 +137,17 @@ class ClusterCache:
             self._autoscaler_error = str(err)
             found = []
         self.autoscalers.replace(found)
+        for kind, store in ((NODE_POOL, self.nodepools), (NODE_CLASS, self.nodeclasses)):
+            try:
+                store.replace(kube_api.list_kind(api, kind, page_size=size))
+            except KubeError as err:
+                if err.status != 404:  # 404: the CRD is not installed, so there are none
+                    raise
+                store.replace([])
+        selector, namespace = self.settings.karpenter_selector, self.settings.karpenter_namespace
+        self.karpenters.replace(
+            kube_api.list_pods_by_label(api, namespace or None, selector) if selector else []
+        )
         return self
 
     def _replace_pods(self, pods: Iterable[Mapping[str, Any]]) -> None:
@@ -158,7 +183,28 @@ class ClusterCache:
             self._reflectors.append(start_reflector(api, "Pod", self.autoscalers, options))
         else:
             self.autoscalers.replace([])
+        self._start_karpenter(api)
         return self
+
+    def _start_karpenter(self, api: ApiLike) -> None:
+        """NodePools and EC2NodeClasses once the API serves them (empty and synced until then), and
+        the Karpenter controller's pods by label."""
+        from kube.api import start_reflector
+        from kube.when_served import WhenServed
+
+        watch = self.settings.watch
+        for kind, store in ((NODE_POOL, self.nodepools), (NODE_CLASS, self.nodeclasses)):
+            self._reflectors.append(
+                WhenServed(api, kind, store, options=ReflectorOptions(watch=watch)).start()
+            )
+        selector, namespace = self.settings.karpenter_selector, self.settings.karpenter_namespace
+        if selector:
+            options = ReflectorOptions(
+                name="karpenter-pods", namespace=namespace or None, label_selector=selector, watch=watch
+            )
+            self._reflectors.append(start_reflector(api, "Pod", self.karpenters, options))
+        else:
+            self.karpenters.replace([])
 
     def stop(self) -> None:
         for reflector in self._reflectors:
@@ -167,7 +213,16 @@ class ClusterCache:
     # -- reading ------------------------------------------------------------------------------
 
     def stores(self) -> tuple[Store[Any], ...]:
-        return (self.nodes, self.pods, self.daemonsets, self.templates, self.autoscalers)
+        return (
+            self.nodes,
+            self.pods,
+            self.daemonsets,
+            self.templates,
+            self.autoscalers,
+            self.nodepools,
+            self.nodeclasses,
+            self.karpenters,
+        )
 
     def waiting_for(self) -> list[str]:
         """The stores whose first list has not completed (every one of them before `start`)."""

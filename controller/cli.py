@@ -13,6 +13,7 @@ from typing import Any
 
 from capacity.autoscaler_memory import DEFAULT_SELECTOR
 from capacity.defaults import METRICS_BIND
+from capacity.karpenter.controller_options import KARPENTER_SELECTOR
 from cmdline.durations import parse_duration
 from cmdline.logs import add_arguments as add_logging_arguments
 from cmdline.logs import setup_logging
@@ -122,6 +123,20 @@ def _add_discovery_arguments(parser: Any) -> None:
         default="",
         metavar="NAMESPACE",
         help="the namespace of cluster-autoscaler's pods (default: all namespaces)",
+    )
+    parser.add_argument(
+        "--karpenter-selector",
+        default=KARPENTER_SELECTOR,
+        metavar="SELECTOR",
+        help="label selector of the Karpenter controller's pods (default: the Helm chart's, %(default)s): "
+        "their RESERVED_ENIS and VM_MEMORY_OVERHEAD_PERCENT change what a NodePool's nodes offer; none "
+        "found, or empty: Karpenter's defaults",
+    )
+    parser.add_argument(
+        "--karpenter-namespace",
+        default="",
+        metavar="NAMESPACE",
+        help="the namespace of the Karpenter controller's pods (default: all namespaces)",
     )
     parser.add_argument(
         "--region",
@@ -236,9 +251,8 @@ def _main(args: argparse.Namespace) -> int:
     from capacity.autoscaler_specs import SpecError
     from controller.aws.region import NoRegion, resolve_region
     from controller.compose import aws_clients
-    from controller.run import ControllerOptions, run_once
+    from controller.run import run_once
     from controller.scaling_cli import build_driver, scaling_config
-    from controller.settings import TagSyncMode
     from kube.statefile import StateFileError, load_state
 
     setup_logging(args.log_format, args.log_level)
@@ -257,25 +271,11 @@ def _main(args: argparse.Namespace) -> int:
         print(f"fitguard controller: {err}", file=sys.stderr)
         return 2
     log.info("AWS region %s (from %s)", region.name, region.source, extra={"region": region.name})
-    options = ControllerOptions(
-        state=args.state or "",
-        dry_run=args.dry_run,
-        sync_autoscaler_tags=TagSyncMode(args.sync_autoscaler_tags),
-        sync_label_tags=args.sync_autoscaler_label_tags,
-        cluster_name=args.cluster_name,
-        auto_discovery=tuple(args.node_group_auto_discovery),
-        nodes=tuple(args.nodes),
-        node_group_label=args.node_group_label,
-        autoscaler_selector=args.autoscaler_selector,
-        autoscaler_namespace=args.autoscaler_namespace,
-        region=region.name,
-        kubeconfig=args.kubeconfig,
-        context=args.context,
-        branch_eni_release=args.branch_eni_release,
-    )
+    options = _options(args, region.name)
     try:
         options.selection()
         pod_selector(options.autoscaler_selector)
+        pod_selector(options.karpenter_selector)
         scaling = scaling_config(args)
     except (SpecError, ValueError) as err:
         print(f"fitguard controller: {err}", file=sys.stderr)
@@ -291,6 +291,31 @@ def _main(args: argparse.Namespace) -> int:
         print(json.dumps(printed, indent=2) if args.output == "json" else cycle_table(printed))
         return 1 if report.discovery_error else 0
     return run_forever(args, options, scaling)
+
+
+def _options(args: argparse.Namespace, region: str) -> Any:
+    """The `--once` path's ControllerOptions from the flags."""
+    from controller.run import ControllerOptions
+    from controller.settings import TagSyncMode
+
+    return ControllerOptions(
+        state=args.state or "",
+        dry_run=args.dry_run,
+        sync_autoscaler_tags=TagSyncMode(args.sync_autoscaler_tags),
+        sync_label_tags=args.sync_autoscaler_label_tags,
+        cluster_name=args.cluster_name,
+        auto_discovery=tuple(args.node_group_auto_discovery),
+        nodes=tuple(args.nodes),
+        node_group_label=args.node_group_label,
+        autoscaler_selector=args.autoscaler_selector,
+        autoscaler_namespace=args.autoscaler_namespace,
+        karpenter_selector=args.karpenter_selector,
+        karpenter_namespace=args.karpenter_namespace,
+        region=region,
+        kubeconfig=args.kubeconfig,
+        context=args.context,
+        branch_eni_release=args.branch_eni_release,
+    )
 
 
 def run_forever(args: argparse.Namespace, options: Any, scaling: Any) -> int:

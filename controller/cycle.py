@@ -22,6 +22,7 @@ from controller.books import Books
 from controller.cache import ClusterCache, ConfigMapUnreadable
 from controller.discovery import FactsLookup, GroupOutcome, build_templates, group_nodes
 from controller.memory import Observed, remember
+from controller.nodepools import KARPENTER_ERROR, NodePoolOutcomes, karpenter_settings, nodepool_outcomes
 from controller.publish import is_manual, publish, write_statuses
 from controller.report import CycleReport, TagSyncLine, TagWrite
 from controller.scaling import CycleFacts, ScalingDriver, groups_to_mark, scale_ups_json
@@ -108,7 +109,10 @@ class DiscoveryReconciler:
         outcomes = self._templates(groups, previous)
         if self.driver is not None:
             outcomes = self._mark_scaled_from_zero(outcomes, self.driver)
-        report = CycleReport(tuple(outcomes), self._sync_tags(groups, outcomes))
+        pools = self._nodepools(frozenset(g.name for g in groups))
+        report = CycleReport(
+            (*outcomes, *pools.outcomes), self._sync_tags(groups, outcomes), nodepool_errors=pools.errors
+        )
         self._publish(report, groups, objects)
         if self.driver is not None:
             report = self._scale(report, groups)
@@ -146,6 +150,23 @@ class DiscoveryReconciler:
             observed=Observed(process, sought, daemonsets, self.cache.pods_on_node),
             now=time.time(),
         )
+
+    def _nodepools(self, taken: frozenset[str]) -> NodePoolOutcomes:
+        """A template per Karpenter NodePool (controller/nodepools.py), beside the node groups'."""
+        settings, error = karpenter_settings(self.cache.karpenters.items())
+        if error:
+            log.warning("%s", error)
+        pools = nodepool_outcomes(
+            self.cache.ordered(self.cache.nodepools),
+            self.cache.nodeclasses.items(),
+            self.cache.ordered(self.cache.node_objects),
+            self.cache.ordered(self.cache.daemonsets),
+            settings,
+            taken,
+        )
+        if not error:
+            return pools
+        return dataclasses.replace(pools, errors={**pools.errors, KARPENTER_ERROR: error})
 
     def _mark_scaled_from_zero(
         self, outcomes: list[GroupOutcome], driver: ScalingDriver
@@ -205,7 +226,7 @@ class DiscoveryReconciler:
         assert driver is not None
         self._read_priorities(driver)
         cycle = driver.plan_cycle(
-            report.templates,
+            [t for t in report.templates if t.karpenter is None],  # fitguard never scales for Karpenter
             self.cache.pending.items(),
             self.cache.ordered(self.cache.node_objects),
             self.cache.pods.items(),

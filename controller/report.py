@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
@@ -55,6 +55,8 @@ class CycleReport:
     scaling: Mapping[str, Any] | None = None  # the whole plan with its reasons, when scaling ran
     rescue: tuple[Mapping[str, Any], ...] | None = None  # the loop's rescue and reclaim, when it ran
     ec2: Mapping[str, Any] | None = None  # the loop's EC2 verification, when it ran
+    # why a NodePool has no template, or is not Ready, by `nodepool/<name>` (controller/nodepools.py)
+    nodepool_errors: Mapping[str, str] = field(default_factory=dict)
 
     @cached_property
     def node_groups(self) -> tuple[dict[str, Any], ...]:
@@ -69,7 +71,7 @@ class CycleReport:
     def errors(self) -> dict[str, str]:
         """Why each group was kept, and the whole discovery's failure under the key "" (the JSON
         contract's `errors`)."""
-        reasons = {o.name: o.reason for o in self.outcomes if o.reason}
+        reasons = {**{o.name: o.reason for o in self.outcomes if o.reason}, **self.nodepool_errors}
         return {**reasons, "": self.discovery_error} if self.discovery_error else reasons
 
     def to_json(self) -> dict[str, Any]:

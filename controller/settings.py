@@ -14,6 +14,7 @@ from capacity.autoscaler_specs import default_discovery_tags, parse_auto_discove
 from capacity.branch_eni import COOLDOWN, DEFAULT_WAITING_GRACE
 from capacity.defaults import METRICS_BIND
 from capacity.guard import DEFAULT_GRACE
+from capacity.karpenter.controller_options import KARPENTER_SELECTOR
 from controller.aws.records import DiscoverySelection
 from controller.cache import CacheOptions
 from controller.scaling_cli import RescueOptions
@@ -45,6 +46,9 @@ class ControllerOptions:
     # cluster-autoscaler's pods (its memory of groups at zero); "" looks for none
     autoscaler_selector: str = DEFAULT_SELECTOR
     autoscaler_namespace: str = ""  # "" = all namespaces
+    # the Karpenter controller's pods (its RESERVED_ENIS, VM_MEMORY_OVERHEAD_PERCENT); "" looks for none
+    karpenter_selector: str = KARPENTER_SELECTOR
+    karpenter_namespace: str = ""
     kubeconfig: str | None = None
     context: str | None = None  # the kubeconfig's context (None: its current one)
     page_size: int = 100  # node groups per AWS page
@@ -66,6 +70,8 @@ class ControllerOptions:
         return CacheOptions(
             autoscaler_selector=self.autoscaler_selector,
             autoscaler_namespace=self.autoscaler_namespace,
+            karpenter_selector=self.karpenter_selector,
+            karpenter_namespace=self.karpenter_namespace,
             watch=watch or WatchOptions(),
         )
 

@@ -13,6 +13,7 @@ from capacity.names import SGP_KIND, TEMPLATE_KIND
 from kube.client import (
     CONFIG_MAPS,
     DAEMON_SETS,
+    EC2_NODE_CLASSES,
     JSON_PATCH,
     NAMESPACES,
     NODE_GROUP_TEMPLATES,
@@ -51,6 +52,7 @@ KINDS: dict[str, Resource] = {
     TEMPLATE_KIND: NODE_GROUP_TEMPLATES,
     "Secret": SECRETS,
     "NodePool": NODE_POOLS,
+    "EC2NodeClass": EC2_NODE_CLASSES,
 }
 
 

@@ -113,6 +113,7 @@ EVENTS = Resource("events.k8s.io", "v1", "events", True)
 SECURITY_GROUP_POLICIES = Resource("vpcresources.k8s.aws", "v1beta1", "securitygrouppolicies", True)
 NODE_GROUP_TEMPLATES = Resource(GROUP, VERSION, TEMPLATE_PLURAL, False)
 NODE_POOLS = Resource("karpenter.sh", "v1", "nodepools", False)  # served only where Karpenter runs
+EC2_NODE_CLASSES = Resource("karpenter.k8s.aws", "v1", "ec2nodeclasses", False)  # Karpenter's AWS provider
 
 
 def load_api_client(

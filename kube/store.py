@@ -178,17 +178,21 @@ class Fanout(Store[tuple[Any, ...]]):
                 resource_version,
             )
         self.synced = True
+        self.resource_version = self.stores[0].resource_version
 
     def replace(self, objects: Iterable[Mapping[str, Any]], resource_version: str = "") -> None:
         objects = list(objects)
         for store in self.stores:
             store.replace(objects, resource_version)
         self.synced = True
+        self.resource_version = self.stores[0].resource_version
 
     def apply(self, event_type: str, obj: Mapping[str, Any], resource_version: str = "") -> None:
         for store in self.stores:
             store.apply(event_type, obj, resource_version)
+        self.resource_version = self.stores[0].resource_version
 
     def advance(self, resource_version: str) -> None:
         for store in self.stores:
             store.advance(resource_version)
+        self.resource_version = self.stores[0].resource_version

@@ -33,7 +33,7 @@ class BooksStack:
         scaled_groups: Callable[[], frozenset[str] | None] = frozenset,
     ) -> None:
         self.api = api
-        self.cache = ClusterCache(CacheOptions(autoscaler_selector=""))
+        self.cache = ClusterCache(CacheOptions(autoscaler_selector="", karpenter_selector=""))
         self.cache.api = api
         self.books = Books(self.cache, settings, clock)
         writer = LabelWriter(
@@ -59,7 +59,9 @@ class BooksStack:
         return self.reconciler.metrics.registry
 
     def start(self, page_size: int = 500) -> BooksStack:
-        self.cache.settings = CacheOptions(autoscaler_selector="", watch=WatchOptions(page_size=page_size))
+        self.cache.settings = CacheOptions(
+            autoscaler_selector="", karpenter_selector="", watch=WatchOptions(page_size=page_size)
+        )
         self.cache.start(self.api)
         return self
 

@@ -5,14 +5,14 @@ Nothing here calls the API on the request path."""
 from __future__ import annotations
 
 import logging
-import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from capacity.branch_eni import COOLDOWN_KEY
+from capacity.karpenter.published import PublishedNodePool
 from capacity.names import SGP_KIND, TEMPLATE_KIND, VPC_CNI_CONFIG_NAME, VPC_CNI_CONFIG_NAMESPACE
 from capacity.placement import LiveNode
 from capacity.sgp import SecurityGroupPolicy, compile_policy, matching_groups, matching_policies
@@ -20,7 +20,8 @@ from capacity.string_maps import string_map
 from capacity.template import NodeGroupTemplate
 from kube.options import ReflectorOptions, WatchOptions
 from kube.statefile import by_kind, load_state
-from kube.store import Store
+from kube.store import Fanout, Store
+from kube.when_served import WhenServed
 from webhook.memo import RefusalMemo
 
 if TYPE_CHECKING:
@@ -28,6 +29,8 @@ if TYPE_CHECKING:
     from kube.reflector import Reflector
 
 log = logging.getLogger(__name__)
+R = TypeVar("R")
+Projection = Callable[[Mapping[str, Any]], R]
 
 WINDOWS_IPAM_KEY = "enable-windows-ipam"
 # ConfigMap keys the webhook reads; the rest of a ConfigMap is not kept.
@@ -35,9 +38,6 @@ CONFIG_KEYS = (WINDOWS_IPAM_KEY, COOLDOWN_KEY)
 DEFAULT_SERVICE_ACCOUNT = "default"
 EMPTY: Mapping[str, str] = {}
 NODE_POOL_KIND = "NodePool"  # karpenter.sh/v1
-# How often a webhook in a cluster without Karpenter asks again whether NodePools are served.
-NODE_POOL_RECHECK_SECONDS = 60.0
-NODE_POOL_RETRY_SECONDS = 2.0  # after a failed question: the webhook is not ready until it is answered
 
 
 class ServiceAccountNotFound(LookupError):
@@ -63,9 +63,26 @@ def node_pool_name(obj: Mapping[str, Any]) -> str | None:
     return str(meta.get("name") or "")
 
 
+def group_template(obj: Mapping[str, Any]) -> NodeGroupTemplate | None:
+    """A node group's template; a NodePool's is kept apart (`nodepool_template`)."""
+    template = NodeGroupTemplate.from_object(obj)
+    return None if template.karpenter is not None else template
+
+
+def nodepool_template(obj: Mapping[str, Any]) -> PublishedNodePool | None:
+    return NodeGroupTemplate.from_object(obj).karpenter
+
+
 def parse_bool(value: str | None) -> bool:
     """The spellings Go's strconv.ParseBool reads as true (how the VPC controller reads flags)."""
     return value in ("1", "t", "T", "true", "TRUE", "True")
+
+
+class TemplateObjects(Fanout):
+    """The NodeGroupTemplates, into the node groups' store and the NodePools' (each object in one)."""
+
+    def __len__(self) -> int:
+        return sum(len(store) for store in self.stores)
 
 
 @dataclass
@@ -76,14 +93,25 @@ class ClusterView:
     )
     policies: Store[SecurityGroupPolicy] = field(default_factory=lambda: Store(SGP_KIND, compile_policy))
     config_maps: Store[dict[str, str]] = field(default_factory=lambda: Store("ConfigMap", config_data))
+    # a projection that returns None keeps nothing of the object (kube/store.py project_page)
     templates: Store[NodeGroupTemplate] = field(
-        default_factory=lambda: Store(TEMPLATE_KIND, NodeGroupTemplate.from_object)
+        default_factory=lambda: Store(TEMPLATE_KIND, cast(Projection[NodeGroupTemplate], group_template))
+    )
+    # the templates of Karpenter NodePools (provider karpenter), from the same objects
+    nodepool_templates: Store[PublishedNodePool] = field(
+        default_factory=lambda: Store(
+            f"{TEMPLATE_KIND} (NodePools)", cast(Projection[PublishedNodePool], nodepool_template)
+        )
     )
     nodes: Store[LiveNode] = field(default_factory=lambda: Store("Node", LiveNode.from_object))
     node_pools: Store[str | None] = field(default_factory=lambda: Store(NODE_POOL_KIND, node_pool_name))
     verdicts: RefusalMemo = field(default_factory=RefusalMemo)
     # what the live nodes and NodePools said of a shape no group serves, per generation of all three
     places: RefusalMemo = field(default_factory=RefusalMemo)
+
+    def __post_init__(self) -> None:
+        # one reflector fills both template stores (a Fanout is synced once its first list is)
+        self.template_objects = TemplateObjects([self.templates, self.nodepool_templates])
 
     def stores(self) -> dict[str, Store[Any]]:
         """Every store by the kind it holds (the keys are the kinds of a state file)."""
@@ -92,13 +120,19 @@ class ClusterView:
             "ServiceAccount": self.service_accounts,
             SGP_KIND: self.policies,
             "ConfigMap": self.config_maps,
-            TEMPLATE_KIND: self.templates,
+            TEMPLATE_KIND: self.template_objects,
             "Node": self.nodes,
             NODE_POOL_KIND: self.node_pools,
         }
 
     def node_pool_names(self) -> list[str]:
-        return sorted(name for name in self.node_pools.items() if name)
+        """The NodePools that may launch a node: those the API lists (not being deleted), and those
+        a published template names (a state file holds the templates without the NodePools)."""
+        listed = {name for name in self.node_pools.items() if name}
+        return sorted(listed | set(self.published_pools()))
+
+    def published_pools(self) -> dict[str, PublishedNodePool]:
+        return {record.nodepool: record for record in self.nodepool_templates.items()}
 
     def ready(self) -> bool:
         return all(store.synced for store in self.stores().values())
@@ -211,60 +245,3 @@ def start_reflectors(
         WhenServed(api, NODE_POOL_KIND, view.node_pools, options=ReflectorOptions(watch=watch)).start()
     )
     return started
-
-
-class WhenServed:
-    """A reflector for a kind the API may not serve (a CRD of another project): where the API does
-    not serve it the store is empty and synced (for NodePools: no NodePool can launch a node), and
-    the question is asked again every `recheck` seconds; once it is served, a reflector keeps the
-    store. A failed question is asked again after `retry` seconds and leaves the store as it was
-    (unsynced at first: the webhook is not ready rather than blind to NodePools)."""
-
-    def __init__(
-        self,
-        api: ApiLike,
-        kind: str,
-        store: Store[Any],
-        recheck: float = NODE_POOL_RECHECK_SECONDS,
-        retry: float = NODE_POOL_RETRY_SECONDS,
-        options: ReflectorOptions = ReflectorOptions(),
-    ) -> None:
-        self._api, self._kind, self._store, self._options = api, kind, store, options
-        self._recheck, self._retry = recheck, retry
-        self._stop = threading.Event()
-        self._lock = threading.Lock()
-        self.reflector: Reflector | None = None
-        self._thread = threading.Thread(target=self._run, name=f"{kind.lower()}-discovery", daemon=True)
-
-    def start(self) -> WhenServed:
-        self._thread.start()
-        return self
-
-    def stop(self, timeout: float = 5.0) -> None:
-        self._stop.set()
-        with self._lock:
-            reflector = self.reflector
-        if reflector is not None:
-            reflector.stop(timeout)
-        if self._thread is not threading.current_thread():
-            self._thread.join(timeout)
-
-    def _run(self) -> None:
-        from kube.api import serves, start_reflector
-        from kube.client import KubeError
-
-        while not self._stop.is_set():
-            try:
-                served = serves(self._api, self._kind)
-            except KubeError as err:
-                log.warning("cannot tell whether the API serves %ss: %s", self._kind, err)
-                self._stop.wait(self._retry)
-                continue
-            if served:
-                with self._lock:
-                    if not self._stop.is_set():
-                        self.reflector = start_reflector(self._api, self._kind, self._store, self._options)
-                return
-            if not self._store.synced or len(self._store):
-                self._store.replace([])
-            self._stop.wait(self._recheck)

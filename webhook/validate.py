@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 from capacity.daemonsets import daemon_tolerations, without_daemonset
 from capacity.fit import PodNeeds
+from capacity.karpenter.pools import judge_pools, pool_lines
 from capacity.place_messages import judged_line, names, pinned_denial
 from capacity.placement import (
     DEFAULT_SCHEDULER,
@@ -170,7 +171,7 @@ def review(request: Mapping[str, Any], cluster: ClusterView, config: WebhookOpti
     pin = pin_of(spec)
     if pin is not None:
         return _judge_pinned(judged, needs, pin)
-    if not len(cluster.templates):
+    if not len(cluster.templates) and not len(cluster.nodepool_templates):
         metrics.UNCHECKED.labels("no templates").inc()
         return Verdict(warnings=[COLD_START])
     old = pod_template(kind, request.get("oldObject")) if kind == "DaemonSet" else None
@@ -227,7 +228,12 @@ def _beyond_groups(
     if judged.kind == "DaemonSet":
         verdicts = [v for v in verdicts if selects(v)]
         selects_a_group = bool(verdicts)
-    generation = (cluster.templates.version, cluster.nodes.version, cluster.node_pools.version)
+    generation = (
+        cluster.templates.version,
+        cluster.nodes.version,
+        cluster.node_pools.version,
+        cluster.nodepool_templates.version,
+    )
 
     def judge() -> Beyond:
         nodes, pools = cluster.nodes.items(), cluster.node_pool_names()
@@ -239,7 +245,7 @@ def _beyond_groups(
     if beyond.outcome is Outcome.UNMODELED:
         return abstain(Abstention.UNMODELED_NODES, template.subject, names(list(beyond.names), 3))
     if beyond.outcome is Outcome.NODEPOOLS:
-        return abstain(Abstention.NODEPOOLS, template.subject, names(list(beyond.names), 3))
+        return _nodepools(judged, needs, verdicts, beyond)
     policies = _injecting_policies(judged, verdicts)
     fields = [] if template.is_pod else field_lines(verdicts, judged.spec, template.path, policies)
     extra = (*fields, judged_line(beyond.groups, beyond.nodes))
@@ -249,6 +255,28 @@ def _beyond_groups(
         lambda: denial_message(verdicts, needs, template.subject, extra),
     )
     return judged.refuse(message, warnings_for(verdicts, judged.spec, template.path, policies))
+
+
+def _nodepools(judged: Judged, needs: PodNeeds, verdicts: list[GroupVerdict], beyond: Beyond) -> Verdict:
+    """No group and no live node serves it, and Karpenter NodePools might launch a node for it:
+    each judged by its published template (capacity/karpenter/pools.py). Admitted when one takes
+    it, unjudged when one cannot be judged, else denied naming each NodePool and the field to
+    change. A DaemonSet's pods are never what a NodePool launches a node for: not judged."""
+    template, cluster = judged.template, judged.cluster
+    if judged.kind == "DaemonSet":
+        return abstain(Abstention.NODEPOOLS, template.subject, names(list(beyond.names), 3))
+    pools = judge_pools(beyond.names, cluster.published_pools(), judged.spec, needs.requests)
+    if pools.admitted:
+        return Verdict()
+    if pools.unjudged:
+        return abstain(Abstention.NODEPOOLS, template.subject, names(list(pools.unjudged), 3))
+    groups = sorted(v.group for v in verdicts)
+    lines = (*pool_lines(pools.refused), judged_line(groups, len(cluster.nodes), len(pools.refused)))
+    if verdicts:
+        message = denial_message(verdicts, needs, template.subject, lines)
+    else:
+        message = "\n".join((f"{template.subject} does not fit any Karpenter NodePool", *lines))
+    return judged.refuse(message, [])
 
 
 def _injecting_policies(judged: Judged, verdicts: list[GroupVerdict]) -> list[str]:

@@ -20,6 +20,9 @@ from typing import Any
 from capacity.karpenter.nodeclass import KarpenterOptions
 from capacity.karpenter.requirement import atoi
 
+# the controller's pods as Karpenter's Helm chart labels them (charts/karpenter/templates/_helpers.tpl
+# `karpenter.selectorLabels`: app.kubernetes.io/name is the chart's name)
+KARPENTER_SELECTOR = "app.kubernetes.io/name=karpenter"
 RESERVED_ENIS = "RESERVED_ENIS"
 VM_MEMORY_OVERHEAD_PERCENT = "VM_MEMORY_OVERHEAD_PERCENT"
 AWS_FEATURE_GATES = "AWS_FEATURE_GATES"

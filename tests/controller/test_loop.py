@@ -136,7 +136,7 @@ def test_readyz_waits_until_every_store_of_the_cache_completed_its_first_list(
     cluster.faults.delay(3.0, method="GET", path="/configmaps/amazon-vpc-cni")
     cluster.faults.delay(3.0, method="GET", path="/api/v1/pods", watch=False)
     options = LoopOptions(
-        discovery=ControllerOptions(cluster_name="demo", autoscaler_selector=""),
+        discovery=ControllerOptions(cluster_name="demo", autoscaler_selector="", karpenter_selector=""),
         interval=60.0,
         serving=ServingOptions(bind="127.0.0.1:0"),
     )
@@ -148,7 +148,10 @@ def test_readyz_waits_until_every_store_of_the_cache_completed_its_first_list(
         wait_for(
             lambda: cluster.requests.find("GET", "/configmaps/amazon-vpc-cni"), "start-up reads the ConfigMap"
         )
-        every = "nodes, pods, daemonsets, NodeGroupTemplate, cluster-autoscaler pods"
+        every = (
+            "nodes, pods, daemonsets, NodeGroupTemplate, cluster-autoscaler pods, NodePool, EC2NodeClass, "
+            "Karpenter controller pods"
+        )
         assert get(readyz) == (503, f"waiting for: first list of {every}\n")
         held = "waiting for: first list of pods\n"
         wait_for(lambda: get(readyz) == (503, held), "the rest listed, the pod list held")

@@ -130,6 +130,17 @@ REGISTRY: tuple[ResourceType, ...] = (
     ResourceType(
         "karpenter.sh", "v1", "nodepools", "NodePool", False, True, builtin=False, returns_deleted_object=True
     ),
+    # aws/karpenter-provider-aws pkg/apis/crds/karpenter.k8s.aws_ec2nodeclasses.yaml: cluster-scoped
+    ResourceType(
+        "karpenter.k8s.aws",
+        "v1",
+        "ec2nodeclasses",
+        "EC2NodeClass",
+        False,
+        True,
+        builtin=False,
+        returns_deleted_object=True,
+    ),
     ResourceType(
         "fitguard.io",
         "v1alpha1",
