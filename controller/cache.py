@@ -107,13 +107,20 @@ class ClusterCache:
         self._replace_pods(pods)
         self.daemonsets.replace(kinds.get("DaemonSet", []))
         self.templates.replace(kinds.get(TEMPLATE_KIND, []))
-        selector, namespace = self.settings.autoscaler_selector, self.settings.autoscaler_namespace
-        self.autoscalers.replace(select_autoscaler_pods(pods, selector, namespace))
+        for _, store, selector, namespace in self._selections():
+            store.replace(select_autoscaler_pods(pods, selector, namespace))
         self.nodepools.replace(kinds.get(NODE_POOL, []))
         self.nodeclasses.replace(kinds.get(NODE_CLASS, []))
-        selector, namespace = self.settings.karpenter_selector, self.settings.karpenter_namespace
-        self.karpenters.replace(select_autoscaler_pods(pods, selector, namespace))
         return self
+
+    def _selections(self) -> tuple[tuple[str, Store[dict[str, Any]], str, str], ...]:
+        """The stores of pods picked by a label selector ("" picks none): (name, store, selector,
+        namespace)."""
+        options = self.settings
+        return (
+            ("autoscaler-pods", self.autoscalers, options.autoscaler_selector, options.autoscaler_namespace),
+            ("karpenter-pods", self.karpenters, options.karpenter_selector, options.karpenter_namespace),
+        )
 
     def list_from(self, api: ApiLike) -> ClusterCache:
         """Every store from one list of each kind (`--once`); ConfigMaps read through `api` after."""
@@ -175,21 +182,19 @@ class ClusterCache:
             start_reflector(api, "DaemonSet", self.daemonsets, ReflectorOptions(watch=watch)),
             start_reflector(api, TEMPLATE_KIND, self.templates, ReflectorOptions(watch=watch)),
         ]
-        selector, namespace = self.settings.autoscaler_selector, self.settings.autoscaler_namespace
-        if selector:
+        for name, store, selector, namespace in self._selections():
+            if not selector:
+                store.replace([])
+                continue
             options = ReflectorOptions(
-                name="autoscaler-pods", namespace=namespace or None, label_selector=selector, watch=watch
+                name=name, namespace=namespace or None, label_selector=selector, watch=watch
             )
-            self._reflectors.append(start_reflector(api, "Pod", self.autoscalers, options))
-        else:
-            self.autoscalers.replace([])
+            self._reflectors.append(start_reflector(api, "Pod", store, options))
         self._start_karpenter(api)
         return self
 
     def _start_karpenter(self, api: ApiLike) -> None:
-        """NodePools and EC2NodeClasses once the API serves them (empty and synced until then), and
-        the Karpenter controller's pods by label."""
-        from kube.api import start_reflector
+        """NodePools and EC2NodeClasses once the API serves them (empty and synced until then)."""
         from kube.when_served import WhenServed
 
         watch = self.settings.watch
@@ -197,14 +202,6 @@ class ClusterCache:
             self._reflectors.append(
                 WhenServed(api, kind, store, options=ReflectorOptions(watch=watch)).start()
             )
-        selector, namespace = self.settings.karpenter_selector, self.settings.karpenter_namespace
-        if selector:
-            options = ReflectorOptions(
-                name="karpenter-pods", namespace=namespace or None, label_selector=selector, watch=watch
-            )
-            self._reflectors.append(start_reflector(api, "Pod", self.karpenters, options))
-        else:
-            self.karpenters.replace([])
 
     def stop(self) -> None:
         for reflector in self._reflectors:
