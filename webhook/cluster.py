@@ -55,12 +55,21 @@ def config_data(obj: Mapping[str, Any]) -> dict[str, str]:
     return {key: data[key] for key in CONFIG_KEYS if key in data}
 
 
-def node_pool_name(obj: Mapping[str, Any]) -> str | None:
-    """A NodePool as the webhook keeps it: its name while it can launch nodes (not being deleted)."""
+@dataclass(frozen=True)
+class ListedNodePool:
+    """A NodePool as the webhook keeps it while it can launch nodes (not being deleted): its name
+    and its `spec.template` as written, to tell a published template built from an older one."""
+
+    name: str
+    template: Mapping[str, Any]
+
+
+def listed_node_pool(obj: Mapping[str, Any]) -> ListedNodePool | None:
     meta = obj.get("metadata") or {}
     if not isinstance(meta, Mapping) or meta.get("deletionTimestamp"):
         return None
-    return str(meta.get("name") or "")
+    template = (obj.get("spec") or {}).get("template") or {}
+    return ListedNodePool(str(meta.get("name") or ""), template if isinstance(template, Mapping) else {})
 
 
 def group_template(obj: Mapping[str, Any]) -> NodeGroupTemplate | None:
@@ -104,7 +113,9 @@ class ClusterView:
         )
     )
     nodes: Store[LiveNode] = field(default_factory=lambda: Store("Node", LiveNode.from_object))
-    node_pools: Store[str | None] = field(default_factory=lambda: Store(NODE_POOL_KIND, node_pool_name))
+    node_pools: Store[ListedNodePool | None] = field(
+        default_factory=lambda: Store(NODE_POOL_KIND, listed_node_pool)
+    )
     verdicts: RefusalMemo = field(default_factory=RefusalMemo)
     # what the live nodes and NodePools said of a shape no group serves, per generation of all three
     places: RefusalMemo = field(default_factory=RefusalMemo)
@@ -128,11 +139,20 @@ class ClusterView:
     def node_pool_names(self) -> list[str]:
         """The NodePools that may launch a node: those the API lists (not being deleted), and those
         a published template names (a state file holds the templates without the NodePools)."""
-        listed = {name for name in self.node_pools.items() if name}
-        return sorted(listed | set(self.published_pools()))
+        listed = {pool.name for pool in self.node_pools.items() if pool and pool.name}
+        return sorted(listed | {record.nodepool for record in self.nodepool_templates.items()})
 
     def published_pools(self) -> dict[str, PublishedNodePool]:
-        return {record.nodepool: record for record in self.nodepool_templates.items()}
+        """Each NodePool's published template, unless the NodePool as listed now has another
+        `spec.template` than the one it was built from: until the controller's next cycle that
+        NodePool is not judged (a denial from a stale template could refuse what it now serves). A
+        state file without the NodePools judges by the templates alone."""
+        listed = {pool.name: pool.template for pool in self.node_pools.items() if pool}
+        return {
+            record.nodepool: record
+            for record in self.nodepool_templates.items()
+            if listed.get(record.nodepool, record.template) == record.template
+        }
 
     def ready(self) -> bool:
         return all(store.synced for store in self.stores().values())

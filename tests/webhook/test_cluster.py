@@ -378,3 +378,54 @@ def test_stopped_before_the_question_is_answered_it_starts_no_reflector(
     asked = len(fake_kube.requests.find(path="/apis/karpenter.sh/v1"))
     time.sleep(0.3)  # three retry periods: a thread still running would ask again
     assert (len(fake_kube.requests.find(path="/apis/karpenter.sh/v1")), watch.reflector) == (asked, None)
+
+
+def test_a_nodepool_whose_template_changed_since_it_was_published_is_not_judged() -> None:
+    """The NodePool as listed now has another spec.template than the published template was built
+    from (an instance type added): until the controller's next cycle it is not judged, so a pod
+    its old template refused is admitted unjudged; with the template it was built from, the same
+    pod is denied naming the NodePool. Without the NodePool listed (a state file), the published
+    template is judged."""
+    import copy
+
+    from capacity.karpenter.published import PROVIDER, published
+    from capacity.placement import Abstention
+    from capacity.template import NodeGroupTemplate
+    from tests.capacity.karpenter.test_published import NODECLASS, POOL, SETTINGS
+    from tests.objects import review
+    from webhook.review import WebhookOptions
+    from webhook.validate import review as validate_review
+
+    record, _ = published(POOL, NODECLASS, SETTINGS, {}, lambda offer: {})
+    ngt = NodeGroupTemplate("general", provider=PROVIDER, karpenter=record).to_object()
+    listed = {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", **copy.deepcopy(POOL)}
+    widened = copy.deepcopy(listed)
+    widened["spec"]["template"]["spec"]["requirements"][0]["values"].append("m5.24xlarge")
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "apps"}}
+    account = {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": {"name": "default", "namespace": "apps"},
+    }
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "big", "namespace": "apps"},
+        "spec": {
+            "containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": "16"}}}],
+            "tolerations": [{"key": "dedicated", "operator": "Exists"}],
+        },
+    }
+    config = WebhookOptions(mode="enforce")
+
+    def answer(*objects: dict[str, Any]) -> Any:
+        view = from_objects([namespace, account, ngt, *objects])
+        return view, validate_review(review(pod)["request"], view, config)
+
+    view, stale = answer(widened)
+    assert view.published_pools() == {} and view.node_pool_names() == ["general"]
+    assert stale.allowed and stale.abstained is Abstention.NODEPOOLS
+    for objects in ((listed,), ()):
+        view, current = answer(*objects)
+        assert list(view.published_pools()) == ["general"]
+        assert not current.allowed and "NodePool general" in current.message
