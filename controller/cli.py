@@ -274,8 +274,14 @@ def _main(args: argparse.Namespace) -> int:
     options = _options(args, region.name)
     try:
         options.selection()
-        pod_selector(options.autoscaler_selector)
-        pod_selector(options.karpenter_selector)
+        for flag, selector in (
+            ("--autoscaler-selector", options.autoscaler_selector),
+            ("--karpenter-selector", options.karpenter_selector),
+        ):
+            try:
+                pod_selector(selector)
+            except ValueError as err:
+                raise ValueError(f"{flag}: {err}") from None
         scaling = scaling_config(args)
     except (SpecError, ValueError) as err:
         print(f"fitguard controller: {err}", file=sys.stderr)

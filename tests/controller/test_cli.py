@@ -60,9 +60,13 @@ def unreachable_kubeconfig(path: Path) -> Path:
     return path
 
 
+UNREADABLE_SELECTOR = "label selector 'app in (': cannot read 'app in ('"
+
+
 def test_bad_inputs_end_with_one_clear_line_and_the_right_exit_status(tmp_path: Path) -> None:
     """A missing or malformed --state file, no AWS region (even with --state --dry-run), an unknown
-    --log-level, no kubeconfig: exit 2. An API server nobody answers on: exit 1. Each with exactly
+    --log-level, a selector of cluster-autoscaler's or Karpenter's pods that cannot be read (named
+    by its flag), no kubeconfig: exit 2. An API server nobody answers on: exit 1. Each with exactly
     one line on stderr (logs silenced with --log-level error where a run gets that far)."""
     env = bare_environment(tmp_path)
     missing = tmp_path / "absent.yaml"
@@ -70,6 +74,7 @@ def test_bad_inputs_end_with_one_clear_line_and_the_right_exit_status(tmp_path: 
     malformed.write_text("items: [\n  - {kind: Node\n")
     kubeconfig = unreachable_kubeconfig(tmp_path / "kubeconfig")
     region = ["--region", "us-east-1", "--log-level", "error"]
+    offline = ["--once", "--dry-run", "--state", EXAMPLE_STATE, *region]
     cases: list[tuple[list[str], dict[str, str], int, str]] = [
         (["--once", "--dry-run", "--state", str(missing)], {}, 2,
          f"fitguard controller: --state {missing}: No such file or directory"),
@@ -77,6 +82,10 @@ def test_bad_inputs_end_with_one_clear_line_and_the_right_exit_status(tmp_path: 
         (["--log-level", "verbose", "--once"], {}, 2,
          "fitguard controller: argument --log-level: invalid choice: 'VERBOSE' (choose from 'DEBUG', "
          "'INFO', 'WARNING', 'ERROR') (see fitguard controller --help)"),
+        ([*offline, "--autoscaler-selector", "app in ("], {}, 2,
+         f"fitguard controller: --autoscaler-selector: {UNREADABLE_SELECTOR}"),
+        ([*offline, "--karpenter-selector", "app in ("], {}, 2,
+         f"fitguard controller: --karpenter-selector: {UNREADABLE_SELECTOR}"),
         (["--once", *region], {}, 2,
          f"fitguard controller: cannot load the Kubernetes configuration: $KUBECONFIG "
          f"{tmp_path / 'no-kubeconfig'} does not exist; pass --kubeconfig PATH, or --once --state PATH "
