@@ -27,7 +27,7 @@ from capacity.karpenter.controller_options import KARPENTER_SELECTOR
 from capacity.names import TEMPLATE_KIND
 from capacity.records import NodeRecord, PodRecord, discovery_node, project_node, project_pod
 from capacity.template_taints import DEFAULT_TAINT_CONFIG, TaintOptions
-from controller.memory import looked_for, select_autoscaler_pods
+from controller.memory import looked_for, select_pods
 from kube.options import ReflectorOptions, WatchOptions
 from kube.store import Fanout, Store, object_key
 
@@ -108,7 +108,7 @@ class ClusterCache:
         self.daemonsets.replace(kinds.get("DaemonSet", []))
         self.templates.replace(kinds.get(TEMPLATE_KIND, []))
         for _, store, selector, namespace in self._selections():
-            store.replace(select_autoscaler_pods(pods, selector, namespace))
+            store.replace(select_pods(pods, selector, namespace))
         self.nodepools.replace(kinds.get(NODE_POOL, []))
         self.nodeclasses.replace(kinds.get(NODE_CLASS, []))
         return self

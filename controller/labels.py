@@ -9,6 +9,7 @@ import logging
 from dataclasses import dataclass
 
 from capacity.names import EXHAUSTED_LABEL
+from controller.settings import BooksOptions
 from kube.client import ApiLike, KubeError, as_kube_client
 from kube.events import TokenBucket
 from kube.patch import remove_node_label, set_node_label
@@ -43,14 +44,13 @@ class BooksDecision:
 
 
 class LabelWriter:
-    """Writes wanted labels through `api` (None or dry run: decides and logs, writes nothing)."""
+    """Writes wanted labels through `api` at the options' rate (no API, or a dry run: decides and
+    logs, writes nothing)."""
 
-    def __init__(
-        self, api: ApiLike | None, *, rate: float, burst: float, rewrite_after: float, now: float
-    ) -> None:
-        self.api = as_kube_client(api) if api is not None else None
-        self._bucket = TokenBucket(rate, burst, now)
-        self._rewrite_after = rewrite_after
+    def __init__(self, api: ApiLike | None, options: BooksOptions, now: float) -> None:
+        self.api = as_kube_client(api) if api is not None and not options.dry_run else None
+        self._bucket = TokenBucket(options.label_rate, options.label_burst, now)
+        self._rewrite_after = options.rewrite_after
         self._written: dict[str, tuple[bool, float]] = {}  # node -> (exhausted, when we wrote it)
 
     def seen(self, node: str) -> None:

@@ -101,13 +101,7 @@ class ControllerLoop:
             driver=self.scaling,
             note=self._note_tag_change,
         )
-        writer = LabelWriter(
-            None if settings.books.dry_run else api,
-            rate=settings.books.label_rate,
-            burst=settings.books.label_burst,
-            rewrite_after=settings.books.rewrite_after,
-            now=time.time(),
-        )
+        writer = LabelWriter(api, settings.books, time.time())
         self.reconciler = BooksReconciler(self.books, writer, self.recorder, self._scaled_groups)
         self.verifier = self._verifier() if settings.verify_with_ec2 else None
         self.metrics = ControllerMetrics(self.manager, self.cache, lambda: self.last_cycle)

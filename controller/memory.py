@@ -34,12 +34,10 @@ def looked_for(selector: str, namespace: str) -> str:
     return f"pods {selector} in {where}"
 
 
-def select_autoscaler_pods(
-    pods: Iterable[Mapping[str, Any]], selector: str, namespace: str
-) -> list[Mapping[str, Any]]:
-    """cluster-autoscaler's pods among a state file's pods, picked as the API server picks them for
-    a label selector (the live cache asks the API server to). An empty selector looks for none.
-    Raises ValueError for a selector it cannot read."""
+def select_pods(pods: Iterable[Mapping[str, Any]], selector: str, namespace: str) -> list[Mapping[str, Any]]:
+    """The pods a label selector picks (cluster-autoscaler's, Karpenter's) among a state file's, as
+    the API server picks them (the live cache asks the API server to). An empty selector picks
+    none. Raises ValueError for a selector it cannot read."""
     if not selector:
         return []
     wanted = pod_selector(selector)

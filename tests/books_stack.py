@@ -36,13 +36,7 @@ class BooksStack:
         self.cache = ClusterCache(CacheOptions(autoscaler_selector="", karpenter_selector=""))
         self.cache.api = api
         self.books = Books(self.cache, settings, clock)
-        writer = LabelWriter(
-            None if settings.dry_run else api,
-            rate=settings.label_rate,
-            burst=settings.label_burst,
-            rewrite_after=settings.rewrite_after,
-            now=clock(),
-        )
+        writer = LabelWriter(api, settings, clock())
         self.reconciler = BooksReconciler(self.books, writer, recorder, scaled_groups, CollectorRegistry())
 
     # the stores the books listen to
