@@ -30,6 +30,7 @@ from enum import Enum
 from typing import Any
 
 from capacity.fit import LIVE_NODE_SOURCE, PodNeeds, Reason, check_fit
+from capacity.karpenter.labels import NODEPOOL
 from capacity.quantity import parse_quantity
 from capacity.resources import Resources
 from capacity.selectors import required_node_terms, with_node_name
@@ -254,10 +255,19 @@ def placeable(needs: PodNeeds, view: View) -> bool:
     return first_untolerated(view.taints, needs.tolerations) is None and needs.node_match(view.labels)
 
 
-def unmodeled_nodes(needs: PodNeeds, nodes: Iterable[LiveNode], membership: Membership) -> list[str]:
+def unmodeled_nodes(
+    needs: PodNeeds, nodes: Iterable[LiveNode], membership: Membership, node_pools: Iterable[str] = ()
+) -> list[str]:
     """Live nodes of no known group the pod could be placed on, by name: capacity of a kind
-    fitguard does not model (self-managed nodes, hybrid nodes, virtual nodes, Karpenter's)."""
-    return sorted(n.name for n in nodes if not membership.group_of(n) and placeable(needs, n.view))
+    fitguard does not model (self-managed nodes, hybrid nodes, virtual nodes). A node Karpenter
+    launched for one of `node_pools` (its `karpenter.sh/nodepool` label) is modelled: its NodePool
+    is judged for what a new node of it offers."""
+    pools = frozenset(node_pools)
+    return sorted(
+        n.name
+        for n in nodes
+        if not membership.group_of(n) and n.labels.get(NODEPOOL) not in pools and placeable(needs, n.view)
+    )
 
 
 class Outcome(Enum):
@@ -298,7 +308,7 @@ def beyond_groups(
         return Beyond(Outcome.SERVED)
     if daemonset_selects_a_group is False and not any(placeable(needs, n.view) for n in nodes):
         return Beyond(Outcome.SELECTS_NOTHING)
-    unmodeled = unmodeled_nodes(needs, nodes, membership)
+    unmodeled = unmodeled_nodes(needs, nodes, membership, node_pools)
     if unmodeled:
         return Beyond(Outcome.UNMODELED, tuple(unmodeled))
     if node_pools:

@@ -106,6 +106,7 @@ def nodepool_outcomes(
                 settings,
                 discovered_memory(nodes, _name(nodeclass)),
                 _overhead(daemonsets, taints),
+                nodes,
             )
         except (TypeError, ValueError) as err:  # NodeClassError, RequirementError name the field
             errors[ERROR_PREFIX + name] = str(err)
