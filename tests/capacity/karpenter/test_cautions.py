@@ -87,6 +87,10 @@ def test_live_storage_is_the_smallest_of_the_nodepools_nodes_under_the_estimate(
     }
     # a class without its hash annotations makes no node current
     bare = {"metadata": {"name": "default"}}
+    # ... not even a node without them either
+    assert live_storage(nodes[4:5], "general", bare, estimates) == {
+        "m5.xlarge": LiveStorage(12 * GI, 1, False)
+    }
     assert live_storage(nodes[:1], "general", bare, estimates) == {"m5.large": LiveStorage(16 * GI, 1, False)}
 
 
@@ -106,6 +110,10 @@ def test_the_live_numbers_are_published_beside_the_estimate_and_read_back() -> N
     assert PublishedNodePool.from_object(record.to_object()).live == {
         "m5.large": LiveStorage(16 * GI, 1, True)
     }
+    # a template written without the flag (by hand, an older controller) is never read as current
+    raw = record.to_object()
+    del raw["instanceTypes"][0]["live"]["sameNodeClass"]
+    assert PublishedNodePool.from_object(raw).live == {"m5.large": LiveStorage(16 * GI, 1, False)}
 
 
 def test_untrunked_names_the_types_the_resource_controller_does_not_trunk() -> None:
