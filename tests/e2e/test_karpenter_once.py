@@ -20,6 +20,7 @@ import pytest
 import yaml
 
 from controller.aws.clients import AwsClients
+from controller.cycle_table import cycle_table
 from tests.awsfixtures import AwsEnvironment
 from tests.controller.test_discovery_aws import ENABLED, EPH_TAG, asg, launch_template
 
@@ -330,6 +331,10 @@ def test_live_nodes_below_the_estimate_are_published_and_judged_by(
         "17Gi",
         {"allocatable": {"ephemeral-storage": "16Gi"}, "nodes": 1, "sameNodeClass": True},
     )
+    # `--once -o table` prints the report the JSON holds, both numbers in the NodePool's NOTE
+    header, row = cycle_table(report).splitlines()[:2]
+    assert header.split()[-1] == "NOTE"
+    assert row.endswith("m5.large: ephemeral-storage Karpenter plans 17Gi, live nodes offer 16Gi"), row
     with_objects(state, [node])
     code, result = check(tmp_path, state, {"ephemeral-storage": "16385Mi"})
     assert (code, result["verdict"]) == (1, "denied"), result
