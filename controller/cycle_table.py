@@ -28,6 +28,10 @@ def cycle_table(report: dict[str, Any]) -> str:
         spec = obj["spec"]
         sizes = f"{spec['minSize']}/{spec['desiredSize']}/{spec['maxSize']}"
         actual = spec.get("actual") or {}
+        shown = f"{actual.get('source', '-')}: {_brief(actual)}"
+        if spec.get("karpenter") is not None:
+            # a NodePool has no sizes of its own; what it offers is the most of any allowed type
+            sizes, shown = "-", f"nodepool, most of any type: {_brief({'allocatable': spec.get('display')})}"
         rows.append(
             (
                 obj["metadata"]["name"],
@@ -35,7 +39,7 @@ def cycle_table(report: dict[str, Any]) -> str:
                 ",".join(spec["instanceTypes"]),
                 str(spec["nodes"]),
                 sizes,
-                f"{actual.get('source', '-')}: {_brief(actual)}",
+                shown,
                 _brief(spec.get("autoscaler") or {}),
                 _memory(spec.get("autoscalerMemory")),
                 "; ".join(filter(None, (spec.get("staleReason", ""), _live_note(spec)))),

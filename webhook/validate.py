@@ -273,12 +273,18 @@ def _nodepools(judged: Judged, needs: PodNeeds, verdicts: list[GroupVerdict], be
     if pools.unjudged:
         return abstain(Abstention.NODEPOOLS, template.subject, names(list(pools.unjudged), 3))
     groups = sorted(v.group for v in verdicts)
-    lines = (*pool_lines(pools.refused), judged_line(groups, len(cluster.nodes), len(pools.refused)))
+    policies = _injecting_policies(judged, verdicts)
+    fields = [] if template.is_pod else field_lines(verdicts, judged.spec, template.path, policies)
+    refusals = pool_lines(pools.refused)
+    judged_all = judged_line(groups, len(cluster.nodes), len(pools.refused))
+    lines = (*refusals, *fields, judged_all)
     if verdicts:
         message = denial_message(verdicts, needs, template.subject, lines)
     else:
         message = "\n".join((f"{template.subject} does not fit any Karpenter NodePool", *lines))
-    return judged.refuse(message, [])
+    # under warn, the person applying reads the groups' fields and each NodePool's refusal
+    warnings = warnings_for(verdicts, judged.spec, template.path, policies) if verdicts else []
+    return judged.refuse(message, [*warnings, *(whole_warning(line) for line in refusals)])
 
 
 def _injecting_policies(judged: Judged, verdicts: list[GroupVerdict]) -> list[str]:
