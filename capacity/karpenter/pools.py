@@ -48,7 +48,10 @@ def judge_pools(
 ) -> PoolsVerdict:
     """Each NodePool of `names` by its published template (`published`: by NodePool name); the pod
     is admitted when one takes it, with the cautions of every one that does."""
-    unjudged, refused, taking, found = [], [], [], []
+    unjudged: list[str] = []
+    refused: list[NodePoolDecision] = []
+    taking: list[str] = []
+    found: list[Caution] = []
     for name in sorted(set(names)):
         record = published.get(name)
         if record is None or not record.ready:
