@@ -17,8 +17,8 @@ def test_the_demo_tells_the_whole_story(capsys: pytest.CaptureFixture[str]) -> N
     assert "ng-batch    aws-asg      m5.large                     0" in out
     # the demo's Karpenter NodePool: its row, and the denials it cannot serve either name it
     assert (
-        "default     karpenter    c5.large,m5.large,m5.xlarge  0      -            nodepool, most of any type: "
-        "cpu=3920m memory=13.8Gi ephemeral-storage=17Gi pod-eni=18"
+        "default     karpenter    c5.large,m5.large,m5.xlarge  0      -            "
+        "nodepool, most of any type: cpu=3920m memory=13.8Gi ephemeral-storage=17Gi pod-eni=18"
     ) in out
     assert (
         "NodePool default: no allowed instance type offers enough ephemeral-storage (ephemeral-storage: "
