@@ -12,9 +12,9 @@ from typing import Any
 
 from capacity.estimate import node_is_ready
 from capacity.fresh_node import daemon_pods
-from capacity.karpenter.controller_options import KarpenterOptionsError, karpenter_options
 from capacity.karpenter.automode import KIND as AUTOMODE_KIND
 from capacity.karpenter.automode import is_automode
+from capacity.karpenter.controller_options import KarpenterOptionsError, karpenter_options
 from capacity.karpenter.discovered import discovered_memory
 from capacity.karpenter.labels import NODEPOOL
 from capacity.karpenter.nodeclass import KarpenterOptions

@@ -290,9 +290,9 @@ def start_reflectors(
     view: ClusterView, api: ApiLike, watch: WatchOptions = WatchOptions()
 ) -> list[Reflector | WhenServed]:
     """One started list+watch reflector per store (`api`: a KubeClient or ApiClient), and one for
-    each of NodePools, EC2NodeClasses and Auto Mode NodeClasses once the API serves it, all with the same `watch` settings; each stops with
-    `stop()`. Imported here so that a webhook run from a state file never loads the Kubernetes
-    client."""
+    each of NodePools, EC2NodeClasses and Auto Mode NodeClasses once the API serves it, all with
+    the same `watch` settings; each stops with `stop()`. Imported here so that a webhook run from
+    a state file never loads the Kubernetes client."""
     from kube.api import start_reflector
 
     stores = view.stores()

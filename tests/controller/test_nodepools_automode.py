@@ -66,4 +66,6 @@ def test_an_ec2nodeclass_is_not_taken_for_a_missing_automode_nodeclass() -> None
     """The Auto Mode NodePool's NodeClass is absent: no template, the error names the NodeClass."""
     outcomes = nodepool_outcomes([_pool("auto", AUTO_REF)], [EC2_CLASS], [], [], KarpenterOptions())
     assert outcomes.outcomes == ()
-    assert outcomes.errors == {"nodepool/auto": "NodeClass 'shared' (spec.template.spec.nodeClassRef) not found"}
+    assert outcomes.errors == {
+        "nodepool/auto": "NodeClass 'shared' (spec.template.spec.nodeClassRef) not found"
+    }

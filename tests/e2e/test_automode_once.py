@@ -95,7 +95,14 @@ def test_an_automode_nodepool_without_its_nodeclass_says_which_class_is_missing(
     """The NodePool names a NodeClass that is not there (an EC2NodeClass of that name does not
     stand in for it): no template, and the report names the NodeClass."""
     pool, _ = automode_pool("auto", ["m5.large"], {})
-    ec2 = {"apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass", "metadata": {"name": "auto"}, "spec": {}}
+    ec2 = {
+        "apiVersion": "karpenter.k8s.aws/v1",
+        "kind": "EC2NodeClass",
+        "metadata": {"name": "auto"},
+        "spec": {},
+    }
     report = json.loads(controller_once(tmp_path, [pool, ec2]).stdout)
     assert report["nodeGroups"] == []
-    assert report["errors"] == {"nodepool/auto": "NodeClass 'auto' (spec.template.spec.nodeClassRef) not found"}
+    assert report["errors"] == {
+        "nodepool/auto": "NodeClass 'auto' (spec.template.spec.nodeClassRef) not found"
+    }

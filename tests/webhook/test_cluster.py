@@ -182,8 +182,8 @@ def test_namespace_labels_of_a_known_and_an_unknown_namespace() -> None:
 
 def test_the_view_is_ready_when_every_store_has_synced() -> None:
     """A new view waits for all nine stores (NodePools and their node classes too: not knowing them
-    is not knowing every place a pod could run, nor whether a NodePool's template is current); wait_ready gives up (False) at its deadline and says True at once when
-    everything is synced."""
+    is not knowing every place a pod could run, nor whether a NodePool's template is current);
+    wait_ready gives up (False) at its deadline and says True at once when everything is synced."""
     view = ClusterView()
     assert not view.ready()
     assert view.wait_ready(0.0) is False
@@ -453,7 +453,11 @@ def _pool_review(pod_requests: dict[str, str], *objects: dict[str, Any], pool: A
     record, _ = published(pool or POOL, NODECLASS, SETTINGS, {}, lambda offer: {})
     ngt = NodeGroupTemplate("general", provider=PROVIDER, karpenter=record).to_object()
     namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "apps"}}
-    account = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default", "namespace": "apps"}}
+    account = {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": {"name": "default", "namespace": "apps"},
+    }
     container = {"name": "c", "image": "i", "resources": {"requests": pod_requests}}
     pod = {
         "apiVersion": "v1",
@@ -504,11 +508,20 @@ def test_an_automode_nodepool_is_stale_by_its_nodeclass_not_by_an_ec2nodeclass_o
     from tests.capacity.karpenter.test_published import NODECLASS, POOL
 
     pool = copy.deepcopy(POOL)
-    pool["spec"]["template"]["spec"]["nodeClassRef"] = {"group": "eks.amazonaws.com", "kind": "NodeClass", "name": "default"}
+    pool["spec"]["template"]["spec"]["nodeClassRef"] = {
+        "group": "eks.amazonaws.com",
+        "kind": "NodeClass",
+        "name": "default",
+    }
     auto = {"apiVersion": "eks.amazonaws.com/v1", "kind": "NodeClass", "metadata": {"name": "default"}}
     built_from = {**auto, **copy.deepcopy(NODECLASS)}
     resized = {**auto, "spec": {**NODECLASS["spec"], "ephemeralStorage": {"size": "200Gi"}}}
-    ec2 = {"apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass", "metadata": {"name": "default"}, "spec": {}}
+    ec2 = {
+        "apiVersion": "karpenter.k8s.aws/v1",
+        "kind": "EC2NodeClass",
+        "metadata": {"name": "default"},
+        "spec": {},
+    }
     view, _ = _pool_review({"cpu": "1"}, built_from, ec2, pool=pool)
     assert list(view.published_pools()) == ["general"]
     view, _ = _pool_review({"cpu": "1"}, resized, pool=pool)
