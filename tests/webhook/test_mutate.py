@@ -455,7 +455,7 @@ def test_health_readiness_snapshot_and_metrics() -> None:
     assert get("/readyz", ClusterView()) == (
         503,
         b"waiting for: Namespace, ServiceAccount, SecurityGroupPolicy, ConfigMap, NodeGroupTemplate, Node,"
-        b" NodePool\n",
+        b" NodePool, EC2NodeClass, NodeClass\n",
     )
     assert get("/readyz", tls=False) == (503, b"waiting for: certificate\n")
     assert [p["groupIds"] for p in json.loads(get("/snapshotz")[1])["securityGroupPolicies"]] == [["sg-1"]]
