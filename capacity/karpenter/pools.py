@@ -6,6 +6,12 @@ published.py), and only while that NodePool is Ready; a NodePool without one, or
 the pod's requirements cannot be read, is not judged: the pod is then admitted unjudged, since
 Karpenter might launch a node for it. NodePool limits and capacity shortages are transient and are
 no part of the judgement (capacity/karpenter/fit.py).
+
+An EKS Auto Mode NodePool is not judged on a branch ENI: security groups for pods are unsupported
+there by the guide's Considerations and the VPC resource controller's node reconciler, but the
+guide's newer `auto-sgp` page (Kubernetes 1.36 and later, through Dynamic Resource Allocation) gives
+pods branch ENIs there by a mechanism fitguard does not model (docs/upstream.md). Such a NodePool
+is judged on everything else; if the pod would fit but for its branch ENI, it is unjudged.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from typing import Any
 
 from capacity.karpenter.fit import NodePoolDecision, Reason, judge
 from capacity.karpenter.published import PublishedNodePool
+from capacity.resources import POD_ENI
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,14 +46,19 @@ def judge_pools(
         if record is None or not record.ready:
             unjudged.append(name)
             continue
+        beyond_model = record.automode and requests.get(POD_ENI, 0) > 0
+        asked = {k: v for k, v in requests.items() if k != POD_ENI} if beyond_model else requests
         try:
-            decision = judge(record.rebuild(), spec, requests, record.overhead_of)
+            decision = judge(record.rebuild(), spec, asked, record.overhead_of)
         except (TypeError, ValueError):  # a template or requirement that cannot be read: never a denial
             unjudged.append(name)
             continue
-        if decision.fits:
+        if decision.fits and beyond_model:
+            unjudged.append(name)
+        elif decision.fits:
             return PoolsVerdict(True, (), ())
-        refused.append(decision)
+        else:
+            refused.append(decision)
     return PoolsVerdict(False, tuple(unjudged), tuple(refused))
 
 
