@@ -237,7 +237,14 @@ def _beyond_groups(
 
     def judge() -> Beyond:
         nodes, pools = cluster.nodes.items(), cluster.node_pool_names()
-        return beyond_groups(needs, nodes, templates, pools, daemonset_selects_a_group=selects_a_group)
+        return beyond_groups(
+            needs,
+            nodes,
+            templates,
+            pools,
+            daemonset_selects_a_group=selects_a_group,
+            published=cluster.published_pools(),  # their live nodes are known capacity
+        )
 
     beyond = judged.remember(("beyond", needs.key, selects_a_group), generation, judge)
     if beyond.outcome in (Outcome.SERVED, Outcome.SELECTS_NOTHING):

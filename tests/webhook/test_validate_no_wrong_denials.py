@@ -125,6 +125,28 @@ NODE_POOL = {
 }
 
 
+def karpenter_pool(name: str, types: list[str], daemonsets: Mapping[str, int] | None = None) -> tuple[Obj, ...]:
+    """NodePool `name` of `types` on AL2023, listed, and the NodeGroupTemplate the controller
+    publishes for it (built by the controller's own code), whose DaemonSets take `daemonsets`
+    (milli-units) on every type."""
+    from capacity.karpenter.nodeclass import KarpenterOptions
+    from capacity.karpenter.published import PROVIDER, published
+    from capacity.template import NodeGroupTemplate
+
+    requirement = {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": types}
+    ref = {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": name}
+    pool = {"metadata": {"name": name}, "spec": {"template": {"spec": {"nodeClassRef": ref, "requirements": [requirement]}}}}
+    nodeclass = {"spec": {"amiSelectorTerms": [{"alias": "al2023@latest"}], "role": "r"}}
+    record, _ = published(pool, nodeclass, KarpenterOptions(), {}, lambda offer: dict(daemonsets or {}))
+    template = NodeGroupTemplate(name, provider=PROVIDER, karpenter=record).to_object()
+    return template, {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", **pool}
+
+
+def karpenter_node(name: str, pool: str, instance_type: str, cpu: str) -> Obj:
+    """A node Karpenter launched for `pool`: no node group label, its NodePool's."""
+    return node(name, cpu, {"karpenter.sh/nodepool": pool, "node.kubernetes.io/instance-type": instance_type})
+
+
 @dataclass(frozen=True)
 class Case:
     id: str
@@ -322,6 +344,31 @@ CASES = [
         },
         "unjudged",
         abstained="static-pod",
+    ),
+    # a Karpenter node of a NodePool fitguard judges is known capacity, like a node group's
+    Case(
+        "karpenter-node-of-a-judged-nodepool-takes-it",
+        pod("big", "6"),
+        "admitted",  # an m5.2xlarge launched before the NodePool was narrowed: its room decides
+        extra=(*karpenter_pool("kp", ["m5.large"]), karpenter_node("ip-10-0-9-1.ec2.internal", "kp", "m5.2xlarge", "7910m")),
+    ),
+    Case(
+        "karpenter-node-less-its-nodepools-daemonsets-and-the-nodepool-too-small",
+        pod("big", "6"),
+        "denied",
+        extra=(
+            *karpenter_pool("kp", ["m5.large"], {"cpu": 2000}),
+            karpenter_node("ip-10-0-9-1.ec2.internal", "kp", "m5.2xlarge", "7910m"),
+        ),
+        says="judged every place it could run: 3 node groups (ng-batch, ng-burst, ng-general), 5 live nodes,"
+        " 1 Karpenter NodePool",
+    ),
+    Case(
+        "karpenter-node-of-a-nodepool-fitguard-cannot-judge",
+        pod("big", "6"),
+        "unjudged",
+        extra=(NODE_POOL, karpenter_node("ip-10-0-9-1.ec2.internal", "default", "m5.large", "1930m")),
+        abstained="unmodeled-nodes",
     ),
     # DaemonSets: judged against what they select, their own old revision no overhead
     Case(
