@@ -282,7 +282,9 @@ def overheads_of(
     return of
 
 
-def serving_node(needs: PodNeeds, nodes: Iterable[LiveNode], overhead_of: Callable[[LiveNode], Overhead]) -> str:
+def serving_node(
+    needs: PodNeeds, nodes: Iterable[LiveNode], overhead_of: Callable[[LiveNode], Overhead]
+) -> str:
     """The name of a live node that serves the pod (its allocatable less the DaemonSets of its
     group or NodePool), or "" when none does."""
     for node in nodes:

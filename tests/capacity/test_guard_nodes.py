@@ -36,7 +36,9 @@ def test_a_node_is_karpenters_when_a_karpenter_label_names_its_group(
     """The whole GuardNode of a ready node with these labels: its group as the books name it, its
     counts from the books' row, its view as the record projects it, and `autoscaled` False exactly
     when the label naming its group is Karpenter's (then no lift or spare applies: capacity/guard.py)."""
-    raw = objects.node("n1", {"cpu": "2", "pods": "29", POD_ENI: "3"}, instance_type="m5.large", labels=labels)
+    raw = objects.node(
+        "n1", {"cpu": "2", "pods": "29", POD_ENI: "3"}, instance_type="m5.large", labels=labels
+    )
     record = project_node(raw)
     row = NodeSummary("n1", record.node_group, "m5.large", capacity=3, in_use=1, held=2, waiting=0)
     assert guard_node(row, record, 0, NOW) == GuardNode(

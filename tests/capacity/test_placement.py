@@ -200,10 +200,16 @@ def test_a_karpenter_node_belongs_to_its_nodepool_only_when_fitguard_judges_that
     node group's listing or label comes first."""
     membership = Membership({"a": "ng-listed"}, frozenset({"ng-listed", "ng-eks"}), frozenset({"kp"}))
     assert membership.group_of(live("k", {POOL_LABEL: "kp"})) == "kp"
-    assert (membership.template_group(live("k", {POOL_LABEL: "kp"})), membership.pool_of(live("k", {POOL_LABEL: "kp"}))) == ("", "kp")
+    assert (
+        membership.template_group(live("k", {POOL_LABEL: "kp"})),
+        membership.pool_of(live("k", {POOL_LABEL: "kp"})),
+    ) == ("", "kp")
     assert membership.group_of(live("o", {POOL_LABEL: "other"})) == ""
     assert membership.group_of(live("a", {POOL_LABEL: "kp"})) == "ng-listed"
-    assert membership.group_of(live("b", {"eks.amazonaws.com/nodegroup": "ng-eks", POOL_LABEL: "kp"})) == "ng-eks"
+    assert (
+        membership.group_of(live("b", {"eks.amazonaws.com/nodegroup": "ng-eks", POOL_LABEL: "kp"}))
+        == "ng-eks"
+    )
     assert Membership({}, frozenset()).group_of(live("k", {POOL_LABEL: "kp"})) == ""
 
 

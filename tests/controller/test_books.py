@@ -267,7 +267,9 @@ POOL_NODES = ("ip-10-0-3-10.ec2.internal", "ip-10-0-3-11.ec2.internal")
 GUARD_AFFINITY = {
     "nodeAffinity": {
         "requiredDuringSchedulingIgnoredDuringExecution": {
-            "nodeSelectorTerms": [{"matchExpressions": [{"key": EXHAUSTED_LABEL, "operator": "DoesNotExist"}]}]
+            "nodeSelectorTerms": [
+                {"matchExpressions": [{"key": EXHAUSTED_LABEL, "operator": "DoesNotExist"}]}
+            ]
         }
     }
 }
@@ -309,7 +311,11 @@ def test_a_nodepools_nodes_are_booked_under_it_and_keep_their_labels_past_the_gr
     clock = Clock(BASE)
     api = fake_kube.api_client()
     live = books_stack(
-        api, window=WINDOW, clock=clock, recorder=EventRecorder(api, "books-test", clock=clock), guard_grace=5.0
+        api,
+        window=WINDOW,
+        clock=clock,
+        recorder=EventRecorder(api, "books-test", clock=clock),
+        guard_grace=5.0,
     )
     for index, name in enumerate(POOL_NODES):
         fake_kube.create(pool_node(name))
@@ -320,8 +326,11 @@ def test_a_nodepools_nodes_are_booked_under_it_and_keep_their_labels_past_the_gr
     try:
         assert live.wait_synced(10.0)
         eventually(lambda: len(live.books.pending()) == 1, "the guarded pod seen pending")
-        rows = {r.name: (r.node_group, r.instance_type, r.capacity, r.in_use, r.held) for r in live.books.snapshot()}
-        assert rows == {name: ("general", "m5.large", 2, 1, 1) for name in POOL_NODES}
+        rows = {
+            r.name: (r.node_group, r.instance_type, r.capacity, r.in_use, r.held)
+            for r in live.books.snapshot()
+        }
+        assert rows == dict.fromkeys(POOL_NODES, ("general", "m5.large", 2, 1, 1))
         assert [(d.action, d.node) for d in live.reconcile()] == [(LabelAction.SET, n) for n in POOL_NODES]
         for later in (5.0, 30.0):
             clock.now = BASE + later
@@ -343,6 +352,8 @@ def test_a_nodepools_nodes_are_booked_under_it_and_keep_their_labels_past_the_gr
             }
         }
         clock.now = BASE + WINDOW
-        assert [(d.action, d.node) for d in live.reconcile()] == [(LabelAction.REMOVED, n) for n in POOL_NODES]
+        assert [(d.action, d.node) for d in live.reconcile()] == [
+            (LabelAction.REMOVED, n) for n in POOL_NODES
+        ]
     finally:
         live.stop()

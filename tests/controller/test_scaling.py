@@ -268,7 +268,10 @@ def test_fitguard_never_scales_for_karpenter() -> None:
     driver = ScalingDriver(on)
     cycle = driver.plan_cycle([pool], pods, [], now=NOW)
     assert (cycle.asg_names, driver.act(cycle, now=NOW)) == ({}, [])
-    none = {"pods": ["default/p1", "default/p2"], "message": "pod didn't trigger scale-up: no node group can be scaled"}
+    none = {
+        "pods": ["default/p1", "default/p2"],
+        "message": "pod didn't trigger scale-up: no node group can be scaled",
+    }
     assert scale_ups_json(cycle) == plan_json([], {}, notTriggerScaleUp=[{**none, "reasons": {}}])
     assert groups_to_mark([pool], on) == set()
     asg = template("general", "aws-asg", max_size=10)

@@ -280,7 +280,9 @@ def test_fitguard_plans_no_scale_up_for_a_nodepool(aws: AwsEnvironment, tmp_path
     asg(clients.autoscaling, "ng-batch", {**ENABLED, EPH_TAG: "44Gi"})
     pods = [unschedulable("small", "1"), unschedulable("big", "3")]
     flags = ("--scaling", "plan", "--scaling-scope", "all")
-    report = json.loads(controller_once(tmp_path, [*nodepool("general", ["m5.xlarge"]), *pods], *flags).stdout)
+    report = json.loads(
+        controller_once(tmp_path, [*nodepool("general", ["m5.xlarge"]), *pods], *flags).stdout
+    )
     assert sorted(t["metadata"]["name"] for t in report["nodeGroups"]) == ["general", "ng-batch"]
     assert [(u["nodeGroup"], u["pods"], u["outcome"]) for u in report["scaleUps"]] == [
         ("ng-batch", ["default/small"], "planned")
@@ -292,5 +294,8 @@ def test_fitguard_plans_no_scale_up_for_a_nodepool(aws: AwsEnvironment, tmp_path
             "reasons": {"ng-batch": ["Insufficient cpu"]},
         }
     ]
-    assert (report["scaling"]["outcomes"], report["scaling"]["skippedGroups"]) == ({"ng-batch": "planned"}, {})
+    assert (report["scaling"]["outcomes"], report["scaling"]["skippedGroups"]) == (
+        {"ng-batch": "planned"},
+        {},
+    )
     assert "general" not in json.dumps(report["scaling"])

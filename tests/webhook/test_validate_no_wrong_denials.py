@@ -125,7 +125,9 @@ NODE_POOL = {
 }
 
 
-def karpenter_pool(name: str, types: list[str], daemonsets: Mapping[str, int] | None = None) -> tuple[Obj, ...]:
+def karpenter_pool(
+    name: str, types: list[str], daemonsets: Mapping[str, int] | None = None
+) -> tuple[Obj, ...]:
     """NodePool `name` of `types` on AL2023, listed, and the NodeGroupTemplate the controller
     publishes for it (built by the controller's own code), whose DaemonSets take `daemonsets`
     (milli-units) on every type."""
@@ -135,7 +137,10 @@ def karpenter_pool(name: str, types: list[str], daemonsets: Mapping[str, int] | 
 
     requirement = {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": types}
     ref = {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": name}
-    pool = {"metadata": {"name": name}, "spec": {"template": {"spec": {"nodeClassRef": ref, "requirements": [requirement]}}}}
+    pool = {
+        "metadata": {"name": name},
+        "spec": {"template": {"spec": {"nodeClassRef": ref, "requirements": [requirement]}}},
+    }
     nodeclass = {"spec": {"amiSelectorTerms": [{"alias": "al2023@latest"}], "role": "r"}}
     record, _ = published(pool, nodeclass, KarpenterOptions(), {}, lambda offer: dict(daemonsets or {}))
     template = NodeGroupTemplate(name, provider=PROVIDER, karpenter=record).to_object()
@@ -350,7 +355,10 @@ CASES = [
         "karpenter-node-of-a-judged-nodepool-takes-it",
         pod("big", "6"),
         "admitted",  # an m5.2xlarge launched before the NodePool was narrowed: its room decides
-        extra=(*karpenter_pool("kp", ["m5.large"]), karpenter_node("ip-10-0-9-1.ec2.internal", "kp", "m5.2xlarge", "7910m")),
+        extra=(
+            *karpenter_pool("kp", ["m5.large"]),
+            karpenter_node("ip-10-0-9-1.ec2.internal", "kp", "m5.2xlarge", "7910m"),
+        ),
     ),
     Case(
         "karpenter-node-less-its-nodepools-daemonsets-and-the-nodepool-too-small",

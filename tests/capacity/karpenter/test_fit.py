@@ -175,7 +175,9 @@ def test_the_guard_affinity_never_keeps_a_pod_from_a_nodepool_that_does_not_set_
     guard = [{"key": EXHAUSTED_LABEL, "operator": "DoesNotExist"}]
     affinity = {
         "nodeAffinity": {
-            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": guard}]}
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": guard}]
+            }
         }
     }
     requests = {"cpu": 1000, "vpc.amazonaws.com/pod-eni": 1000}
