@@ -126,11 +126,11 @@ NODE_POOL = {
 
 
 def karpenter_pool(
-    name: str, types: list[str], daemonsets: Mapping[str, int] | None = None
+    name: str, types: list[str], daemonsets: Mapping[str, int] | None = None, *, ready: bool = True
 ) -> tuple[Obj, ...]:
     """NodePool `name` of `types` on AL2023, listed, and the NodeGroupTemplate the controller
     publishes for it (built by the controller's own code), whose DaemonSets take `daemonsets`
-    (milli-units) on every type."""
+    (milli-units) on every type; its Ready condition False unless `ready`."""
     from capacity.karpenter.nodeclass import KarpenterOptions
     from capacity.karpenter.published import PROVIDER, published
     from capacity.template import NodeGroupTemplate
@@ -141,6 +141,8 @@ def karpenter_pool(
         "metadata": {"name": name},
         "spec": {"template": {"spec": {"nodeClassRef": ref, "requirements": [requirement]}}},
     }
+    if not ready:
+        pool["status"] = {"conditions": [{"type": "Ready", "status": "False", "reason": "NodeClassNotReady"}]}
     nodeclass = {"spec": {"amiSelectorTerms": [{"alias": "al2023@latest"}], "role": "r"}}
     record, _ = published(pool, nodeclass, KarpenterOptions(), {}, lambda offer: dict(daemonsets or {}))
     template = NodeGroupTemplate(name, provider=PROVIDER, karpenter=record).to_object()
@@ -370,6 +372,16 @@ CASES = [
         ),
         says="judged every place it could run: 3 node groups (ng-batch, ng-burst, ng-general), 5 live nodes,"
         " 1 Karpenter NodePool",
+    ),
+    Case(
+        "karpenter-node-of-a-nodepool-not-ready",
+        pod("big", "6"),
+        "unjudged",  # its node is known, but Karpenter launches nothing for the NodePool until Ready
+        extra=(
+            *karpenter_pool("kp", ["m5.large"], ready=False),
+            karpenter_node("ip-10-0-9-1.ec2.internal", "kp", "m5.large", "1930m"),
+        ),
+        abstained="karpenter-nodepools",
     ),
     Case(
         "karpenter-node-of-a-nodepool-fitguard-cannot-judge",
