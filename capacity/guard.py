@@ -306,8 +306,8 @@ class _Pass:
 def _group_verdict(
     key: str, members: Sequence[GuardNode], held: Mapping[str, str | None], this_pass: _Pass
 ) -> GroupVerdict:
-    """One group's state in this pass: clear, blind, scaling, lifted (since when) or in its grace
-    period (blind since when)."""
+    """One group's state in this pass: spared (last node), clear, a NodePool's (never blind),
+    blind, scaling, lifted (since when) or in its grace period (blind since when)."""
     pending, state, now = this_pass.pending, this_pass.state, this_pass.now
     scaled_groups = this_pass.scaled_groups
     candidates = [n for n in members if n.candidate]
