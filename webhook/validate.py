@@ -228,11 +228,13 @@ def _beyond_groups(
     if judged.kind == "DaemonSet":
         verdicts = [v for v in verdicts if selects(v)]
         selects_a_group = bool(verdicts)
-    generation = (
+    generation = (  # every store published_pools() reads too: a judged NodePool's nodes are known
         cluster.templates.version,
         cluster.nodes.version,
         cluster.node_pools.version,
         cluster.nodepool_templates.version,
+        cluster.ec2_node_classes.version,
+        cluster.auto_node_classes.version,
     )
 
     def judge() -> Beyond:

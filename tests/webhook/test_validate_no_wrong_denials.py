@@ -549,3 +549,30 @@ def test_a_daemonset_update_and_a_create_of_the_same_shape_each_get_their_own_wo
     assert not updated.allowed and not created.allowed
     assert "ng-small: Insufficient cpu: requests 2100m; a node offers 2: request less" in updated.message
     assert "a node offers 800m after 1200m of DaemonSets" in created.message
+
+
+def test_a_nodepools_node_is_known_again_once_its_node_class_is_current_again() -> None:
+    """What the live nodes say of a pod shape is remembered per generation of every store that
+    decides which NodePools are judged, node classes included: while kp's EC2NodeClass as listed
+    differs from the one its template was built from, kp is not judged and its node is capacity
+    fitguard does not model (unjudged); once the class as listed matches again (the watch
+    carries it), the same pod on the same view is judged again and denied, naming kp."""
+    template, listed = karpenter_pool("kp", ["m5.large"])
+    spec = {"amiSelectorTerms": [{"alias": "al2023@latest"}], "role": "r"}
+    current = {
+        "apiVersion": "karpenter.k8s.aws/v1",
+        "kind": "EC2NodeClass",
+        "metadata": {"name": "kp"},
+        "spec": spec,
+    }
+    changed = copy.deepcopy(current)
+    changed["spec"]["role"] = "another"
+    kp_node = karpenter_node("ip-10-0-9-1.ec2.internal", "kp", "m5.large", "1930m")
+    view = from_objects([*copy.deepcopy(DEMO), template, listed, changed, kp_node])
+    config = WebhookOptions(mode="enforce")
+    request = review(pod("big", "6"))["request"]
+    stale = validate_review(request, view, config)
+    assert (stale.allowed, stale.abstained and stale.abstained.value) == (True, "unmodeled-nodes")
+    view.ec2_node_classes.apply("MODIFIED", current)
+    judged = validate_review(request, view, config)
+    assert judged.allowed is False and "NodePool kp: " in judged.message

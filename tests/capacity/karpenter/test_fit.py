@@ -12,6 +12,7 @@ import pytest
 
 from capacity.karpenter.discovered import discovered_memory
 from capacity.karpenter.fit import Change, NodePoolDecision, Shortfall, judge
+from capacity.karpenter.pools import reason_words
 from capacity.karpenter.template import KarpenterTemplate, build_template
 from capacity.quantity import parse_quantity
 
@@ -253,7 +254,11 @@ def test_auto_mode_pods_storage_and_no_branch_enis() -> None:
     assert by_name["m5.large"]["ephemeral-storage"] == _q("80Gi") - _q("1Gi") - _q("8Gi")
     assert by_name["m6idn.32xlarge"]["ephemeral-storage"] == _q("7600G") - _q("1Gi") - _q("760G")
     reason = _only(judge(template, {}, {"vpc.amazonaws.com/pod-eni": 1000}))
-    assert (reason.shortfall, reason.changes) == (Shortfall.BRANCH_ENIS, ())
+    assert (reason.shortfall, reason.changes) == (Shortfall.AUTOMODE_NO_BRANCH_ENIS, ())
+    assert reason_words(reason) == (
+        "security groups for pods are not supported on EKS Auto Mode (vpc.amazonaws.com/pod-eni:"
+        " needs 1 with the DaemonSets, the allowed types offer at most 0)"
+    )
     bigger = _auto(["m5.large"], {"spec": {"ephemeralStorage": {"size": "200Gi"}}})
     assert bigger.offers[0].allocatable["ephemeral-storage"] == _q("200Gi") - _q("1Gi") - _q("20Gi")
     reason = _only(judge(bigger, {}, {"ephemeral-storage": _q("180Gi")}))
