@@ -1,6 +1,7 @@
 """Slow and malicious clients of the admission port (issue 30): `fitguard webhook` started with the
-manifests' flags, 2 workers of 8 threads, and connection timeouts of 8 s (the defaults are 5 s: a
-little more leaves room to open 64 TLS connections on a busy machine before the first one is due).
+manifests' flags (one worker; the attack also against 2 workers), 8 threads per worker, and
+connection timeouts of 8 s (the defaults are 5 s: a little more leaves room to open 64 TLS
+connections on a busy machine before the first one is due).
 
 What a slow client may hold is a file descriptor, never a worker thread: while 64 slow connections
 are held (tests/slowclients.py: stalled handshakes, bodies and headers trickled a byte a second),
@@ -74,18 +75,20 @@ def open_many(server: Server, count: int) -> list[SlowConn]:
         return list(pool.map(lambda i: open_slow(KINDS[i % len(KINDS)], server.port, context), range(count)))
 
 
-@pytest.fixture
-def slow_server(tls_files: TlsFiles, state: Path) -> Iterator[Server]:
-    with running(tls_files, ["--state", str(state), *TIMEOUTS], workers=2, threads=8) as server:
+# None: the manifests' worker count (one per replica), given no --workers here
+@pytest.fixture(params=[None, 2], ids=["manifests-workers", "2-workers"])
+def slow_server(request: pytest.FixtureRequest, tls_files: TlsFiles, state: Path) -> Iterator[Server]:
+    with running(tls_files, ["--state", str(state), *TIMEOUTS], workers=request.param, threads=8) as server:
         yield server
 
 
 def test_reviews_are_answered_in_time_while_64_slow_clients_are_held(slow_server: Server) -> None:
     """64 slow connections (a third each stalled in the handshake, trickling a body a byte a second,
-    trickling half a header line) hold 2 x 8 threads with gunicorn's gthread worker. Here, while
-    they are all held, 16 /validate and 16 /mutate reviews on new connections are each answered
-    200 with their uid within the apiserver's 3 s; then each slow connection is closed by the
-    server within its phase's timeout (plus one turn of the worker's loop)."""
+    trickling half a header line) would hold 8 threads per worker with gunicorn's gthread worker.
+    Here, with the manifests' one worker and with two, while they are all held, 16 /validate and 16
+    /mutate reviews on new connections are each answered 200 with their uid within the apiserver's
+    3 s; then each slow connection is closed by the server within its phase's timeout (plus one
+    turn of the worker's loop)."""
     slow = open_many(slow_server, SLOW)
     trickler = Trickler(slow).start()
     try:
