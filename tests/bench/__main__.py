@@ -6,6 +6,7 @@ the figures are (a benchmark that crashes is reported as such and the others sti
                           [--scales 10000,50000,150000] [--events N] [--loadgen auto|wrk|python]
                           [--admission-mode pinned|unpinned] [--rounds N] [--round-duration S]
                           [--replica-workers 1,2,4] [--replica-nodes N] [--replica-templates N]
+                          [--replica-list-paths streamed,paged]
 """
 
 from __future__ import annotations
@@ -82,6 +83,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--replica-templates", type=int, default=2000, help="workers: NodeGroupTemplates the webhook watches"
     )
+    parser.add_argument(
+        "--replica-list-paths", default="streamed,paged", help="workers: how the fake answers lists"
+    )
     parser.add_argument("--out", type=Path, default=Path("bench/results.json"))
     return parser.parse_args(argv)
 
@@ -149,6 +153,7 @@ def main(argv: list[str] | None = None) -> int:
             args.replica_nodes,
             args.replica_templates,
             say=say,
+            list_paths=tuple(p for p in args.replica_list_paths.split(",") if p),
         ),
     )
     section("fit", capacity_cost.fit_cost)

@@ -5,13 +5,16 @@ master through the fork between them as the kernel charges them).
 
     python -m tests.bench --only workers            (part of `make bench`)
     python -m tests.bench.workers [--workers 1,2,4] [--nodes 5000] [--templates 2000] [--nodepools 50]
+                                  [--list-paths streamed,paged]
 
 `fitguard webhook` runs with the base manifests' args (tests/webhook_server.py) and `--kubeconfig`
 against tests/fakekube, which holds a realistic cluster: `--nodes` Nodes as the API serves them
 (tests/bench/bigcluster.py), `--templates` NodeGroupTemplates and 20 namespaces with their
 ServiceAccounts and 200 SecurityGroupPolicies (tests/bench/synth.py), `--nodepools` Karpenter
 NodePools and the VPC CNI ConfigMap. The fake's request log counts, per resource, the watches
-(a streamed list is a watch with sendInitialEvents) and the paged list requests. Figures are read
+(a streamed list is a watch with sendInitialEvents) and the paged list requests. Both list paths:
+the fake streams lists, then refuses them as a server without WatchList does (Kubernetes 1.30 and
+1.31 by default), where each worker lists in pages of 500 and then watches. Figures are read
 once /readyz answers 200, every worker's watches are open and the replica's memory stopped growing.
 
 Then one worker is killed (SIGKILL, as the kernel's OOM killer or a crash ends it): how long /readyz
@@ -50,12 +53,8 @@ REVIEWED_POD = {
     "spec": {"containers": [{"name": "c", "image": "nginx", "resources": {"requests": {"cpu": "100m"}}}]},
 }
 MANIFEST_THREADS = 8  # the manifests pass no --threads: the command's default
-# what each worker lists and watches: webhook/cluster.py WATCHES, and the NodePools
-RESOURCES = frozenset(
-    ("namespaces", "serviceaccounts", "securitygrouppolicies", "configmaps", "nodegrouptemplates", "nodes",
-     "nodepools")
-)  # fmt: skip
-WATCHED_RESOURCES = len(RESOURCES)
+# what each worker lists and watches at least: webhook/cluster.py WATCHES, and the NodePools
+WATCHED_RESOURCES = 7
 
 
 def nodepool(i: int) -> dict[str, Any]:
@@ -90,18 +89,25 @@ def fill(fake: Any, nodes: int, templates: int, nodepools: int) -> dict[str, int
 
 
 def requests_by_resource(fake: Any) -> dict[str, dict[str, int]]:
-    """Per resource (the collection path's last segment): watches and list pages requested."""
-    watches: Counter[str] = Counter()
-    lists: Counter[str] = Counter()
-    for record in fake.requests.find(method="GET"):
-        resource = record.path.rsplit("/", 1)[-1]
-        if resource not in RESOURCES:
-            continue  # discovery, a single object
-        if record.watch:
-            watches[resource] += 1
-        else:
-            lists[resource] += 1
-    return {r: {"watches": watches[r], "lists": lists[r]} for r in sorted(set(watches) | set(lists))}
+    """Per resource watched (the collection path's last segment): watches (a streamed list is
+    one), list pages, and streamed lists the fake refused (it does so for every one while it
+    plays a server without WatchList); other GETs, discovery or a single object, are not counted."""
+    records = fake.requests.find(method="GET")
+    refusing = fake.watch_list == "old"
+
+    def resource(record: Any) -> str:
+        return str(record.path.rsplit("/", 1)[-1])
+
+    def refused(record: Any) -> bool:
+        return refusing and record.query.get("sendInitialEvents") == "true"
+
+    watches = Counter(resource(r) for r in records if r.watch and not refused(r))
+    streams_refused = Counter(resource(r) for r in records if r.watch and refused(r))
+    lists = Counter(resource(r) for r in records if not r.watch)
+    return {
+        r: {"watches": watches[r], "lists": lists[r], "streamsRefused": streams_refused[r]}
+        for r in sorted(watches)
+    }
 
 
 def worker_pids(master: int) -> list[int]:
@@ -297,12 +303,18 @@ def one_replica(workers: int, fake: Any, tls: Any, kubeconfig: Path) -> dict[str
         stop(server)
 
 
+# how the fake answers a streamed list (tests/fakekube/server.py watch_list): served (1.27+ with
+# WatchList on), or refused as by a server without it, where every worker lists in pages
+LIST_PATHS = {"streamed": "supported", "paged": "old"}
+
+
 def run(
     worker_counts: tuple[int, ...] = (1, 2, 4),
     nodes: int = 5000,
     templates: int = 2000,
     nodepools: int = 50,
     say: Callable[[str], None] = print,
+    list_paths: tuple[str, ...] = tuple(LIST_PATHS),
 ) -> dict[str, Any]:
     from tests.fakekube import FakeKubeServer
     from tests.tlsfixtures import make_tls_files
@@ -313,21 +325,23 @@ def run(
         results["cluster"] = fill(fake, nodes, templates, nodepools)
         tls = make_tls_files(Path(tmp))
         kubeconfig = fake.write_kubeconfig(Path(tmp) / "kubeconfig")
-        for count in worker_counts:
-            figures = one_replica(count, fake, tls, kubeconfig)
-            results["replicas"][str(count)] = figures
-            say(f"  {count} worker(s): {line(figures)}")
+        for path in list_paths:
+            fake.watch_list = LIST_PATHS[path]
+            for count in worker_counts:
+                figures = one_replica(count, fake, tls, kubeconfig)
+                results["replicas"][f"{path}/{count}"] = {"listPath": path, **figures}
+                say(f"  {path} lists, {count} worker(s): {line(figures)}")
     return results
 
 
 def line(figures: dict[str, Any]) -> str:
     requests = figures["requests"]
     watches = ", ".join(f"{r} {c['watches']}" for r, c in requests.items() if c["watches"])
-    lists = sum(c["lists"] for c in requests.values())
+    lists = ", ".join(f"{r} {c['lists']}" for r, c in requests.items() if c["lists"]) or "none"
     memory = figures["memory"]
     killed = figures["workerKilled"]
     return (
-        f"watches per resource: {watches}; list pages {lists}; replica RSS {memory['rssMb']} MB, "
+        f"watches per resource: {watches}; list pages: {lists}; replica RSS {memory['rssMb']} MB, "
         f"PSS {memory['pssMb']} MB {memory['perProcessRssMb']}; cached {figures['cached']}; "
         f"a worker killed: /readyz not 200 for {killed['secondsNotReady']} s, relisted after "
         f"{killed['secondsUntilRelisted']} s; reviews meanwhile {killed['reviewsInTime']} of "
@@ -342,12 +356,15 @@ def rows(data: dict[str, Any]) -> list[Row]:
 
     deployed = next((int(a.partition("=")[2]) for a in manifest_args() if a.startswith("--workers=")), 1)
     out = []
-    for count, figures in data["replicas"].items():
-        label = f"{count} worker{'s' if count != '1' else ''}"
+    for figures in data["replicas"].values():
+        count = figures["workers"]
+        label = f"{figures['listPath']} lists, {count} worker{'s' if count != 1 else ''}"
         most = max((c["watches"] for c in figures["requests"].values()), default=0)
-        target = 1.0 if int(count) == deployed else None
+        target = 1.0 if count == deployed else None
         deployed_mark = " (manifests)" if target else ""
         out.append(Row("workers", f"watches per resource, {label}{deployed_mark}", most, "", target))
+        pages = max((c["lists"] for c in figures["requests"].values()), default=0)
+        out.append(Row("workers", f"most list pages of one resource, {label}", pages, ""))
         out.append(Row("workers", f"replica RSS, {label}", figures["memory"]["rssMb"], "MB"))
         out.append(Row("workers", f"replica PSS, {label}", figures["memory"]["pssMb"], "MB"))
         killed = figures["workerKilled"]["secondsNotReady"]
@@ -364,9 +381,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--templates", type=int, default=2000)
     parser.add_argument("--nodepools", type=int, default=50)
+    parser.add_argument("--list-paths", default=",".join(LIST_PATHS), help="streamed, paged or both")
     args = parser.parse_args(argv)
     counts = tuple(int(n) for n in args.workers.split(",") if n)
-    run(counts, args.nodes, args.templates, args.nodepools)
+    paths = tuple(p for p in args.list_paths.split(",") if p)
+    run(counts, args.nodes, args.templates, args.nodepools, list_paths=paths)
     return 0
 
 
