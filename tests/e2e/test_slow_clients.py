@@ -126,17 +126,19 @@ def readyz(server: Server) -> tuple[int, str]:
     return status, body.decode()
 
 
+@pytest.mark.parametrize("workers", [None, 2], ids=["manifests-workers", "2-workers"])
 def test_readyz_says_not_ready_while_the_admission_port_is_full_and_recovers(
-    tls_files: TlsFiles, state: Path
+    workers: int | None, tls_files: TlsFiles, state: Path
 ) -> None:
-    """With --max-connections 4 and 2 workers, 8 connections stalled in the handshake fill every
-    worker's slots (a worker at its bound stops accepting, so the other takes the rest): after the
-    short saturation bound /readyz on the status port, whichever worker answers, is 503 and names
-    the admission connections; once the server dropped the slow connections (their timeout), it is
-    200 again and reviews are answered. With a bound off by a large factor (or none), the slots
-    never fill and /readyz stays 200."""
+    """With --max-connections 4, 8 connections stalled in the handshake fill every worker's slots
+    (with 2 workers: a worker at its bound stops accepting, so the other takes the rest; with the
+    manifests' one, the rest wait in the backlog and fill it again once the first 4 are dropped):
+    after the short saturation bound /readyz on the status port, whichever worker answers, is 503
+    and names the admission connections; once the server dropped the slow connections (their
+    timeout), it is 200 again and reviews are answered. With a bound off by a large factor (or
+    none), the slots never fill and /readyz stays 200."""
     options = ["--state", str(state), *TIMEOUTS, "--max-connections", "4"]
-    with running(tls_files, options, workers=2, threads=8) as server:
+    with running(tls_files, options, workers=workers, threads=8) as server:
         both_ready = wait_for(
             lambda: [readyz(server) for _ in range(8)], lambda got: {*got} == {(200, "ok\n")}
         )
