@@ -14,6 +14,12 @@ guard steps aside so that it never blinds cluster-autoscaler (issue 14).
   affinity, and fitting a node of the group once fitguard's label is set aside): fitguard scales the
   group itself when `--scaling=on` covers it; otherwise, after a grace period, the label is lifted
   from the group's nodes until the group has a node with a free branch ENI or the pods have left.
+- A Karpenter NodePool's nodes blind nothing: Karpenter builds a new NodeClaim's requirements from
+  the NodePool alone (kubernetes-sigs/karpenter pkg/controllers/provisioning/scheduling/
+  nodeclaimtemplate.go `NewNodeClaimTemplate`), and reads a live node's labels only to place pods
+  on that node (existingnode.go `NewExistingNode`, `CanAdd`). A labelled node makes Karpenter launch
+  a new node for the guarded pod, so a group all of whose nodes are Karpenter's keeps its labels
+  (KARPENTER): never lifted, its last node never spared.
 
 Pure: the books, the nodes, the pending pods, the previous state and `now` in; the labels wanted,
 their reasons, what happened to each group and the next state out.
@@ -43,6 +49,7 @@ GRACE = "grace"  # blind with guarded pods pending: waiting out the grace period
 SCALING = "scaling"  # blind with guarded pods pending: `--scaling=on` covers the group
 LIFTED = "lifted"  # the guard stepped aside for cluster-autoscaler
 LAST_NODE = "last-node"  # held ENIs, but the group's last ready node: left unlabelled (memory)
+KARPENTER = "karpenter"  # every ready node labelled, but a NodePool's: Karpenter is not blinded
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,7 +130,7 @@ class GuardState:
 @dataclass(frozen=True, slots=True)
 class GroupVerdict:
     group: str
-    state: str  # CLEAR, BLIND, GRACE, SCALING, LIFTED
+    state: str  # CLEAR, BLIND, GRACE, SCALING, LIFTED, LAST_NODE, KARPENTER
     reason: str
     nodes: tuple[str, ...] = ()
     pods: tuple[PendingPod, ...] = ()
@@ -207,7 +214,9 @@ def spared(members: Sequence[GuardNode], scaled: bool) -> bool:
     label: when a group has no good candidate left, cluster-autoscaler builds its nodes from the
     template it cached from the last one, every label kept (mixed_nodeinfos_processor.go `Process`,
     node_info_utils.go `createSanitizedNode`), until it restarts. So a group cluster-autoscaler may
-    scale, with at most one candidate, carries no label unless fitguard scales it itself."""
+    scale, with at most one candidate, carries no label unless fitguard scales it itself. Karpenter
+    remembers no node for a NodePool (its NodeClaims come from the NodePool): a group of Karpenter's
+    nodes alone is never spared."""
     return not scaled and any(n.autoscaled for n in members) and sum(n.candidate for n in members) <= 1
 
 
@@ -297,8 +306,8 @@ class _Pass:
 def _group_verdict(
     key: str, members: Sequence[GuardNode], held: Mapping[str, str | None], this_pass: _Pass
 ) -> GroupVerdict:
-    """One group's state in this pass: clear, blind, scaling, lifted (since when) or in its grace
-    period (blind since when)."""
+    """One group's state in this pass: spared (last node), clear, a NodePool's (never blind),
+    blind, scaling, lifted (since when) or in its grace period (blind since when)."""
     pending, state, now = this_pass.pending, this_pass.state, this_pass.now
     scaled_groups = this_pass.scaled_groups
     candidates = [n for n in members if n.candidate]
@@ -311,6 +320,8 @@ def _group_verdict(
     if not blind:
         why = "no ready node" if not candidates else "a ready node is not labelled"
         return GroupVerdict(key, CLEAR, why, names)
+    if not any(n.autoscaled for n in members):  # a NodePool's: nothing to lift, nothing to scale
+        return GroupVerdict(key, KARPENTER, nodepool_message(key, pods), names, pods)
     if not pods:
         why = "every ready node is labelled; no guarded pod is pending for node affinity on it"
         return GroupVerdict(key, BLIND, why, names)
@@ -333,6 +344,15 @@ def spared_message(group: str) -> str:
         f"{group} has at most one ready node cluster-autoscaler may template it on, and fitguard does "
         "not scale it: once that node goes, cluster-autoscaler builds the group's nodes from its "
         "remembered copy, every label kept, until it restarts"
+    )
+
+
+def nodepool_message(group: str, pods: Sequence[PendingPod]) -> str:
+    """Why a NodePool's labels stay although every ready node of it carries one."""
+    waiting = f"{len(pods)} guarded pods pend on it" if pods else "no guarded pod pends on it"
+    return (
+        f"every ready node is labelled and {waiting}; Karpenter builds NodePool {group}'s new nodes "
+        "from the NodePool, never from a live node, so the label hides no new node from it: kept"
     )
 
 

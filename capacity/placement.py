@@ -2,7 +2,8 @@
 
 fitguard's rule for every verdict: deny only when it knows every place the pod could run and none
 of them serves it. The places are the live nodes (`LiveNode`), the node groups' next nodes
-(capacity/serve.py) and capacity it does not model (nodes of no known group, Karpenter NodePools).
+(capacity/serve.py), the Karpenter NodePools (capacity/karpenter/pools.py) and capacity it does not
+model (nodes of no known group or NodePool).
 This module answers the first and the last, and names the cases fitguard leaves alone
 (`Abstention`).
 
@@ -24,21 +25,22 @@ Upstream, restated (docs/upstream.md has the commits):
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
 from capacity.fit import LIVE_NODE_SOURCE, PodNeeds, Reason, check_fit
-from capacity.karpenter.labels import NODEPOOL
-from capacity.quantity import parse_quantity
-from capacity.resources import Resources
+from capacity.karpenter.published import PublishedNodePool
+from capacity.quantity import milli_to_units, parse_quantity
+from capacity.resources import PODS, Resources
 from capacity.selectors import required_node_terms, with_node_name
 from capacity.string_maps import string_map
 from capacity.taints import Taint, first_untolerated
 from capacity.template import NodeGroupTemplate, View
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 EKS_NODEGROUP_LABEL = "eks.amazonaws.com/nodegroup"
 KARPENTER_NODEPOOL_LABEL = "karpenter.sh/nodepool"
 DEFAULT_SCHEDULER = "default-scheduler"
@@ -221,29 +223,72 @@ def judge_pinned(needs: PodNeeds, pin: Pin, nodes: Mapping[str, LiveNode]) -> Pi
 @dataclass(frozen=True, slots=True)
 class Membership:
     """Which node group each live node belongs to: the names the templates list
-    (`spec.nodeNames`), else EKS's node group label naming a template."""
+    (`spec.nodeNames`), else EKS's node group label naming a template; else which NodePool, when
+    its `karpenter.sh/nodepool` label names one whose published template fitguard judges by
+    (Karpenter's nodes of such a NodePool are known capacity: more of them come from that template)."""
 
     by_node: Mapping[str, str]
     groups: frozenset[str]
+    pools: frozenset[str] = frozenset()
 
     def group_of(self, node: LiveNode) -> str:
+        """Its node group's name, else its NodePool's; "" when it has neither."""
+        return self.template_group(node) or self.pool_of(node)
+
+    def template_group(self, node: LiveNode) -> str:
         named = self.by_node.get(node.name)
         if named:
             return named
         label = node.labels.get(EKS_NODEGROUP_LABEL, "")
         return label if label in self.groups else ""
 
+    def pool_of(self, node: LiveNode) -> str:
+        pool = node.labels.get(KARPENTER_NODEPOOL_LABEL, "")
+        return pool if pool in self.pools else ""
+
+
+Overhead = tuple[Resources, int]  # what a node's DaemonSet pods request (milli-units), and how many
+NO_OVERHEAD: Overhead = ({}, 0)
+
+
+def pool_overhead(record: PublishedNodePool, instance_type: str) -> Overhead:
+    """The DaemonSet pods the controller published for a node of this type of the NodePool (the
+    NodePool's most common set for a type it does not list), as requests and a count."""
+    found = record.overheads.get(instance_type, record.overhead)
+    return {k: v for k, v in found.items() if k != PODS}, milli_to_units(found.get(PODS, 0))
+
+
+def overheads_of(
+    membership: Membership, templates: Iterable[NodeGroupTemplate], pools: Mapping[str, PublishedNodePool]
+) -> Callable[[LiveNode], Overhead]:
+    """Each live node's DaemonSet overhead: its group's, its NodePool's for its instance type, or
+    none for a node of neither. One object per group and per NodePool and type, so a view's
+    memo of its offer (capacity/fit.py offer_of) is reused across nodes."""
+    groups = {t.name: (t.daemonset_overhead, t.daemonset_pods) for t in templates}
+    per_type: dict[tuple[str, str], Overhead] = {}
+
+    def of(node: LiveNode) -> Overhead:
+        group = membership.template_group(node)
+        if group:
+            return groups.get(group, NO_OVERHEAD)
+        pool = membership.pool_of(node)
+        if not pool:
+            return NO_OVERHEAD
+        key = (pool, node.labels.get(INSTANCE_TYPE_LABEL, ""))
+        if key not in per_type:
+            per_type[key] = pool_overhead(pools[pool], key[1])
+        return per_type[key]
+
+    return of
+
 
 def serving_node(
-    needs: PodNeeds,
-    nodes: Iterable[LiveNode],
-    membership: Membership,
-    overheads: Mapping[str, tuple[Resources, int]],
+    needs: PodNeeds, nodes: Iterable[LiveNode], overhead_of: Callable[[LiveNode], Overhead]
 ) -> str:
     """The name of a live node that serves the pod (its allocatable less the DaemonSets of its
-    group), or "" when none does."""
+    group or NodePool), or "" when none does."""
     for node in nodes:
-        overhead, pods = overheads.get(membership.group_of(node), ({}, 0))
+        overhead, pods = overhead_of(node)
         if not check_fit(needs, node.view, overhead, pods):
             return node.name
     return ""
@@ -255,19 +300,11 @@ def placeable(needs: PodNeeds, view: View) -> bool:
     return first_untolerated(view.taints, needs.tolerations) is None and needs.node_match(view.labels)
 
 
-def unmodeled_nodes(
-    needs: PodNeeds, nodes: Iterable[LiveNode], membership: Membership, node_pools: Iterable[str] = ()
-) -> list[str]:
-    """Live nodes of no known group the pod could be placed on, by name: capacity of a kind
-    fitguard does not model (self-managed nodes, hybrid nodes, virtual nodes). A node Karpenter
-    launched for one of `node_pools` (its `karpenter.sh/nodepool` label) is modelled: its NodePool
-    is judged for what a new node of it offers."""
-    pools = frozenset(node_pools)
-    return sorted(
-        n.name
-        for n in nodes
-        if not membership.group_of(n) and n.labels.get(NODEPOOL) not in pools and placeable(needs, n.view)
-    )
+def unmodeled_nodes(needs: PodNeeds, nodes: Iterable[LiveNode], membership: Membership) -> list[str]:
+    """Live nodes of no known group or judged NodePool the pod could be placed on, by name: capacity
+    of a kind fitguard does not model (self-managed nodes, hybrid nodes, virtual nodes, Karpenter's
+    of a NodePool without a template fitguard judges by)."""
+    return sorted(n.name for n in nodes if not membership.group_of(n) and placeable(needs, n.view))
 
 
 class Outcome(Enum):
@@ -295,20 +332,25 @@ def beyond_groups(
     node_pools: list[str],
     *,
     daemonset_selects_a_group: bool | None = None,
+    published: Mapping[str, PublishedNodePool] | None = None,
 ) -> Beyond:
     """The verdict of the places beyond the known groups' next nodes, in the order of the rule:
     a live node that serves; for a DaemonSet (`daemonset_selects_a_group` given), nothing selected;
-    capacity fitguard does not model; else refused, with the whole set judged."""
+    capacity fitguard does not model; the NodePools (`node_pools`, judged by the caller); else
+    refused, with the whole set judged. `published`: the NodePools whose templates the caller
+    judges by, whose live nodes are therefore known capacity."""
     groups = list(templates)
+    published = published or {}
     membership = Membership(
-        {node: t.name for t in groups for node in t.node_names}, frozenset(t.name for t in groups)
+        {node: t.name for t in groups for node in t.node_names},
+        frozenset(t.name for t in groups),
+        frozenset(published),
     )
-    overheads = {t.name: (t.daemonset_overhead, t.daemonset_pods) for t in groups}
-    if serving_node(needs, nodes, membership, overheads):
+    if serving_node(needs, nodes, overheads_of(membership, groups, published)):
         return Beyond(Outcome.SERVED)
     if daemonset_selects_a_group is False and not any(placeable(needs, n.view) for n in nodes):
         return Beyond(Outcome.SELECTS_NOTHING)
-    unmodeled = unmodeled_nodes(needs, nodes, membership, node_pools)
+    unmodeled = unmodeled_nodes(needs, nodes, membership)
     if unmodeled:
         return Beyond(Outcome.UNMODELED, tuple(unmodeled))
     if node_pools:

@@ -38,6 +38,10 @@ NODE_GROUP_LABELS = (
     "karpenter.sh/provisioner-name",
 )
 MILLI = 1000
+# EKS Auto Mode's nodes: the VPC resource controller skips a node so labelled (aws/amazon-vpc-
+# resource-controller-k8s controllers/core/node_controller.go `Reconcile`, commit c3b4991): no trunk
+# ENI, no branch ENI, whatever the node's status says (docs/upstream.md, EKS Auto Mode).
+COMPUTE_TYPE_LABEL, AUTO_COMPUTE_TYPE = "eks.amazonaws.com/compute-type", "auto"
 
 
 def _intern(value: object) -> str:
@@ -172,7 +176,8 @@ def _placement(spec: Mapping[str, Any]) -> dict[str, Any]:
 @dataclass(slots=True, repr=False)
 class NodeRecord:
     """One node as the books see it: `pod_eni` is its allocatable branch ENIs, None when the node
-    does not advertise the resource (the books then count no branch ENI there). Slotted, compared
+    does not advertise the resource or is an EKS Auto Mode node (the books then count no branch
+    ENI there). Slotted, compared
     field by field, never hashed."""
 
     name: str
@@ -200,7 +205,7 @@ def project_node(obj: Mapping[str, Any]) -> NodeRecord:
     labels = _map(meta, "labels")
     allocatable = _map(status, "allocatable")
     pod_eni: int | None = None
-    if POD_ENI in allocatable:
+    if POD_ENI in allocatable and labels.get(COMPUTE_TYPE_LABEL) != AUTO_COMPUTE_TYPE:
         pod_eni = milli_to_units(parse_quantity(allocatable[POD_ENI], f"status.allocatable.{POD_ENI}"))
     _list(status, "conditions")  # TypeError on a malformed list, as before
     readiness = node_readiness(obj)

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 NODE_POOL, NODE_CLASS = "NodePool", "EC2NodeClass"  # karpenter.sh/v1, karpenter.k8s.aws/v1
+AUTO_NODE_CLASS = "NodeClass"  # eks.amazonaws.com/v1: EKS Auto Mode's
 
 
 class ConfigMapUnreadable(Exception):
@@ -78,6 +79,7 @@ class ClusterCache:
         # Karpenter's: empty and synced where the API does not serve them (no Karpenter)
         self.nodepools: Store[dict[str, Any]] = Store(NODE_POOL)
         self.nodeclasses: Store[dict[str, Any]] = Store(NODE_CLASS)
+        self.automode_classes: Store[dict[str, Any]] = Store(AUTO_NODE_CLASS)
         self.karpenters: Store[dict[str, Any]] = Store("Karpenter controller pods")
         self.api: ApiLike | None = None
         self._config_maps: dict[tuple[str, str], dict[str, Any]] | None = None  # a state file's
@@ -109,9 +111,17 @@ class ClusterCache:
         self.templates.replace(kinds.get(TEMPLATE_KIND, []))
         for _, store, selector, namespace in self._selections():
             store.replace(select_pods(pods, selector, namespace))
-        self.nodepools.replace(kinds.get(NODE_POOL, []))
-        self.nodeclasses.replace(kinds.get(NODE_CLASS, []))
+        for kind, store in self._optional_kinds():
+            store.replace(kinds.get(kind, []))
         return self
+
+    def _optional_kinds(self) -> tuple[tuple[str, Store[dict[str, Any]]], ...]:
+        """The kinds served only where Karpenter or EKS Auto Mode runs, with their stores."""
+        return (
+            (NODE_POOL, self.nodepools),
+            (NODE_CLASS, self.nodeclasses),
+            (AUTO_NODE_CLASS, self.automode_classes),
+        )
 
     def _selections(self) -> tuple[tuple[str, Store[dict[str, Any]], str, str], ...]:
         """The stores of pods picked by a label selector ("" picks none): (name, store, selector,
@@ -144,7 +154,7 @@ class ClusterCache:
             self._autoscaler_error = str(err)
             found = []
         self.autoscalers.replace(found)
-        for kind, store in ((NODE_POOL, self.nodepools), (NODE_CLASS, self.nodeclasses)):
+        for kind, store in self._optional_kinds():
             try:
                 store.replace(kube_api.list_kind(api, kind, page_size=size))
             except KubeError as err:
@@ -194,11 +204,11 @@ class ClusterCache:
         return self
 
     def _start_karpenter(self, api: ApiLike) -> None:
-        """NodePools and EC2NodeClasses once the API serves them (empty and synced until then)."""
+        """NodePools and node classes once the API serves them (empty and synced until then)."""
         from kube.when_served import WhenServed
 
         watch = self.settings.watch
-        for kind, store in ((NODE_POOL, self.nodepools), (NODE_CLASS, self.nodeclasses)):
+        for kind, store in self._optional_kinds():
             self._reflectors.append(
                 WhenServed(api, kind, store, options=ReflectorOptions(watch=watch)).start()
             )
@@ -218,6 +228,7 @@ class ClusterCache:
             self.autoscalers,
             self.nodepools,
             self.nodeclasses,
+            self.automode_classes,
             self.karpenters,
         )
 

@@ -193,7 +193,8 @@ def _add_guard_arguments(parser: Any) -> None:
         help="when every ready node of a node group carries fitguard.io/branch-eni-exhausted (branch ENIs "
         "held) and guarded pods pend on it, cluster-autoscaler (which copies a ready node's labels into "
         "the group's template) cannot scale it: unless --scaling=on scales the group, the guard lifts "
-        "the label from the group's nodes after this long, with events saying so (default: 30s)",
+        "the label from the group's nodes after this long, with events saying so; never from a Karpenter "
+        "NodePool's nodes, since Karpenter builds new nodes from the NodePool (default: 30s)",
     )
 
 

@@ -163,6 +163,7 @@ class DiscoveryReconciler:
             self.cache.ordered(self.cache.daemonsets),
             settings,
             taken,
+            automode_classes=self.cache.automode_classes.items(),
         )
         if not error:
             return pools

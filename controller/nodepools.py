@@ -12,6 +12,8 @@ from typing import Any
 
 from capacity.estimate import node_is_ready
 from capacity.fresh_node import daemon_pods
+from capacity.karpenter.automode import KIND as AUTOMODE_KIND
+from capacity.karpenter.automode import is_automode
 from capacity.karpenter.controller_options import KarpenterOptionsError, karpenter_options
 from capacity.karpenter.discovered import discovered_memory
 from capacity.karpenter.labels import NODEPOOL
@@ -26,6 +28,7 @@ log = logging.getLogger(__name__)
 CONTAINER = "controller"  # the chart's container name (charts/karpenter/templates/deployment.yaml)
 ERROR_PREFIX = "nodepool/"  # a NodePool's key in the report's errors
 KARPENTER_ERROR = "karpenter"  # the key of the Karpenter controller's unreadable settings
+EC2_KIND = "EC2NodeClass"  # karpenter.k8s.aws/v1
 
 
 @dataclass(frozen=True)
@@ -85,10 +88,15 @@ def nodepool_outcomes(
     daemonsets: Sequence[Mapping[str, Any]],
     settings: KarpenterOptions,
     taken: frozenset[str] = frozenset(),
+    automode_classes: Iterable[Mapping[str, Any]] = (),
 ) -> NodePoolOutcomes:
     """A template per NodePool that Karpenter could launch a node for; `taken`: the node groups'
-    names (a NodePool of the same name is left out, said)."""
-    classes = {_name(c): c for c in nodeclasses}
+    names (a NodePool of the same name is left out, said). `nodeclasses`: the EC2NodeClasses;
+    `automode_classes`: EKS Auto Mode's NodeClasses (a NodePool's nodeClassRef names its kind)."""
+    classes = {
+        **{(EC2_KIND, _name(c)): c for c in nodeclasses},
+        **{(AUTOMODE_KIND, _name(c)): c for c in automode_classes},
+    }
     outcomes, errors = [], {}
     for pool in sorted(nodepools, key=_name):
         name = _name(pool)
@@ -97,16 +105,13 @@ def nodepool_outcomes(
             errors[ERROR_PREFIX + name] = why
             log.warning("NodePool %s: no template: %s", name, why)
             continue
-        nodeclass = classes[str(_nodeclass_ref(pool).get("name") or "")]
+        kind, class_name = _class_key(pool)
+        # an Auto Mode node's label for its class is not read (automode.py): no discovered memory
+        memory = discovered_memory(nodes, class_name) if kind == EC2_KIND else {}
         try:
             taints = tuple(_taints(pool))
             record, built = published(
-                pool,
-                nodeclass,
-                settings,
-                discovered_memory(nodes, _name(nodeclass)),
-                _overhead(daemonsets, taints),
-                nodes,
+                pool, classes[kind, class_name], settings, memory, _overhead(daemonsets, taints), nodes
             )
         except (TypeError, ValueError) as err:  # NodeClassError, RequirementError name the field
             errors[ERROR_PREFIX + name] = str(err)
@@ -132,16 +137,25 @@ def _taints(pool: Mapping[str, Any]) -> Iterable[Any]:
     return nodepool_template(pool).taints
 
 
-def _refused(pool: Mapping[str, Any], name: str, classes: Mapping[str, Any], taken: frozenset[str]) -> str:
+def _class_key(pool: Mapping[str, Any]) -> tuple[str, str]:
+    """(kind, name) of the class the NodePool's nodeClassRef names: an EKS Auto Mode NodeClass by
+    its group and kind (capacity/karpenter/automode.py `is_automode`), else an EC2NodeClass."""
+    ref = _nodeclass_ref(pool)
+    kind = AUTOMODE_KIND if is_automode(ref) else str(ref.get("kind") or EC2_KIND)
+    return kind, str(ref.get("name") or "")
+
+
+def _refused(
+    pool: Mapping[str, Any], name: str, classes: Mapping[tuple[str, str], Any], taken: frozenset[str]
+) -> str:
     """Why the NodePool gets no template ("" when it does)."""
     if (pool.get("metadata") or {}).get("deletionTimestamp"):
         return "being deleted: Karpenter launches no node for it"
     if name in taken:
         return f"a node group is named {name} too: its template is the node group's"
-    ref = _nodeclass_ref(pool)
-    kind = str(ref.get("kind") or "EC2NodeClass")
-    if kind != "EC2NodeClass":
-        return f"nodeClassRef kind {kind}: fitguard reads EC2NodeClasses only (EKS Auto Mode is not read yet)"
-    if str(ref.get("name") or "") not in classes:
-        return f"EC2NodeClass {ref.get('name')!r} (spec.template.spec.nodeClassRef) not found"
+    kind, wanted = _class_key(pool)
+    if kind not in (EC2_KIND, AUTOMODE_KIND):
+        return f"nodeClassRef kind {kind}: fitguard reads EC2NodeClasses and EKS Auto Mode NodeClasses only"
+    if (kind, wanted) not in classes:
+        return f"{kind} {wanted!r} (spec.template.spec.nodeClassRef) not found"
     return ""

@@ -3,7 +3,8 @@ from the cluster a kubeconfig points at.
 
 Exactly what a verdict needs is written: NodeGroupTemplates, SecurityGroupPolicies, ServiceAccounts
 and Namespaces with their labels, the VPC CNI ConfigMap's keys the webhook reads, Nodes (labels,
-taints, whether cordoned, allocatable) and Karpenter's NodePools where the cluster has them. Each
+taints, whether cordoned, allocatable) and Karpenter's NodePools, EC2NodeClasses and EKS Auto Mode
+NodeClasses (their spec) where the cluster has them. Each
 object is cut down to those fields (no annotations, no managedFields, no other ConfigMap data);
 Secrets, pods and every other kind are never listed. The List records when it was taken and from
 which cluster.
@@ -32,7 +33,7 @@ from capacity.names import (
     VPC_CNI_CONFIG_NAME,
     VPC_CNI_CONFIG_NAMESPACE,
 )
-from webhook.cluster import CONFIG_KEYS, NODE_POOL_KIND
+from webhook.cluster import AUTO_NODE_CLASS_KIND, CONFIG_KEYS, EC2_NODE_CLASS_KIND, NODE_POOL_KIND
 
 PROVENANCE = (EXPORTED_AT, EXPORTED_FROM, EXPORTED_CONTEXT, EXPORTED_CLUSTER, EXPORTED_SERVER)
 HEADER = "# fitguard state: read by `fitguard check --state` and `fitguard webhook --state`\n"
@@ -93,6 +94,8 @@ def listings() -> list[Any]:
         Listing(TEMPLATE_KIND, client.NODE_GROUP_TEMPLATES, optional=True),
         Listing("Node", client.NODES),
         Listing(NODE_POOL_KIND, client.NODE_POOLS, optional=True),
+        Listing(EC2_NODE_CLASS_KIND, client.EC2_NODE_CLASSES, optional=True),
+        Listing(AUTO_NODE_CLASS_KIND, client.AUTO_NODE_CLASSES, optional=True),
     ]
 
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from capacity.names import SGP_KIND, TEMPLATE_KIND
 from kube.client import (
+    AUTO_NODE_CLASSES,
     CONFIG_MAPS,
     DAEMON_SETS,
     EC2_NODE_CLASSES,
@@ -53,6 +54,7 @@ KINDS: dict[str, Resource] = {
     "Secret": SECRETS,
     "NodePool": NODE_POOLS,
     "EC2NodeClass": EC2_NODE_CLASSES,
+    "NodeClass": AUTO_NODE_CLASSES,
 }
 
 

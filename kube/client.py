@@ -114,6 +114,7 @@ SECURITY_GROUP_POLICIES = Resource("vpcresources.k8s.aws", "v1beta1", "securityg
 NODE_GROUP_TEMPLATES = Resource(GROUP, VERSION, TEMPLATE_PLURAL, False)
 NODE_POOLS = Resource("karpenter.sh", "v1", "nodepools", False)  # served only where Karpenter runs
 EC2_NODE_CLASSES = Resource("karpenter.k8s.aws", "v1", "ec2nodeclasses", False)  # Karpenter's AWS provider
+AUTO_NODE_CLASSES = Resource("eks.amazonaws.com", "v1", "nodeclasses", False)  # EKS Auto Mode's NodeClass
 
 
 def load_api_client(

@@ -116,22 +116,22 @@ def start(
     tls: TlsFiles,
     options: Sequence[str],
     *,
-    workers: int = 2,
+    workers: int | None = 2,
     threads: int = 4,
     metrics_dir: Path | None = None,
     stderr: IO[bytes] | None = None,
 ) -> Server:
     """Starts the webhook as the base manifests run it (their args, with the ports, TLS files and
     metrics directory of this test) plus `options` (e.g. `--state PATH` or `--kubeconfig PATH`);
-    not yet ready."""
+    not yet ready. `workers` None: the manifests' own worker count."""
     listener = socket.create_server(("127.0.0.1", 0))
     status = socket.create_server(("127.0.0.1", 0))
     fd, status_fd = listener.fileno(), status.fileno()
     owned = None if metrics_dir else Path(tempfile.mkdtemp(prefix="fitguard-test-metrics-"))
     args = manifest_args(bind=f"fd://{fd}", metrics_bind=f"fd://{status_fd}", tls_cert=str(tls.cert_path),
                          tls_key=str(tls.key_path), metrics_dir=str(metrics_dir or owned))  # fmt: skip
-    command = [FITGUARD, *args, "--workers", str(workers), "--threads", str(threads),
-               "--log-level", "warning", *options]  # fmt: skip
+    count = [] if workers is None else ["--workers", str(workers)]
+    command = [FITGUARD, *args, *count, "--threads", str(threads), "--log-level", "warning", *options]
     # the fake apiserver is on loopback: a proxy from the environment must not get in between
     env = {**os.environ, "NO_PROXY": "127.0.0.1,localhost"}
     process = subprocess.Popen(command, cwd=ROOT, pass_fds=(fd, status_fd), env=env, stderr=stderr)
@@ -159,7 +159,7 @@ def running(
     tls: TlsFiles,
     options: Sequence[str],
     *,
-    workers: int = 2,
+    workers: int | None = 2,
     threads: int = 4,
     metrics_dir: Path | None = None,
     stderr: IO[bytes] | None = None,

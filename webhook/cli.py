@@ -199,7 +199,11 @@ def _add_review_arguments(parser: argparse.ArgumentParser) -> None:
 def _add_process_arguments(parser: argparse.ArgumentParser) -> None:
     """Workers, threads, metrics directory; the logging flags every long-running command shares."""
     parser.add_argument(
-        "--workers", type=_positive, default=2, help="worker processes (default: %(default)s)"
+        "--workers",
+        type=_positive,
+        default=1,
+        help="worker processes; each lists and watches the cluster and keeps its own caches, so N "
+        "workers cost the API server N watches per kind: scale with replicas (default: %(default)s)",
     )
     parser.add_argument(
         "--threads", type=_positive, default=8, help="threads per worker (default: %(default)s)"

@@ -38,6 +38,8 @@ CONFIG_KEYS = (WINDOWS_IPAM_KEY, COOLDOWN_KEY)
 DEFAULT_SERVICE_ACCOUNT = "default"
 EMPTY: Mapping[str, str] = {}
 NODE_POOL_KIND = "NodePool"  # karpenter.sh/v1
+# the node classes a NodePool's template is built from: karpenter.k8s.aws/v1, eks.amazonaws.com/v1
+EC2_NODE_CLASS_KIND, AUTO_NODE_CLASS_KIND = "EC2NodeClass", "NodeClass"
 
 
 class ServiceAccountNotFound(LookupError):
@@ -70,6 +72,23 @@ def listed_node_pool(obj: Mapping[str, Any]) -> ListedNodePool | None:
         return None
     template = (obj.get("spec") or {}).get("template") or {}
     return ListedNodePool(str(meta.get("name") or ""), template if isinstance(template, Mapping) else {})
+
+
+@dataclass(frozen=True)
+class ListedNodeClass:
+    """A node class as the webhook keeps it: its name and its `spec` as written, to tell a published
+    template built from an older one."""
+
+    name: str
+    spec: Mapping[str, Any]
+
+
+def listed_node_class(obj: Mapping[str, Any]) -> ListedNodeClass | None:
+    meta = obj.get("metadata") or {}
+    if not isinstance(meta, Mapping):
+        return None
+    spec = obj.get("spec") or {}
+    return ListedNodeClass(str(meta.get("name") or ""), spec if isinstance(spec, Mapping) else {})
 
 
 def group_template(obj: Mapping[str, Any]) -> NodeGroupTemplate | None:
@@ -116,6 +135,12 @@ class ClusterView:
     node_pools: Store[ListedNodePool | None] = field(
         default_factory=lambda: Store(NODE_POOL_KIND, listed_node_pool)
     )
+    ec2_node_classes: Store[ListedNodeClass | None] = field(
+        default_factory=lambda: Store(EC2_NODE_CLASS_KIND, listed_node_class)
+    )
+    auto_node_classes: Store[ListedNodeClass | None] = field(
+        default_factory=lambda: Store(AUTO_NODE_CLASS_KIND, listed_node_class)
+    )
     verdicts: RefusalMemo = field(default_factory=RefusalMemo)
     # what the live nodes and NodePools said of a shape no group serves, per generation of all three
     places: RefusalMemo = field(default_factory=RefusalMemo)
@@ -134,6 +159,16 @@ class ClusterView:
             TEMPLATE_KIND: self.template_objects,
             "Node": self.nodes,
             NODE_POOL_KIND: self.node_pools,
+            EC2_NODE_CLASS_KIND: self.ec2_node_classes,
+            AUTO_NODE_CLASS_KIND: self.auto_node_classes,
+        }
+
+    def optional_stores(self) -> dict[str, Store[Any]]:
+        """The stores of kinds served only where Karpenter or EKS Auto Mode runs (WhenServed)."""
+        return {
+            NODE_POOL_KIND: self.node_pools,
+            EC2_NODE_CLASS_KIND: self.ec2_node_classes,
+            AUTO_NODE_CLASS_KIND: self.auto_node_classes,
         }
 
     def node_pool_names(self) -> list[str]:
@@ -144,15 +179,24 @@ class ClusterView:
 
     def published_pools(self) -> dict[str, PublishedNodePool]:
         """Each NodePool's published template, unless the NodePool as listed now has another
-        `spec.template` than the one it was built from: until the controller's next cycle that
-        NodePool is not judged (a denial from a stale template could refuse what it now serves). A
-        state file without the NodePools judges by the templates alone."""
+        `spec.template`, or its node class another `spec`, than the ones it was built from: until
+        the controller's next cycle that NodePool is not judged (a denial from a stale template
+        could refuse what it now serves, e.g. after a larger root volume). A state file without the
+        NodePools or the classes judges by the templates alone."""
         listed = {pool.name: pool.template for pool in self.node_pools.items() if pool}
         return {
             record.nodepool: record
             for record in self.nodepool_templates.items()
             if listed.get(record.nodepool, record.template) == record.template
+            and self._class_spec(record) == record.nodeclass_spec
         }
+
+    def _class_spec(self, record: PublishedNodePool) -> Mapping[str, Any]:
+        """The `spec` of the class the record was built from as listed now (the record's own when
+        the class is not listed)."""
+        store = self.auto_node_classes if record.automode else self.ec2_node_classes
+        listed = store.get("", record.nodeclass)
+        return record.nodeclass_spec if listed is None else listed.spec
 
     def ready(self) -> bool:
         return all(store.synced for store in self.stores().values())
@@ -246,9 +290,9 @@ def start_reflectors(
     view: ClusterView, api: ApiLike, watch: WatchOptions = WatchOptions()
 ) -> list[Reflector | WhenServed]:
     """One started list+watch reflector per store (`api`: a KubeClient or ApiClient), and one for
-    NodePools once the API serves them, all with the same `watch` settings; each stops with
-    `stop()`. Imported here so that a webhook run from a state file never loads the Kubernetes
-    client."""
+    each of NodePools, EC2NodeClasses and Auto Mode NodeClasses once the API serves it, all with
+    the same `watch` settings; each stops with `stop()`. Imported here so that a webhook run from
+    a state file never loads the Kubernetes client."""
     from kube.api import start_reflector
 
     stores = view.stores()
@@ -261,7 +305,6 @@ def start_reflectors(
         )
         for kind, namespace, selector in WATCHES
     ]
-    started.append(
-        WhenServed(api, NODE_POOL_KIND, view.node_pools, options=ReflectorOptions(watch=watch)).start()
-    )
+    for kind, store in view.optional_stores().items():
+        started.append(WhenServed(api, kind, store, options=ReflectorOptions(watch=watch)).start())
     return started

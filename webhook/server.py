@@ -1,6 +1,8 @@
 """Serving the app with gunicorn over TLS: gthread workers with a request buffering front
 (webhook/worker.py), each with its own caches (threads do not survive fork, so every worker lists
-and watches for itself) and its own reloading serving certificate, metrics summed across them.
+and watches for itself) and its own reloading serving certificate, metrics summed across them. One
+worker by default: a replica then lists and watches each kind once, and the webhook scales by
+replicas (docs/design.md, "One worker per replica").
 
 This module must not import prometheus_client (directly or through webhook.app) before
 `prepare_metrics_dir` has set $PROMETHEUS_MULTIPROC_DIR: the library reads it once, at import.
@@ -78,7 +80,7 @@ class ServeOptions:
     state: Path | None = None
     kubeconfig: str | None = None
     context: str | None = None
-    workers: int = 2
+    workers: int = 1  # each worker lists and watches for itself: scale by replicas
     threads: int = 8
     metrics_dir: Path | None = None  # None: a temporary directory, removed when the server exits
     keepalive: int = KEEPALIVE_SECONDS

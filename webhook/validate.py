@@ -228,16 +228,25 @@ def _beyond_groups(
     if judged.kind == "DaemonSet":
         verdicts = [v for v in verdicts if selects(v)]
         selects_a_group = bool(verdicts)
-    generation = (
+    generation = (  # every store published_pools() reads too: a judged NodePool's nodes are known
         cluster.templates.version,
         cluster.nodes.version,
         cluster.node_pools.version,
         cluster.nodepool_templates.version,
+        cluster.ec2_node_classes.version,
+        cluster.auto_node_classes.version,
     )
 
     def judge() -> Beyond:
         nodes, pools = cluster.nodes.items(), cluster.node_pool_names()
-        return beyond_groups(needs, nodes, templates, pools, daemonset_selects_a_group=selects_a_group)
+        return beyond_groups(
+            needs,
+            nodes,
+            templates,
+            pools,
+            daemonset_selects_a_group=selects_a_group,
+            published=cluster.published_pools(),  # their live nodes are known capacity
+        )
 
     beyond = judged.remember(("beyond", needs.key, selects_a_group), generation, judge)
     if beyond.outcome in (Outcome.SERVED, Outcome.SELECTS_NOTHING):

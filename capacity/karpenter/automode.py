@@ -11,7 +11,11 @@ and fitguard therefore models:
 - ephemeral storage: `spec.ephemeralStorage.size` (the specification's example and default, 80Gi);
   where the instance's NVMe store is larger, Auto Mode puts ephemeral data on the NVMe store
   (RAID0 over several drives) instead, so the larger of the two;
-- security groups for pods "can't be used with ... EKS Auto Mode": no branch ENIs are offered.
+- security groups for pods "can't be used with ... EKS Auto Mode": no branch ENIs are offered (the
+  VPC resource controller skips a node labelled `eks.amazonaws.com/compute-type: auto`,
+  aws/amazon-vpc-resource-controller-k8s `controllers/core/node_controller.go` `Reconcile` at
+  b8d425119bdba371202882b808f202c6073a46cc; docs/upstream.md, "EKS Auto Mode: security groups for
+  pods", also for the newer Kubernetes 1.36 Auto Mode page fitguard does not model).
 
 Everything else (kube-reserved, eviction, VM overhead) is taken as Karpenter's AL2023 family does:
 an assumption, the closest published computation, named here so it can be checked against a node.

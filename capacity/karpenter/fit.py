@@ -39,6 +39,9 @@ class Shortfall(enum.Enum):
     # Karpenter's estimate fits, the NodePool's live nodes do not (live.py, cautions.py)
     LIVE_EPHEMERAL_STORAGE = "the NodePool's nodes offer less ephemeral-storage than Karpenter plans with"
     BRANCH_ENIS = "no allowed instance type offers enough branch ENIs"
+    # the VPC resource controller manages no node labelled eks.amazonaws.com/compute-type=auto
+    # (controllers/core/node_controller.go), and the EKS user guide says so (automode.py)
+    AUTOMODE_NO_BRANCH_ENIS = "security groups for pods are not supported on EKS Auto Mode"
     RESOURCES = "no allowed instance type offers enough of a resource"
 
 
@@ -120,10 +123,11 @@ def _shortfall(ask: _Ask, offers: list[TypeOffer], resource: str) -> tuple[Short
     if resource == EPHEMERAL_STORAGE:
         return Shortfall.EPHEMERAL_STORAGE, _ephemeral_changes(ask, offers)
     if resource == POD_ENI:
-        # the requirement is the field to change only when some type offers enough; Auto Mode
-        # offers no branch ENIs on any type
+        if ask.template.automode:  # no type of any requirement has one: nothing to change there
+            return Shortfall.AUTOMODE_NO_BRANCH_ENIS, ()
+        # the requirement is the field to change only when some type offers enough
         need = max(ask.needed(o)[POD_ENI] for o in offers)
-        helps = not ask.template.automode and bool(types_with_branch_enis(need, ask.template.branch_table))
+        helps = bool(types_with_branch_enis(need, ask.template.branch_table))
         return Shortfall.BRANCH_ENIS, (Change.INSTANCE_TYPE_REQUIREMENT,) if helps else ()
     return Shortfall.RESOURCES, (Change.INSTANCE_TYPE_REQUIREMENT,)
 

@@ -12,6 +12,12 @@ the cautions of each one that takes it are said (capacity/karpenter/cautions.py)
 resource controller does not trunk for a pod that needs a branch ENI, and types whose live nodes
 offer less ephemeral-storage than Karpenter plans with. A NodePool all of whose types for the pod
 are short on nodes launched under the EC2NodeClass as it is refuses the pod.
+
+An EKS Auto Mode NodePool is not judged on a branch ENI: security groups for pods are unsupported
+there by the guide's Considerations and the VPC resource controller's node reconciler, but the
+guide's newer `auto-sgp` page (Kubernetes 1.36 and later, through Dynamic Resource Allocation) gives
+pods branch ENIs there by a mechanism fitguard does not model (docs/upstream.md). Such a NodePool
+is judged on everything else; if the pod would fit but for its branch ENI, it is unjudged.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from capacity.karpenter.fit import NodePoolDecision, Reason, judge
 from capacity.karpenter.published import PublishedNodePool
 from capacity.place_messages import names
 from capacity.quantity import format_quantity
-from capacity.resources import EPHEMERAL_STORAGE
+from capacity.resources import EPHEMERAL_STORAGE, POD_ENI
 
 # types named in one warning, the rest counted, so a warning stays whole (256 characters)
 MAX_TYPES = 3
@@ -57,13 +63,18 @@ def judge_pools(
         if record is None or not record.ready:
             unjudged.append(name)
             continue
+        beyond_model = record.automode and requests.get(POD_ENI, 0) > 0
+        asked = {k: v for k, v in requests.items() if k != POD_ENI} if beyond_model else requests
         try:
-            decision = judge(record.rebuild(), spec, requests, record.overhead_of)
+            decision = judge(record.rebuild(), spec, asked, record.overhead_of)
         except (TypeError, ValueError):  # a template or requirement that cannot be read: never a denial
             unjudged.append(name)
             continue
         if not decision.fits:
             refused.append(decision)
+            continue
+        if beyond_model:  # it would fit but for its branch ENI, which fitguard does not model there
+            unjudged.append(name)
             continue
         shorts = live_shorts(record, decision, requests)
         refusal = live_refusal(decision, shorts)

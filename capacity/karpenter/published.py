@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from capacity.karpenter.automode import is_automode
 from capacity.karpenter.live import LiveStorage, live_storage
 from capacity.karpenter.nodeclass import KarpenterOptions
 from capacity.karpenter.template import KarpenterTemplate, TypeOffer, build_template
@@ -57,6 +58,13 @@ class PublishedNodePool:
                 )
             )
         return self.built[0]
+
+    @property
+    def automode(self) -> bool:
+        """Its class is an EKS Auto Mode NodeClass (the template's nodeClassRef says so)."""
+        spec = self.template.get("spec")
+        ref = spec.get("nodeClassRef") if isinstance(spec, Mapping) else None
+        return is_automode(ref) if isinstance(ref, Mapping) else False
 
     def most_offered(self) -> Resources:
         """Per resource, the most any allowed type offers (what `kubectl get ngt` prints)."""

@@ -2,9 +2,11 @@
 issue 9, and bench/results.json. Benchmarks never fail the build: the exit status is 0 whatever
 the figures are (a benchmark that crashes is reported as such and the others still run).
 
-    python -m tests.bench [--only admission,controller,fit,planner] [--duration S] [--rate-duration S]
+    python -m tests.bench [--only admission,controller,fit,planner,workers] [--duration S] [--rate-duration S]
                           [--scales 10000,50000,150000] [--events N] [--loadgen auto|wrk|python]
                           [--admission-mode pinned|unpinned] [--rounds N] [--round-duration S]
+                          [--replica-workers 1,2,4] [--replica-nodes N] [--replica-templates N]
+                          [--replica-list-paths streamed,paged]
 """
 
 from __future__ import annotations
@@ -22,10 +24,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from tests.bench import admission, capacity_cost, command_rss, controller
+from tests.bench import admission, capacity_cost, command_rss, controller, workers
 from tests.bench.report import rows_for, table
 
-SECTIONS = ("admission", "controller", "fit", "planner")
+SECTIONS = ("admission", "controller", "fit", "planner", "workers")
 
 
 def machine() -> dict[str, Any]:
@@ -74,6 +76,16 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         help="pods served to the whole `fitguard controller` command for its peak RSS (0: skip)",
     )
     parser.add_argument("--fakekube-pods", type=int, default=5_000, help="pods synced through tests/fakekube")
+    parser.add_argument(
+        "--replica-workers", default="1,2,4", help="workers: gunicorn worker counts of one webhook replica"
+    )
+    parser.add_argument("--replica-nodes", type=int, default=5000, help="workers: Nodes the webhook watches")
+    parser.add_argument(
+        "--replica-templates", type=int, default=2000, help="workers: NodeGroupTemplates the webhook watches"
+    )
+    parser.add_argument(
+        "--replica-list-paths", default="streamed,paged", help="workers: how the fake answers lists"
+    )
     parser.add_argument("--out", type=Path, default=Path("bench/results.json"))
     return parser.parse_args(argv)
 
@@ -134,6 +146,16 @@ def main(argv: list[str] | None = None) -> int:
         return figures
 
     section("controller", scales)
+    section(
+        "workers",
+        lambda: workers.run(
+            tuple(int(n) for n in args.replica_workers.split(",") if n),
+            args.replica_nodes,
+            args.replica_templates,
+            say=say,
+            list_paths=tuple(p for p in args.replica_list_paths.split(",") if p),
+        ),
+    )
     section("fit", capacity_cost.fit_cost)
     section("planner", capacity_cost.planner_cost)
 

@@ -201,7 +201,9 @@ def _against_decoding(label: str, run: dict[str, Any], top: bool) -> list[Row]:
 
 def rows_for(results: dict[str, Any]) -> list[Row]:
     rows: list[Row] = []
-    builders = {"admission": _admission, "controller": _controller}
+    from tests.bench import workers  # its rows live beside its measurement
+
+    builders = {"admission": _admission, "controller": _controller, "workers": workers.rows}
     for name, build in builders.items():
         data = results.get(name)
         if data is None:

@@ -1,10 +1,10 @@
 """Reviews under a slow-client attack (issue 30), for each gunicorn worker model considered:
 
-    python -m tests.bench.slowclients [--workers-models buffering,gthread,gevent] [--slow 64]
-                                      [--duration 10] [--clients 4]
+    python -m tests.bench.slowclients [--models buffering,gthread,gevent] [--slow 64]
+                                      [--duration 10] [--clients 4] [--workers 2]
 
-Each model serves `fitguard webhook` with the manifests' flags, 2 workers of 8 threads (gevent: 2
-workers, 1000 connections each), from a state file. Per model:
+Each model serves `fitguard webhook` with the manifests' flags, `--workers` workers (default 2) of 8
+threads (gevent: 1000 connections each), from a state file. Per model:
 - throughput: `--clients` threads post /validate reviews back to back on kept-alive connections for
   `--duration` seconds, no attack;
 - under attack: `--slow` slow connections (tests/slowclients.py: stalled handshakes, bodies and
@@ -68,14 +68,15 @@ def serve(argv: list[str]) -> int:
     return main(argv[1:])
 
 
-def start(tls: TlsFiles, state: Path, model: str, work: Path) -> Server:
+def start(tls: TlsFiles, state: Path, model: str, work: Path, workers: int = 2) -> Server:
     listener = socket.create_server(("127.0.0.1", 0), backlog=2048)
     status = socket.create_server(("127.0.0.1", 0))
     fd, status_fd = listener.fileno(), status.fileno()
     args = manifest_args(bind=f"fd://{fd}", metrics_bind=f"fd://{status_fd}", tls_cert=str(tls.cert_path),
                          tls_key=str(tls.key_path), metrics_dir=str(work / f"metrics-{model}"))  # fmt: skip
     command = [sys.executable, "-m", "tests.bench.slowclients", "serve", MODELS[model], *args,
-               "--workers", "2", "--threads", "8", "--log-level", "error", "--state", str(state)]  # fmt: skip
+               "--workers", str(workers), "--threads", "8", "--log-level", "error",
+               "--state", str(state)]  # fmt: skip
     process = subprocess.Popen(command, pass_fds=(fd, status_fd))
     server = Server(listener.getsockname()[1], tls, process, None, status.getsockname()[1], tuple(command))
     listener.close()
@@ -212,7 +213,7 @@ def figures(tally: Tally, duration: float) -> dict[str, Any]:
 
 
 def measure(model: str, args: argparse.Namespace, tls: TlsFiles, state: Path, work: Path) -> dict[str, Any]:
-    server = start(tls, state, model, work)
+    server = start(tls, state, model, work, args.workers)
     try:
         calm = figures(load(server, args.clients, args.duration, keepalive=True), args.duration)
         attack = Attack(server, args.slow).start()
@@ -222,7 +223,8 @@ def measure(model: str, args: argparse.Namespace, tls: TlsFiles, state: Path, wo
         held = list(attack.samples)
         attack.stop()
         hot = figures(tally, args.duration)
-        return {"model": model, "calm": calm, "attack": hot, "reopened": attack.closed,
+        return {"model": model, "workers": args.workers, "calm": calm, "attack": hot,
+                "reopened": attack.closed,
                 "held_min_mean": (min(held, default=0), round(statistics.mean(held or [0]), 1))}  # fmt: skip
     finally:
         stop(server)
@@ -236,6 +238,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--slow", type=int, default=64)
     parser.add_argument("--duration", type=float, default=10.0)
     parser.add_argument("--clients", type=int, default=4)
+    parser.add_argument("--workers", type=int, default=2, help="gunicorn workers of each model")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="fitguard-slow-") as tmp:
         work = Path(tmp)

@@ -1,6 +1,7 @@
 """The exhausted-node guard's pure rule (capacity/guard.py): only held ENIs earn the label; a group
 whose every ready node is labelled, with guarded pods pending on it for node affinity, is scaled by
-fitguard (`--scaling=on`) or has its label lifted after the grace; other pending pods lift nothing."""
+fitguard (`--scaling=on`) or has its label lifted after the grace; other pending pods lift nothing;
+a Karpenter NodePool's nodes keep their labels, since Karpenter builds new nodes from the NodePool."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from capacity.guard import (
     BLIND,
     CLEAR,
     GRACE,
+    KARPENTER,
     LAST_NODE,
     LIFTED,
     SCALING,
@@ -22,6 +24,7 @@ from capacity.guard import (
     GuardState,
     decide,
     is_guarded,
+    nodepool_message,
     pending_pod,
     spared_message,
 )
@@ -713,3 +716,95 @@ def test_would_fit_without_the_guard_is_judged_on_the_sanitised_copy(
         "pods": ["default/web-0"] if state == GRACE else [],
         "since": NOW if state == GRACE else None,
     }
+
+
+def karpenter_node(name: str, *, in_use: int = 0, held: int = 0, ready: bool = True) -> GuardNode:
+    """A node of NodePool "general" as capacity/guard_nodes.py builds it: not cluster-autoscaler's."""
+    allocatable = parse_resources({"cpu": "2", "memory": "8Gi", "pods": "29", POD_ENI: "3"}, "a")
+    labels = {"karpenter.sh/nodepool": "general", "kubernetes.io/hostname": name}
+    view = View(allocatable, labels)
+    return GuardNode(name, "general", 3, in_use, held, 0, ready, view, autoscaled=False)
+
+
+def test_a_nodepools_labels_stay_past_the_grace_with_guarded_pods_pending() -> None:
+    """Every ready node of a NodePool held and labelled, a guarded pod pending on it for node
+    affinity: Karpenter builds its new node from the NodePool (nodeclaimtemplate.go
+    `NewNodeClaimTemplate`), where the label is not, so nothing is blinded: the labels stay at the
+    grace's end and long after, nothing is lifted or remembered, and the verdict says why, whole."""
+    nodes = [karpenter_node("k1", in_use=2, held=1), karpenter_node("k2", in_use=1, held=2)]
+    pods = [guarded()]
+    for at in (NOW, NOW + GRACE_S, NOW + 600):
+        decision = decide(nodes, pods, GuardState(blind_since={"general": NOW}), at, grace=GRACE_S)
+        assert decision.labels == {"k1": True, "k2": True}
+        assert {k: v.to_json() for k, v in decision.groups.items()} == {
+            "general": {
+                "state": KARPENTER,
+                "reason": (
+                    "every ready node is labelled and 1 guarded pods pend on it; Karpenter builds "
+                    "NodePool general's new nodes from the NodePool, never from a live node, so the "
+                    "label hides no new node from it: kept"
+                ),
+                "nodes": ["k1", "k2"],
+                "pods": ["default/web-0"],
+                "since": None,
+            }
+        }
+        assert (decision.lifted_now, decision.restored_now, decision.state) == ((), (), GuardState())
+    quiet = decide(nodes, [], GuardState(), NOW, grace=GRACE_S)
+    assert quiet.groups["general"].reason == nodepool_message("general", ())
+    assert "no guarded pod pends on it" in quiet.groups["general"].reason
+
+
+def test_a_nodepools_last_ready_node_is_labelled_and_a_former_lift_ends() -> None:
+    """Karpenter remembers no live node as a template, so a NodePool's only ready node with held
+    ENIs is labelled (not spared as cluster-autoscaler's last node would be), with the whole held
+    reason; a lift recorded for the group before (a group that was mixed) ends, and is told."""
+    alone = [karpenter_node("k1", in_use=2, held=1), karpenter_node("k2", in_use=1, held=2, ready=False)]
+    decision = decide(alone, [guarded()], GuardState(lifted={"general": NOW - 60}), NOW, grace=0.0)
+    assert (decision.labels, decision.reasons) == (
+        {"k1": True, "k2": True},
+        {
+            "k1": "1 held by finished or deleted pods of 3 branch ENIs; the scheduler sees 1 free, "
+            "but it is held: none is free",
+            "k2": "2 held by finished or deleted pods of 3 branch ENIs; the scheduler sees 2 free, "
+            "but those 2 are held: none is free",
+        },
+    )
+    assert decision.groups["general"].state == KARPENTER
+    assert [(v.group, v.state) for v in decision.restored_now] == [("general", KARPENTER)]
+    assert decision.state == GuardState()
+
+
+def test_a_group_with_one_node_cluster_autoscaler_may_scale_keeps_its_rules() -> None:
+    """A group name shared by a NodePool's node and a node of another kind (a NodePool named like a
+    node group) is judged as cluster-autoscaler's: lifted after the grace, its last node spared."""
+    mixed = [karpenter_node("k1", in_use=2, held=1), node("n1", in_use=1, held=2, group="general")]
+    lifted = decide(mixed, [guarded()], GuardState(), NOW, grace=0.0)
+    assert (lifted.groups["general"].state, lifted.labels) == (LIFTED, {"k1": False, "n1": False})
+    one = [karpenter_node("k1", in_use=2, held=1), node("n1", in_use=1, held=2, group="general", ready=False)]
+    spared = decide(one, [], GuardState(), NOW)
+    assert (spared.groups["general"].state, spared.labels) == (LAST_NODE, {"k1": False, "n1": False})
+
+
+@settings(max_examples=examples(200))
+@given(
+    books=st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3), st.booleans()), min_size=1, max_size=4),
+    pending=st.booleans(),
+    scaling=st.sampled_from([frozenset(), frozenset({"general"}), None]),
+    since=st.sampled_from([None, NOW - 3600]),
+)
+def test_a_nodepools_nodes_are_labelled_exactly_when_their_enis_are_held(
+    books: list[tuple[int, int, bool]],
+    pending: bool,
+    scaling: frozenset[str] | None,
+    since: float | None,
+) -> None:
+    """Whatever the books, readiness, pending pods, scaling coverage and time: a NodePool's node
+    carries the label exactly when branch ENIs are held on it and none is truly free (the rule
+    stated again here), since no lift or spare applies to Karpenter; nothing is remembered."""
+    nodes = [karpenter_node(f"k{i}", in_use=u, held=h, ready=r) for i, (u, h, r) in enumerate(books)]
+    state = GuardState(lifted={"general": since}) if since is not None else GuardState()
+    decision = decide(nodes, [guarded()] if pending else [], state, NOW, grace=0.0, scaled_groups=scaling)
+    assert decision.labels == {n.name: n.held > 0 and 3 - n.in_use - n.held <= 0 for n in nodes}
+    assert decision.groups["general"].state in (CLEAR, KARPENTER)
+    assert (decision.lifted_now, decision.state) == ((), GuardState())

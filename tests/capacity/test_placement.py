@@ -1,5 +1,6 @@
 """capacity/placement.py's parts judged alone, whole values: a Node as the webhook keeps it, the
-kubelet's view of it, a pod's pin, group membership."""
+kubelet's view of it, a pod's pin, group and NodePool membership, each live node's DaemonSet
+overhead."""
 
 from __future__ import annotations
 
@@ -7,10 +8,19 @@ from typing import Any
 
 import pytest
 
-from capacity.placement import UNSCHEDULABLE_TAINT, LiveNode, Membership, Pin, pin_of
+from capacity.karpenter.published import PublishedNodePool
+from capacity.placement import (
+    NO_OVERHEAD,
+    UNSCHEDULABLE_TAINT,
+    LiveNode,
+    Membership,
+    Pin,
+    overheads_of,
+    pin_of,
+)
 from capacity.selectors import NODE_NAME_FIELD
 from capacity.taints import Taint
-from capacity.template import View
+from capacity.template import NodeGroupTemplate, View
 
 NODE = {
     "apiVersion": "v1",
@@ -174,3 +184,52 @@ def test_a_node_belongs_to_the_group_that_lists_it_else_the_one_its_label_names(
     assert membership.group_of(node("b", "ng-eks")) == "ng-eks"
     assert membership.group_of(node("c", "ng-unknown")) == ""
     assert membership.group_of(node("d")) == ""
+
+
+def live(name: str, labels: dict[str, str]) -> LiveNode:
+    return LiveNode.from_object({"metadata": {"name": name, "labels": labels}})
+
+
+POOL_LABEL = "karpenter.sh/nodepool"
+TYPE_LABEL = "node.kubernetes.io/instance-type"
+
+
+def test_a_karpenter_node_belongs_to_its_nodepool_only_when_fitguard_judges_that_nodepool() -> None:
+    """A node whose `karpenter.sh/nodepool` names a NodePool with a judged template is that
+    NodePool's; one naming another NodePool is of no group (capacity fitguard does not model); a
+    node group's listing or label comes first."""
+    membership = Membership({"a": "ng-listed"}, frozenset({"ng-listed", "ng-eks"}), frozenset({"kp"}))
+    assert membership.group_of(live("k", {POOL_LABEL: "kp"})) == "kp"
+    assert (
+        membership.template_group(live("k", {POOL_LABEL: "kp"})),
+        membership.pool_of(live("k", {POOL_LABEL: "kp"})),
+    ) == ("", "kp")
+    assert membership.group_of(live("o", {POOL_LABEL: "other"})) == ""
+    assert membership.group_of(live("a", {POOL_LABEL: "kp"})) == "ng-listed"
+    assert (
+        membership.group_of(live("b", {"eks.amazonaws.com/nodegroup": "ng-eks", POOL_LABEL: "kp"}))
+        == "ng-eks"
+    )
+    assert Membership({}, frozenset()).group_of(live("k", {POOL_LABEL: "kp"})) == ""
+
+
+def test_each_live_node_is_judged_less_its_group_or_nodepool_daemonsets() -> None:
+    """A node group's node: the group's DaemonSets and their count; a NodePool's node: what the
+    controller published for its instance type, else the NodePool's most common set, `pods` split
+    off as a count (published in milli-units); a node of neither: nothing. One object per NodePool
+    and type, so the nodes of one type share their offer's memo."""
+    group = NodeGroupTemplate("ng", daemonset_overhead={"cpu": 200}, daemonset_pods=2)
+    record = PublishedNodePool(
+        "kp", "default", "EC2NodeClass", {}, {},
+        overhead={"cpu": 100, "pods": 1000},
+        overheads={"m5.large": {"cpu": 150, "memory": 2**20 * 1000, "pods": 2000}},
+    )  # fmt: skip
+    membership = Membership({}, frozenset({"ng"}), frozenset({"kp"}))
+    of = overheads_of(membership, [group], {"kp": record})
+    m5 = [live(f"k{i}", {POOL_LABEL: "kp", TYPE_LABEL: "m5.large"}) for i in (1, 2)]
+    assert of(m5[0]) == ({"cpu": 150, "memory": 2**20 * 1000}, 2)
+    assert of(m5[0]) is of(m5[1])
+    assert of(live("k3", {POOL_LABEL: "kp", TYPE_LABEL: "t3.large"})) == ({"cpu": 100}, 1)
+    assert of(live("k4", {POOL_LABEL: "kp"})) == ({"cpu": 100}, 1)
+    assert of(live("n1", {"eks.amazonaws.com/nodegroup": "ng"})) == ({"cpu": 200}, 2)
+    assert of(live("x", {POOL_LABEL: "other", TYPE_LABEL: "m5.large"})) == NO_OVERHEAD == ({}, 0)

@@ -675,3 +675,20 @@ def test_an_owner_without_a_name_is_named_empty() -> None:
     record = project_pod(raw)
     assert (record.owner_kind, record.owner_name) == ("Job", "")
     assert record == PodRecord("ns/p", "ns", "p", owner_kind="Job")
+
+
+@pytest.mark.parametrize(("compute_type", "pod_eni"), [("auto", None), ("hybrid", 9), (None, 9)])
+def test_an_auto_mode_node_offers_no_branch_eni_to_the_books(
+    compute_type: str | None, pod_eni: int | None
+) -> None:
+    """A node labelled eks.amazonaws.com/compute-type=auto (EKS Auto Mode) is one the VPC resource
+    controller never manages: the books count no branch ENI there even if its status advertised
+    some; any other compute type, or none, keeps what the node advertises."""
+    labels = {"node.kubernetes.io/instance-type": "m5.large", "karpenter.sh/nodepool": "general-purpose"}
+    if compute_type is not None:
+        labels["eks.amazonaws.com/compute-type"] = compute_type
+    raw = {
+        "metadata": {"name": "i-0auto", "labels": labels},
+        "status": {"allocatable": {"vpc.amazonaws.com/pod-eni": "9"}},
+    }
+    assert project_node(raw).pod_eni == pod_eni

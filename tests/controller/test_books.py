@@ -1,7 +1,8 @@
 """The live books (controller/books.py) against the fake API server: a Job pod finishes, its node's
 held count rises and the node is labelled; after the window the count falls and the label goes; a
 deleted pod's tombstone; a dropped watch and a 410 relist neither lose nor double count; a pod that
-waits for its branch ENI gets an event."""
+waits for its branch ENI gets an event; a Karpenter NodePool's nodes are booked under the NodePool
+and keep their labels while a guarded pod pends on them."""
 
 from __future__ import annotations
 
@@ -260,3 +261,99 @@ def test_a_leaked_branch_eni_earns_the_label_and_running_pods_alone_do_not(fake_
         )
     ]
     assert labels(fake_kube).get(EXHAUSTED_LABEL) == "true"
+
+
+POOL_NODES = ("ip-10-0-3-10.ec2.internal", "ip-10-0-3-11.ec2.internal")
+GUARD_AFFINITY = {
+    "nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [
+                {"matchExpressions": [{"key": EXHAUSTED_LABEL, "operator": "DoesNotExist"}]}
+            ]
+        }
+    }
+}
+
+
+def pool_node(name: str) -> dict[str, Any]:
+    """A node Karpenter launched for NodePool "general": two branch ENIs, no node group label."""
+    labels = {"karpenter.sh/nodepool": "general", "kubernetes.io/hostname": name}
+    allocatable = {"cpu": "1930m", "memory": "7220Mi", "pods": "29", POD_ENI: "2"}
+    return objects.node(name, allocatable, instance_type="m5.large", labels=labels)
+
+
+def pool_pod(name: str, on: str, finished: float | None = None) -> dict[str, Any]:
+    annotations = {POD_ENI: json.dumps([{"eniId": f"eni-{name}"}])}
+    return objects.pod(
+        name, namespace="apps", container="main", limits={POD_ENI: "1"}, node=on, annotations=annotations,
+        phase="Succeeded" if finished else "Running", scheduled=BASE - 120, finished=finished,
+    )  # fmt: skip
+
+
+def guarded_pending() -> dict[str, Any]:
+    """A guarded pod the scheduler refused for node affinity (both nodes carry fitguard's label)."""
+    raw = objects.pod(
+        "web-new", {"cpu": "100m"}, namespace="apps", container="main", limits={POD_ENI: "1"},
+        uid="uid-web-new", affinity=GUARD_AFFINITY,
+    )  # fmt: skip
+    message = "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector."
+    condition = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message}
+    return {**raw, "status": {"phase": "Pending", "conditions": [condition]}}
+
+
+def test_a_nodepools_nodes_are_booked_under_it_and_keep_their_labels_past_the_grace(fake_kube) -> None:
+    """Two nodes of Karpenter NodePool "general" (no node group label), each with one ENI in use and
+    one held, and a guarded pod pending on them, through real reflectors: each row is booked under
+    "general"; both nodes are labelled on the API server and stay labelled past the guard's grace
+    (Karpenter builds its new node from the NodePool, so the label blinds nothing and nothing is
+    lifted, no BranchENIGuardSteppedAside); the guard's view says so whole; once the held ENIs are
+    released the labels go as for any node."""
+    clock = Clock(BASE)
+    api = fake_kube.api_client()
+    live = books_stack(
+        api,
+        window=WINDOW,
+        clock=clock,
+        recorder=EventRecorder(api, "books-test", clock=clock),
+        guard_grace=5.0,
+    )
+    for index, name in enumerate(POOL_NODES):
+        fake_kube.create(pool_node(name))
+        fake_kube.create(pool_pod(f"run-{index}", name))
+        fake_kube.create(pool_pod(f"done-{index}", name, finished=BASE - 5))
+    fake_kube.create(guarded_pending())
+    live.start()
+    try:
+        assert live.wait_synced(10.0)
+        eventually(lambda: len(live.books.pending()) == 1, "the guarded pod seen pending")
+        rows = {
+            r.name: (r.node_group, r.instance_type, r.capacity, r.in_use, r.held)
+            for r in live.books.snapshot()
+        }
+        assert rows == dict.fromkeys(POOL_NODES, ("general", "m5.large", 2, 1, 1))
+        assert [(d.action, d.node) for d in live.reconcile()] == [(LabelAction.SET, n) for n in POOL_NODES]
+        for later in (5.0, 30.0):
+            clock.now = BASE + later
+            assert live.reconcile() == []
+            for name in POOL_NODES:
+                assert fake_kube.get("Node", name)["metadata"]["labels"].get(EXHAUSTED_LABEL) == "true"
+        assert events(fake_kube, "BranchENIGuardSteppedAside") == []
+        assert live.reconciler.guard_json()["groups"] == {
+            "general": {
+                "state": "karpenter",
+                "reason": (
+                    "every ready node is labelled and 1 guarded pods pend on it; Karpenter builds NodePool "
+                    "general's new nodes from the NodePool, never from a live node, so the label hides no "
+                    "new node from it: kept"
+                ),
+                "nodes": list(POOL_NODES),
+                "pods": ["apps/web-new"],
+                "since": None,
+            }
+        }
+        clock.now = BASE + WINDOW
+        assert [(d.action, d.node) for d in live.reconcile()] == [
+            (LabelAction.REMOVED, n) for n in POOL_NODES
+        ]
+    finally:
+        live.stop()

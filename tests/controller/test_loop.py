@@ -150,7 +150,7 @@ def test_readyz_waits_until_every_store_of_the_cache_completed_its_first_list(
         )
         every = (
             "nodes, pods, daemonsets, NodeGroupTemplate, cluster-autoscaler pods, NodePool, EC2NodeClass, "
-            "Karpenter controller pods"
+            "NodeClass, Karpenter controller pods"
         )
         assert get(readyz) == (503, f"waiting for: first list of {every}\n")
         held = "waiting for: first list of pods\n"

@@ -256,6 +256,30 @@ def test_a_planned_cycle_without_aws_is_told_not_made() -> None:
     )
 
 
+def test_fitguard_never_scales_for_karpenter() -> None:
+    """A NodePool's template (provider karpenter) given every field that makes a group growable (an
+    actual view, a max size, a desired size below it) is still no group fitguard grows: with scaling
+    on and scope all, pods only it could take plan no scale-up, the NodePool is not read as an ASG,
+    not marked `scaleFromZero: fitguard`, and the whole plan says no node group can be scaled. The
+    same template as an ASG's is grown: the provider alone decides."""
+    pool = template("general", "karpenter", max_size=10)
+    pods = [pending("p1", "1500m"), pending("p2", "1500m")]
+    on = ScalingOptions(mode=ON, scope="all")
+    driver = ScalingDriver(on)
+    cycle = driver.plan_cycle([pool], pods, [], now=NOW)
+    assert (cycle.asg_names, driver.act(cycle, now=NOW)) == ({}, [])
+    none = {
+        "pods": ["default/p1", "default/p2"],
+        "message": "pod didn't trigger scale-up: no node group can be scaled",
+    }
+    assert scale_ups_json(cycle) == plan_json([], {}, notTriggerScaleUp=[{**none, "reasons": {}}])
+    assert groups_to_mark([pool], on) == set()
+    asg = template("general", "aws-asg", max_size=10)
+    grown = ScalingDriver(on).plan_cycle([asg], pods, [], now=NOW)
+    assert [(u["nodeGroup"], u["to"]) for u in scale_ups_json(grown)["scaleUps"]] == [("general", 2)]
+    assert groups_to_mark([asg], on) == {"general"}
+
+
 def asg_page(name: str, desired: int, max_size: int, last: str | None = None) -> dict[str, Any]:
     tags = [{"Key": LAST_SCALE_UP_TAG, "Value": last, "ResourceId": name}] if last else []
     return {

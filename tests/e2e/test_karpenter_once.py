@@ -82,7 +82,9 @@ def nodepool(name: str, types: list[str], **spec: Any) -> list[dict[str, Any]]:
     ]
 
 
-def controller_once(tmp_path: Path, objects: list[dict[str, Any]]) -> subprocess.CompletedProcess[str]:
+def controller_once(
+    tmp_path: Path, objects: list[dict[str, Any]], *flags: str
+) -> subprocess.CompletedProcess[str]:
     cluster = tmp_path / "cluster.yaml"
     cluster.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": objects}))
     env = {**os.environ, "KUBECONFIG": str(tmp_path / "absent"), "HOME": str(tmp_path)}
@@ -96,6 +98,7 @@ def controller_once(tmp_path: Path, objects: list[dict[str, Any]]) -> subprocess
         "json",
         "--log-level",
         "error",
+        *flags,
         env=env,
     )
     assert run.returncode == 0, run.stderr
@@ -358,3 +361,47 @@ def test_live_nodes_below_the_estimate_are_published_and_judged_by(
             "offer 16Gi) for this pod, which needs 16.1Gi of ephemeral-storage there: it would not fit"
         ],
     )
+
+
+def unschedulable(name: str, cpu: str) -> dict[str, Any]:
+    """A pod the scheduler could not place (no live node at all)."""
+    container = {"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}
+    condition = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "0/0 nodes"}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"containers": [container]},
+        "status": {"phase": "Pending", "conditions": [condition]},
+    }
+
+
+def test_fitguard_plans_no_scale_up_for_a_nodepool(aws: AwsEnvironment, tmp_path: Path) -> None:
+    """The mixed cluster with scaling planned for every unschedulable pod (`--scaling=plan
+    --scaling-scope=all`): a pod the ASG's m5.large serves is planned on ng-batch; one only the
+    NodePool's m5.xlarge serves (3 cpu) plans nothing: Karpenter launches its node,
+    fitguard never scales for Karpenter, and "general" appears nowhere in the plan."""
+    clients = AwsClients.from_environment()
+    launch_template(clients.ec2, "ng-batch", "m5.large", 50)
+    asg(clients.autoscaling, "ng-batch", {**ENABLED, EPH_TAG: "44Gi"})
+    pods = [unschedulable("small", "1"), unschedulable("big", "3")]
+    flags = ("--scaling", "plan", "--scaling-scope", "all")
+    report = json.loads(
+        controller_once(tmp_path, [*nodepool("general", ["m5.xlarge"]), *pods], *flags).stdout
+    )
+    assert sorted(t["metadata"]["name"] for t in report["nodeGroups"]) == ["general", "ng-batch"]
+    assert [(u["nodeGroup"], u["pods"], u["outcome"]) for u in report["scaleUps"]] == [
+        ("ng-batch", ["default/small"], "planned")
+    ]
+    assert report["scaling"]["notTriggerScaleUp"] == [
+        {
+            "pods": ["default/big"],
+            "message": "pod didn't trigger scale-up: 1 Insufficient cpu",
+            "reasons": {"ng-batch": ["Insufficient cpu"]},
+        }
+    ]
+    assert (report["scaling"]["outcomes"], report["scaling"]["skippedGroups"]) == (
+        {"ng-batch": "planned"},
+        {},
+    )
+    assert "general" not in json.dumps(report["scaling"])

@@ -1,6 +1,7 @@
 """Slow and malicious clients of the admission port (issue 30): `fitguard webhook` started with the
-manifests' flags, 2 workers of 8 threads, and connection timeouts of 8 s (the defaults are 5 s: a
-little more leaves room to open 64 TLS connections on a busy machine before the first one is due).
+manifests' flags (one worker; the attack also against 2 workers), 8 threads per worker, and
+connection timeouts of 8 s (the defaults are 5 s: a little more leaves room to open 64 TLS
+connections on a busy machine before the first one is due).
 
 What a slow client may hold is a file descriptor, never a worker thread: while 64 slow connections
 are held (tests/slowclients.py: stalled handshakes, bodies and headers trickled a byte a second),
@@ -74,18 +75,20 @@ def open_many(server: Server, count: int) -> list[SlowConn]:
         return list(pool.map(lambda i: open_slow(KINDS[i % len(KINDS)], server.port, context), range(count)))
 
 
-@pytest.fixture
-def slow_server(tls_files: TlsFiles, state: Path) -> Iterator[Server]:
-    with running(tls_files, ["--state", str(state), *TIMEOUTS], workers=2, threads=8) as server:
+# None: the manifests' worker count (one per replica), given no --workers here
+@pytest.fixture(params=[None, 2], ids=["manifests-workers", "2-workers"])
+def slow_server(request: pytest.FixtureRequest, tls_files: TlsFiles, state: Path) -> Iterator[Server]:
+    with running(tls_files, ["--state", str(state), *TIMEOUTS], workers=request.param, threads=8) as server:
         yield server
 
 
 def test_reviews_are_answered_in_time_while_64_slow_clients_are_held(slow_server: Server) -> None:
     """64 slow connections (a third each stalled in the handshake, trickling a body a byte a second,
-    trickling half a header line) hold 2 x 8 threads with gunicorn's gthread worker. Here, while
-    they are all held, 16 /validate and 16 /mutate reviews on new connections are each answered
-    200 with their uid within the apiserver's 3 s; then each slow connection is closed by the
-    server within its phase's timeout (plus one turn of the worker's loop)."""
+    trickling half a header line) would hold 8 threads per worker with gunicorn's gthread worker.
+    Here, with the manifests' one worker and with two, while they are all held, 16 /validate and 16
+    /mutate reviews on new connections are each answered 200 with their uid within the apiserver's
+    3 s; then each slow connection is closed by the server within its phase's timeout (plus one
+    turn of the worker's loop)."""
     slow = open_many(slow_server, SLOW)
     trickler = Trickler(slow).start()
     try:
@@ -123,17 +126,19 @@ def readyz(server: Server) -> tuple[int, str]:
     return status, body.decode()
 
 
+@pytest.mark.parametrize("workers", [None, 2], ids=["manifests-workers", "2-workers"])
 def test_readyz_says_not_ready_while_the_admission_port_is_full_and_recovers(
-    tls_files: TlsFiles, state: Path
+    workers: int | None, tls_files: TlsFiles, state: Path
 ) -> None:
-    """With --max-connections 4 and 2 workers, 8 connections stalled in the handshake fill every
-    worker's slots (a worker at its bound stops accepting, so the other takes the rest): after the
-    short saturation bound /readyz on the status port, whichever worker answers, is 503 and names
-    the admission connections; once the server dropped the slow connections (their timeout), it is
-    200 again and reviews are answered. With a bound off by a large factor (or none), the slots
-    never fill and /readyz stays 200."""
+    """With --max-connections 4, 8 connections stalled in the handshake fill every worker's slots
+    (with 2 workers: a worker at its bound stops accepting, so the other takes the rest; with the
+    manifests' one, the rest wait in the backlog and fill it again once the first 4 are dropped):
+    after the short saturation bound /readyz on the status port, whichever worker answers, is 503
+    and names the admission connections; once the server dropped the slow connections (their
+    timeout), it is 200 again and reviews are answered. With a bound off by a large factor (or
+    none), the slots never fill and /readyz stays 200."""
     options = ["--state", str(state), *TIMEOUTS, "--max-connections", "4"]
-    with running(tls_files, options, workers=2, threads=8) as server:
+    with running(tls_files, options, workers=workers, threads=8) as server:
         both_ready = wait_for(
             lambda: [readyz(server) for _ in range(8)], lambda got: {*got} == {(200, "ok\n")}
         )

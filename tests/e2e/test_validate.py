@@ -432,3 +432,50 @@ def test_cold_start_allows_with_a_warning_until_templates_arrive(
         if obj["kind"] == NGT:
             fake_kube.create(copy.deepcopy(obj))
     assert line_of(until_allowed(server, scratch, False), "ng-batch").endswith(FIX)
+
+
+def test_a_karpenter_node_of_a_judged_nodepool_is_known_capacity(
+    fake_kube: FakeKubeServer, start: Start
+) -> None:
+    """NodePool kp (m5.large only) with the template the controller publishes for it, and one
+    m5.large node Karpenter launched for it: a 6-cpu pod fits no group, not that node, not the
+    NodePool, so it is denied naming the NodePool and counting the node among the places judged
+    (its NodePool's node is known capacity, not a reason to abstain). Once an m5.2xlarge of kp
+    (launched before kp was narrowed) joins, the watch carries it and the same pod is allowed."""
+    from capacity.karpenter.nodeclass import KarpenterOptions
+    from capacity.karpenter.published import PROVIDER, published
+    from capacity.template import NodeGroupTemplate
+
+    requirement = {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m5.large"]}
+    ref = {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "kp"}
+    pool = {
+        "metadata": {"name": "kp"},
+        "spec": {"template": {"spec": {"nodeClassRef": ref, "requirements": [requirement]}}},
+    }
+    nodeclass = {"spec": {"amiSelectorTerms": [{"alias": "al2023@latest"}], "role": "r"}}
+    record, _ = published(pool, nodeclass, KarpenterOptions(), {}, lambda offer: {})
+    ngt = NodeGroupTemplate("kp", provider=PROVIDER, karpenter=record).to_object()
+
+    def karpenter_node(name: str, instance_type: str, cpu: str) -> dict[str, Any]:
+        labels = {"karpenter.sh/nodepool": "kp", "kubernetes.io/hostname": name}
+        allocatable = {"cpu": cpu, "memory": "7Gi", "pods": "29", "ephemeral-storage": "17Gi"}
+        return objects.node(name, allocatable, instance_type=instance_type, labels=labels)
+
+    seed(
+        fake_kube,
+        {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", **pool},
+        ngt,
+        karpenter_node("kp-1", "m5.large", "1930m"),
+    )
+    server = start()
+    big = pod("big", {"cpu": "6"})
+    denied = validate(server, big)
+    assert denied["allowed"] is False, denied
+    assert line_of(denied, "NodePool kp").startswith("NodePool kp: no allowed instance type offers enough")
+    assert message(denied).splitlines()[-1] == (
+        "judged every place it could run: 3 node groups (ng-batch, ng-burst, ng-general), 5 live nodes,"
+        " 1 Karpenter NodePool"
+    )
+    fake_kube.apply(karpenter_node("kp-2", "m5.2xlarge", "7910m"))
+    allowed = until_allowed(server, big, True)
+    assert "status" not in allowed and "warnings" not in allowed

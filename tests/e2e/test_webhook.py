@@ -1,6 +1,7 @@
-"""`fitguard webhook` for real, as the image and the manifests run it: gunicorn with two gthread
-workers over TLS, called by a client that verifies the CA and the host name, as the apiserver does;
-probes and scrapes on the plain-HTTP status port."""
+"""`fitguard webhook` for real, as the image and the manifests run it, with two gthread workers
+(the manifests run one; two prove what is summed across workers) over TLS, called by a client that
+verifies the CA and the host name, as the apiserver does; probes and scrapes on the plain-HTTP
+status port."""
 
 from __future__ import annotations
 

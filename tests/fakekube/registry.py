@@ -141,6 +141,18 @@ REGISTRY: tuple[ResourceType, ...] = (
         builtin=False,
         returns_deleted_object=True,
     ),
+    # EKS Auto Mode's NodeClass (`eks.amazonaws.com/v1`, cluster-scoped, status subresource; the
+    # EKS user guide latest/ug/automode/create-node-class.adoc); served only in an Auto Mode cluster
+    ResourceType(
+        "eks.amazonaws.com",
+        "v1",
+        "nodeclasses",
+        "NodeClass",
+        False,
+        True,
+        builtin=False,
+        returns_deleted_object=True,
+    ),
     ResourceType(
         "fitguard.io",
         "v1alpha1",

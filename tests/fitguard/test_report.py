@@ -131,3 +131,22 @@ def test_the_live_report_lists_the_cluster_through_a_kubeconfig(capsys, fake_kub
     assert code == 0
     classic = {n["name"]: n for n in json.loads(out)["nodes"]}[CLASSIC]
     assert (classic["schedulerFree"], classic["trueFree"], classic["held"]) == (3, 0, 3)
+
+
+def test_a_karpenter_nodes_books_are_its_nodepools(capsys, fake_kube, tmp_path) -> None:
+    """The classic node launched by Karpenter instead (NodePool "general", Karpenter's
+    `karpenter.k8s.aws/ec2nodeclass` label, no node group label), read from the API: its row is the
+    snapshot's row whole, but for the group, which is the NodePool's name (the name of the NodePool's
+    NodeGroupTemplate, controller/nodepools.py)."""
+    expected = nodes_json(capsys, "--now", "2024-05-01T12:00:00Z")[CLASSIC]
+    snapshot = json.loads(Path(SNAPSHOT).read_text())
+    for item in snapshot["items"]:
+        if item["kind"] == "Node" and item["metadata"]["name"] == CLASSIC:
+            labels = item["metadata"]["labels"]
+            del labels["eks.amazonaws.com/nodegroup"]
+            labels.update({"karpenter.sh/nodepool": "general", "karpenter.k8s.aws/ec2nodeclass": "default"})
+        fake_kube.create(item)
+    kubeconfig = fake_kube.write_kubeconfig(tmp_path / "kubeconfig")
+    code, out = report(capsys, "--kubeconfig", str(kubeconfig), "-o", "json", "--now", "2024-05-01T12:00:00Z")
+    assert code == 0
+    assert {n["name"]: n for n in json.loads(out)["nodes"]}[CLASSIC] == {**expected, "nodeGroup": "general"}

@@ -269,7 +269,8 @@ def test_the_webhook_reads_what_a_review_needs_and_writes_only_events(
     rendered: dict[str, list[Obj]],
 ) -> None:
     """The webhook reads namespaces, ServiceAccounts, the VPC CNI ConfigMap, policies, templates,
-    nodes and Karpenter's NodePools (every place a pod could run); its one write is events.k8s.io
+    nodes, Karpenter's NodePools (every place a pod could run) and their node classes (whether a
+    published template is stale); its one write is events.k8s.io
     Events (its warn and audit findings): create, and patch for a series. tests/install/test_rbac.py
     checks these rules against every call a run makes."""
     rules = _rules_of(rendered["base"], "fitguard-webhook")
@@ -288,6 +289,9 @@ def test_the_webhook_reads_what_a_review_needs_and_writes_only_events(
         ("fitguard.io", "nodegrouptemplates"),
         ("", "nodes"),
         ("karpenter.sh", "nodepools"),
+        # their node classes: a template built from another class is not judged (Part B, issue 27)
+        ("karpenter.k8s.aws", "ec2nodeclasses"),
+        ("eks.amazonaws.com", "nodeclasses"),
     }
     assert granted == {(g, r, v) for g, r in reads for v in ("get", "list", "watch")} | {
         ("events.k8s.io", "events", "create"),

@@ -2,7 +2,7 @@
 
     python -m tests.reliability.hostile_labels [--reviews 10000] [--field-bytes 4096]
 
-Starts `fitguard webhook` as the manifests start it (tests/webhook_server.py, two workers, the
+Starts `fitguard webhook` as the manifests start it (tests/webhook_server.py), with two workers, the
 example cluster as its state), sends `--reviews` reviews, half to /mutate and half to /validate,
 whose kind, operation, namespace, name, uid, dryRun and userInfo are random strings of
 `--field-bytes` characters (some of them a known kind or operation with the rest random), then

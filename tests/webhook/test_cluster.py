@@ -181,16 +181,19 @@ def test_namespace_labels_of_a_known_and_an_unknown_namespace() -> None:
 
 
 def test_the_view_is_ready_when_every_store_has_synced() -> None:
-    """A new view waits for all seven stores (NodePools too: not knowing them is not knowing every
-    place a pod could run); wait_ready gives up (False) at its deadline and says True at once when
-    everything is synced."""
+    """A new view waits for all nine stores (NodePools and their node classes too: not knowing them
+    is not knowing every place a pod could run, nor whether a NodePool's template is current);
+    wait_ready gives up (False) at its deadline and says True at once when everything is synced."""
     view = ClusterView()
     assert not view.ready()
     assert view.wait_ready(0.0) is False
-    for store in list(view.stores().values())[:-1]:
-        store.replace([])
+    optional = view.optional_stores()
+    for kind, store in view.stores().items():
+        if kind not in optional:
+            store.replace([])
     assert not view.ready()
-    view.node_pools.replace([])
+    for store in optional.values():
+        store.replace([])
     assert view.ready() and view.wait_ready(0.0) is True
 
 
@@ -211,6 +214,8 @@ def test_the_snapshot_is_the_whole_state_held() -> None:
             "NodeGroupTemplate": {"synced": True, "objects": 4, "resourceVersion": ""},
             "Node": {"synced": True, "objects": 4, "resourceVersion": ""},
             "NodePool": {"synced": True, "objects": 1, "resourceVersion": ""},
+            "EC2NodeClass": {"synced": True, "objects": 1, "resourceVersion": ""},
+            "NodeClass": {"synced": True, "objects": 0, "resourceVersion": ""},
         },
         "nodePools": ["default"],
         "securityGroupPolicies": [
@@ -233,7 +238,7 @@ def test_the_snapshot_is_the_whole_state_held() -> None:
 
 def test_what_each_store_watches() -> None:
     """Every kind cluster-wide, except the VPC CNI ConfigMap, watched alone by name in kube-system;
-    NodePools only once the API serves them (WhenServed)."""
+    NodePools and node classes only once the API serves them (WhenServed)."""
     assert WATCHES == (
         ("Namespace", None, ""),
         ("ServiceAccount", None, ""),
@@ -250,6 +255,8 @@ def test_what_each_store_watches() -> None:
         "NodeGroupTemplate",
         "Node",
         "NodePool",
+        "EC2NodeClass",
+        "NodeClass",
     ]
 
 
@@ -282,6 +289,8 @@ def test_a_view_filled_by_reflectors_holds_what_the_api_server_has(fake_kube: Fa
             "NodeGroupTemplate": 4,  # the NodePool's template too; the NodePool itself is not applied
             "Node": 4,
             "NodePool": 0,
+            "EC2NodeClass": 0,
+            "NodeClass": 0,
         }
         assert view.config_maps.get("kube-system", "other-config") is None
         assert view.namespace_labels("payments") == {"team": "payments"}
@@ -309,7 +318,7 @@ def test_wait_ready_returns_once_the_last_store_syncs() -> None:
     thread = threading.Thread(target=wait)
     thread.start()
     waiting.wait(30)
-    view.node_pools.replace([])
+    view.auto_node_classes.replace([])
     thread.join(30)
     assert answer == [True]
 
@@ -430,3 +439,133 @@ def test_a_nodepool_whose_template_changed_since_it_was_published_is_not_judged(
         view, current = answer(*objects)
         assert list(view.published_pools()) == ["general"]
         assert not current.allowed and "NodePool general" in current.message
+
+
+def _pool_review(pod_requests: dict[str, str], *objects: dict[str, Any], pool: Any = None) -> Any:
+    """The view of a NodePool's published template (tests/capacity/karpenter/test_published.py's
+    `general`, class `default`) beside `objects`, and its answer to a pod of `pod_requests`."""
+    from capacity.karpenter.published import PROVIDER, published
+    from capacity.template import NodeGroupTemplate
+    from tests.capacity.karpenter.test_published import NODECLASS, POOL, SETTINGS
+    from tests.objects import review
+    from webhook.review import WebhookOptions
+    from webhook.validate import review as validate_review
+
+    record, _ = published(pool or POOL, NODECLASS, SETTINGS, {}, lambda offer: {})
+    ngt = NodeGroupTemplate("general", provider=PROVIDER, karpenter=record).to_object()
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "apps"}}
+    account = {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": {"name": "default", "namespace": "apps"},
+    }
+    container = {"name": "c", "image": "i", "resources": {"requests": pod_requests}}
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "big", "namespace": "apps"},
+        "spec": {"containers": [container], "tolerations": [{"key": "dedicated", "operator": "Exists"}]},
+    }
+    view = from_objects([namespace, account, ngt, *objects])
+    return view, validate_review(review(pod)["request"], view, WebhookOptions(mode="enforce"))
+
+
+def test_a_nodepool_whose_ec2nodeclass_changed_since_it_was_published_is_not_judged() -> None:
+    """The EC2NodeClass as listed now has another spec than the published template was built from
+    (a 100Gi root volume where it had none): until the controller's next cycle the NodePool is not
+    judged, so a pod asking 50Gi of ephemeral-storage, which the old class's 17Gi refused, is
+    admitted unjudged; with the class as it was built from, or not listed (a state file), the same
+    pod is denied naming the NodePool."""
+    import copy
+
+    from capacity.placement import Abstention
+    from tests.capacity.karpenter.test_published import NODECLASS
+
+    built_from = {
+        "apiVersion": "karpenter.k8s.aws/v1",
+        "kind": "EC2NodeClass",
+        "metadata": {"name": "default"},
+        **copy.deepcopy(NODECLASS),
+    }
+    larger = copy.deepcopy(built_from)
+    larger["spec"]["blockDeviceMappings"] = [
+        {"deviceName": "/dev/xvda", "rootVolume": True, "ebs": {"volumeSize": "100Gi"}}
+    ]
+    view, stale = _pool_review({"ephemeral-storage": "50Gi"}, larger)
+    assert view.published_pools() == {} and view.node_pool_names() == ["general"]
+    assert (stale.allowed, stale.abstained) == (True, Abstention.NODEPOOLS)
+    for objects in ((built_from,), ()):
+        view, current = _pool_review({"ephemeral-storage": "50Gi"}, *objects)
+        assert list(view.published_pools()) == ["general"]
+        assert not current.allowed and "NodePool general" in current.message
+
+
+def test_an_automode_nodepool_is_stale_by_its_nodeclass_not_by_an_ec2nodeclass_of_that_name() -> None:
+    """An Auto Mode NodePool's template is compared with the eks.amazonaws.com NodeClass it names:
+    a changed `ephemeralStorage.size` there makes it unjudged; an EC2NodeClass of the same name
+    with another spec does not."""
+    import copy
+
+    from tests.capacity.karpenter.test_published import NODECLASS, POOL
+
+    pool = copy.deepcopy(POOL)
+    pool["spec"]["template"]["spec"]["nodeClassRef"] = {
+        "group": "eks.amazonaws.com",
+        "kind": "NodeClass",
+        "name": "default",
+    }
+    auto = {"apiVersion": "eks.amazonaws.com/v1", "kind": "NodeClass", "metadata": {"name": "default"}}
+    built_from = {**auto, **copy.deepcopy(NODECLASS)}
+    resized = {**auto, "spec": {**NODECLASS["spec"], "ephemeralStorage": {"size": "200Gi"}}}
+    ec2 = {
+        "apiVersion": "karpenter.k8s.aws/v1",
+        "kind": "EC2NodeClass",
+        "metadata": {"name": "default"},
+        "spec": {},
+    }
+    view, _ = _pool_review({"cpu": "1"}, built_from, ec2, pool=pool)
+    assert list(view.published_pools()) == ["general"]
+    view, _ = _pool_review({"cpu": "1"}, resized, pool=pool)
+    assert view.published_pools() == {}
+
+
+@pytest.mark.slow
+def test_a_class_changed_in_the_api_makes_its_nodepool_unjudged_until_republished(
+    fake_kube: FakeKubeServer,  # noqa: F811
+) -> None:
+    """Through start_reflectors and the real client against the fake API server: the NodePool,
+    its EC2NodeClass and its published template are listed and the NodePool is judged; the
+    EC2NodeClass given a root volume by the API arrives by the watch and the NodePool is no longer
+    judged; the class put back as it was, it is judged again. Auto Mode's NodeClasses, not served
+    here (404 on eks.amazonaws.com/v1), are an empty synced store."""
+    from capacity.karpenter.published import PROVIDER, published
+    from capacity.template import NodeGroupTemplate
+    from tests.capacity.karpenter.test_published import NODECLASS, POOL, SETTINGS
+
+    fake_kube.faults.fail(404, path="/apis/eks.amazonaws.com/v1", count=None)
+    record, _ = published(POOL, NODECLASS, SETTINGS, {}, lambda offer: {})
+    fake_kube.apply(NodeGroupTemplate("general", provider=PROVIDER, karpenter=record).to_object())
+    fake_kube.apply({"apiVersion": "karpenter.sh/v1", "kind": "NodePool", **copy.deepcopy(POOL)})
+    nodeclass = {
+        "apiVersion": "karpenter.k8s.aws/v1",
+        "kind": "EC2NodeClass",
+        "metadata": {"name": "default"},
+        **copy.deepcopy(NODECLASS),
+    }
+    fake_kube.apply(copy.deepcopy(nodeclass))
+    view = ClusterView()
+    reflectors = start_reflectors(view, fake_kube.api_client())
+    try:
+        eventually(view.ready, "every store synced")
+        assert (len(view.ec2_node_classes), len(view.auto_node_classes)) == (1, 0)
+        assert list(view.published_pools()) == ["general"]
+        root = [{"deviceName": "/dev/xvda", "rootVolume": True, "ebs": {"volumeSize": "100Gi"}}]
+        [current] = fake_kube.objects("EC2NodeClass")
+        fake_kube.apply({**current, "spec": {**NODECLASS["spec"], "blockDeviceMappings": root}})
+        eventually(lambda: view.published_pools() == {}, "the changed class watched")
+        [current] = fake_kube.objects("EC2NodeClass")
+        fake_kube.apply({**current, "spec": copy.deepcopy(NODECLASS["spec"])})
+        eventually(lambda: list(view.published_pools()) == ["general"], "the class as it was")
+    finally:
+        for reflector in reflectors:
+            reflector.stop()

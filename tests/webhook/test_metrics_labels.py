@@ -2,7 +2,8 @@
 of a closed set beside the metric definitions (webhook/metrics.py) or `other`, so reviews with
 random kinds, operations, namespaces, names, uids, dryRun, userInfo and paths add no series, however
 many distinct values they carry. Through the Flask app, and through `fitguard webhook` as the
-manifests start it (two workers, the multiprocess metrics directory)."""
+manifests start it, with two workers (the manifests run one: two also sum the multiprocess metrics
+directory across processes)."""
 
 from __future__ import annotations
 

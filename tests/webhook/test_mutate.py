@@ -455,7 +455,7 @@ def test_health_readiness_snapshot_and_metrics() -> None:
     assert get("/readyz", ClusterView()) == (
         503,
         b"waiting for: Namespace, ServiceAccount, SecurityGroupPolicy, ConfigMap, NodeGroupTemplate, Node,"
-        b" NodePool\n",
+        b" NodePool, EC2NodeClass, NodeClass\n",
     )
     assert get("/readyz", tls=False) == (503, b"waiting for: certificate\n")
     assert [p["groupIds"] for p in json.loads(get("/snapshotz")[1])["securityGroupPolicies"]] == [["sg-1"]]
@@ -1030,4 +1030,52 @@ def test_the_plan_of_a_windows_pod_with_windows_ipam_on() -> None:
         [{"op": "add", "path": RESOURCES, "value": {"limits": {IPV4: "1"}, "requests": {IPV4: "1"}}}],
         f"injected {IPV4}",
         injected=(Injected(Injection.RESOURCE, "spec.containers[0].resources (limits and requests)", IPV4),),
+    )
+
+
+def test_in_an_auto_mode_cluster_a_matched_pod_gets_its_branch_eni_request_as_upstream() -> None:
+    """The VPC resource controller's pod webhook has no EKS Auto Mode branch (webhooks/core/
+    pod_webhook.go `Handle`/`HandleLinuxPod` at b8d4251: it reads the pod and the policies only),
+    so neither does /mutate: beside an Auto Mode node and NodePool, a pod a SecurityGroupPolicy
+    matches is given the same pod-eni request (and guard) as in any cluster; /validate is what
+    then says no Auto Mode node can run it (docs/upstream.md)."""
+    auto_node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": "i-0auto",
+            "labels": {"eks.amazonaws.com/compute-type": "auto", "karpenter.sh/nodepool": "general-purpose"},
+        },
+        "status": {"allocatable": {"cpu": "1930m", "pods": "29"}},
+    }
+    auto_pool = {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodePool",
+        "metadata": {"name": "general-purpose"},
+        "spec": {
+            "template": {
+                "spec": {
+                    "nodeClassRef": {"group": "eks.amazonaws.com", "kind": "NodeClass", "name": "default"}
+                }
+            }
+        },
+    }
+    auto_class = {
+        "apiVersion": "eks.amazonaws.com/v1",
+        "kind": "NodeClass",
+        "metadata": {"name": "default"},
+        "spec": {},
+    }
+    pod = payments_pod({"app": "api"}, {"name": "c", "resources": {"requests": {"cpu": "1"}}})
+    request = {"uid": "u", "namespace": "payments", "object": pod}
+    got = mutate_review(
+        request, from_objects([*PAYMENTS, auto_node, auto_pool, auto_class]), WebhookOptions()
+    )
+    assert got == Verdict(
+        patch=[
+            {"op": "add", "path": "/spec/containers/0/resources/limits", "value": {ENI: "1"}},
+            {"op": "add", "path": f"{RESOURCES}/requests/vpc.amazonaws.com~1pod-eni", "value": "1"},
+            {"op": "add", "path": "/spec/affinity", "value": GUARD_TERM_AFFINITY},
+        ],
+        message=f"matched security groups sg-a,sg-b: injected {ENI}",
     )

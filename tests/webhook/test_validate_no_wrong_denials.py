@@ -126,6 +126,35 @@ NODE_POOL = {
 }
 
 
+def karpenter_pool(
+    name: str, types: list[str], daemonsets: Mapping[str, int] | None = None, *, ready: bool = True
+) -> tuple[Obj, ...]:
+    """NodePool `name` of `types` on AL2023, listed, and the NodeGroupTemplate the controller
+    publishes for it (built by the controller's own code), whose DaemonSets take `daemonsets`
+    (milli-units) on every type; its Ready condition False unless `ready`."""
+    from capacity.karpenter.nodeclass import KarpenterOptions
+    from capacity.karpenter.published import PROVIDER, published
+    from capacity.template import NodeGroupTemplate
+
+    requirement = {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": types}
+    ref = {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": name}
+    pool = {
+        "metadata": {"name": name},
+        "spec": {"template": {"spec": {"nodeClassRef": ref, "requirements": [requirement]}}},
+    }
+    if not ready:
+        pool["status"] = {"conditions": [{"type": "Ready", "status": "False", "reason": "NodeClassNotReady"}]}
+    nodeclass = {"spec": {"amiSelectorTerms": [{"alias": "al2023@latest"}], "role": "r"}}
+    record, _ = published(pool, nodeclass, KarpenterOptions(), {}, lambda offer: dict(daemonsets or {}))
+    template = NodeGroupTemplate(name, provider=PROVIDER, karpenter=record).to_object()
+    return template, {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", **pool}
+
+
+def karpenter_node(name: str, pool: str, instance_type: str, cpu: str) -> Obj:
+    """A node Karpenter launched for `pool`: no node group label, its NodePool's."""
+    return node(name, cpu, {"karpenter.sh/nodepool": pool, "node.kubernetes.io/instance-type": instance_type})
+
+
 @dataclass(frozen=True)
 class Case:
     id: str
@@ -324,6 +353,44 @@ CASES = [
         "unjudged",
         abstained="static-pod",
     ),
+    # a Karpenter node of a NodePool fitguard judges is known capacity, like a node group's
+    Case(
+        "karpenter-node-of-a-judged-nodepool-takes-it",
+        pod("big", "6"),
+        "admitted",  # an m5.2xlarge launched before the NodePool was narrowed: its room decides
+        extra=(
+            *karpenter_pool("kp", ["m5.large"]),
+            karpenter_node("ip-10-0-9-1.ec2.internal", "kp", "m5.2xlarge", "7910m"),
+        ),
+    ),
+    Case(
+        "karpenter-node-less-its-nodepools-daemonsets-and-the-nodepool-too-small",
+        pod("big", "6"),
+        "denied",
+        extra=(
+            *karpenter_pool("kp", ["m5.large"], {"cpu": 2000}),
+            karpenter_node("ip-10-0-9-1.ec2.internal", "kp", "m5.2xlarge", "7910m"),
+        ),
+        says="judged every place it could run: 3 node groups (ng-batch, ng-burst, ng-general), 5 live nodes,"
+        " 1 Karpenter NodePool",
+    ),
+    Case(
+        "karpenter-node-of-a-nodepool-not-ready",
+        pod("big", "6"),
+        "unjudged",  # its node is known, but Karpenter launches nothing for the NodePool until Ready
+        extra=(
+            *karpenter_pool("kp", ["m5.large"], ready=False),
+            karpenter_node("ip-10-0-9-1.ec2.internal", "kp", "m5.large", "1930m"),
+        ),
+        abstained="karpenter-nodepools",
+    ),
+    Case(
+        "karpenter-node-of-a-nodepool-fitguard-cannot-judge",
+        pod("big", "6"),
+        "unjudged",
+        extra=(NODE_POOL, karpenter_node("ip-10-0-9-1.ec2.internal", "default", "m5.large", "1930m")),
+        abstained="unmodeled-nodes",
+    ),
     # DaemonSets: judged against what they select, their own old revision no overhead
     Case(
         "daemonset-selecting-nothing",
@@ -483,3 +550,30 @@ def test_a_daemonset_update_and_a_create_of_the_same_shape_each_get_their_own_wo
     assert not updated.allowed and not created.allowed
     assert "ng-small: Insufficient cpu: requests 2100m; a node offers 2: request less" in updated.message
     assert "a node offers 800m after 1200m of DaemonSets" in created.message
+
+
+def test_a_nodepools_node_is_known_again_once_its_node_class_is_current_again() -> None:
+    """What the live nodes say of a pod shape is remembered per generation of every store that
+    decides which NodePools are judged, node classes included: while kp's EC2NodeClass as listed
+    differs from the one its template was built from, kp is not judged and its node is capacity
+    fitguard does not model (unjudged); once the class as listed matches again (the watch
+    carries it), the same pod on the same view is judged again and denied, naming kp."""
+    template, listed = karpenter_pool("kp", ["m5.large"])
+    spec = {"amiSelectorTerms": [{"alias": "al2023@latest"}], "role": "r"}
+    current = {
+        "apiVersion": "karpenter.k8s.aws/v1",
+        "kind": "EC2NodeClass",
+        "metadata": {"name": "kp"},
+        "spec": spec,
+    }
+    changed = copy.deepcopy(current)
+    changed["spec"]["role"] = "another"
+    kp_node = karpenter_node("ip-10-0-9-1.ec2.internal", "kp", "m5.large", "1930m")
+    view = from_objects([*copy.deepcopy(DEMO), template, listed, changed, kp_node])
+    config = WebhookOptions(mode="enforce")
+    request = review(pod("big", "6"))["request"]
+    stale = validate_review(request, view, config)
+    assert (stale.allowed, stale.abstained and stale.abstained.value) == (True, "unmodeled-nodes")
+    view.ec2_node_classes.apply("MODIFIED", current)
+    judged = validate_review(request, view, config)
+    assert judged.allowed is False and "NodePool kp: " in judged.message

@@ -12,6 +12,7 @@ import pytest
 
 from capacity.karpenter.discovered import discovered_memory
 from capacity.karpenter.fit import Change, NodePoolDecision, Shortfall, judge
+from capacity.karpenter.pools import reason_words
 from capacity.karpenter.template import KarpenterTemplate, build_template
 from capacity.quantity import parse_quantity
 
@@ -163,6 +164,33 @@ def test_requirements_custom_labels_and_instance_types() -> None:
     assert reason.shortfall is Shortfall.NO_INSTANCE_TYPE
 
 
+def test_the_guard_affinity_never_keeps_a_pod_from_a_nodepool_that_does_not_set_the_label() -> None:
+    """The exhausted-node guard's affinity (`fitguard.io/branch-eni-exhausted DoesNotExist`, which
+    /mutate adds before /validate judges) is on a key the NodePool does not define: compatible
+    (requirements.go `Compatible` allows DoesNotExist there), so a guarded pod fits whatever
+    fitguard's label says of live nodes; the decision is the unguarded pod's, whole. Only a NodePool
+    whose own template sets the label gives nodes the guarded pod can never have: refused, naming
+    the key."""
+    from capacity.names import EXHAUSTED_LABEL
+
+    guard = [{"key": EXHAUSTED_LABEL, "operator": "DoesNotExist"}]
+    affinity = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": guard}]
+            }
+        }
+    }
+    requests = {"cpu": 1000, "vpc.amazonaws.com/pod-eni": 1000}
+    template = _template(["m5.large"])
+    assert judge(template, {"affinity": affinity}, requests) == judge(template, {}, requests)
+    assert judge(template, {"affinity": affinity}, requests).fits
+    pool = _pool(["m5.large"])
+    pool["spec"]["template"]["metadata"] = {"labels": {EXHAUSTED_LABEL: "true"}}
+    reason = _only(judge(build_template(pool, AL2023, names=["m5.large"]), {"affinity": affinity}, requests))
+    assert (reason.shortfall, reason.resource) == (Shortfall.REQUIREMENTS, EXHAUSTED_LABEL)
+
+
 def test_the_second_required_term_can_fit() -> None:
     """Karpenter relaxes to the next required node-selector term: the pod fits through it."""
     terms = [
@@ -226,7 +254,11 @@ def test_auto_mode_pods_storage_and_no_branch_enis() -> None:
     assert by_name["m5.large"]["ephemeral-storage"] == _q("80Gi") - _q("1Gi") - _q("8Gi")
     assert by_name["m6idn.32xlarge"]["ephemeral-storage"] == _q("7600G") - _q("1Gi") - _q("760G")
     reason = _only(judge(template, {}, {"vpc.amazonaws.com/pod-eni": 1000}))
-    assert (reason.shortfall, reason.changes) == (Shortfall.BRANCH_ENIS, ())
+    assert (reason.shortfall, reason.changes) == (Shortfall.AUTOMODE_NO_BRANCH_ENIS, ())
+    assert reason_words(reason) == (
+        "security groups for pods are not supported on EKS Auto Mode (vpc.amazonaws.com/pod-eni:"
+        " needs 1 with the DaemonSets, the allowed types offer at most 0)"
+    )
     bigger = _auto(["m5.large"], {"spec": {"ephemeralStorage": {"size": "200Gi"}}})
     assert bigger.offers[0].allocatable["ephemeral-storage"] == _q("200Gi") - _q("1Gi") - _q("20Gi")
     reason = _only(judge(bigger, {}, {"ephemeral-storage": _q("180Gi")}))

@@ -1,0 +1,65 @@
+"""`judge_pools`: a pod against NodePools by their published templates. An EKS Auto Mode NodePool is
+never the reason a branch-ENI pod is refused (fitguard does not model the guide's `auto-sgp`
+mechanism), but it still refuses such a pod for what else it lacks; the first NodePool that takes
+the pod admits it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from capacity.karpenter.fit import Shortfall
+from capacity.karpenter.pools import PoolsVerdict, judge_pools
+from capacity.karpenter.published import PublishedNodePool, published
+from tests.capacity.karpenter.test_published import NODECLASS, SETTINGS
+
+GI = 2**30 * 1000  # milli-bytes
+
+
+def pool(name: str, group: str, kind: str) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name},
+        "spec": {
+            "template": {
+                "spec": {
+                    "nodeClassRef": {"group": group, "kind": kind, "name": name},
+                    "requirements": [
+                        {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m5.large"]}
+                    ],
+                }
+            }
+        },
+    }
+
+
+def record(name: str, *, auto: bool) -> PublishedNodePool:
+    if auto:
+        nodepool, nodeclass = pool(name, "eks.amazonaws.com", "NodeClass"), {"spec": {}}
+    else:
+        nodepool, nodeclass = pool(name, "karpenter.k8s.aws", "EC2NodeClass"), NODECLASS
+    made, _ = published(nodepool, nodeclass, SETTINGS, {}, lambda offer: {})
+    return made
+
+
+AUTO, EC2 = record("auto", auto=True), record("ec2", auto=False)
+
+
+def test_an_automode_nodepool_leaves_a_branch_eni_pod_unjudged_when_all_else_fits() -> None:
+    """One branch ENI and a Gi of storage: the Auto Mode NodePool would take it but for the branch
+    ENI, so it is unjudged, never refused; the same ask of the EC2 NodePool (m5.large has 9) fits."""
+    ask = {"vpc.amazonaws.com/pod-eni": 1000, "ephemeral-storage": GI}
+    assert judge_pools(["auto"], {"auto": AUTO}, {}, ask) == PoolsVerdict(False, ("auto",), ())
+    assert judge_pools(["auto", "ec2"], {"auto": AUTO, "ec2": EC2}, {}, ask) == PoolsVerdict(True, (), ())
+
+
+def test_an_automode_nodepool_refuses_a_branch_eni_pod_for_what_else_it_lacks() -> None:
+    """200Gi is more than the 80Gi default volume offers: refused on ephemeral-storage alone."""
+    ask = {"vpc.amazonaws.com/pod-eni": 1000, "ephemeral-storage": 200 * GI}
+    verdict = judge_pools(["auto"], {"auto": AUTO}, {}, ask)
+    assert (verdict.admitted, verdict.unjudged) == (False, ())
+    [decision] = verdict.refused
+    assert [(r.nodepool, r.shortfall) for r in decision.reasons] == [("auto", Shortfall.EPHEMERAL_STORAGE)]
+
+
+def test_a_pod_without_a_branch_eni_is_judged_by_an_automode_nodepool_as_by_any() -> None:
+    """No pod-eni asked: the Auto Mode NodePool judges the whole ask and admits what fits."""
+    assert judge_pools(["auto"], {"auto": AUTO}, {}, {"ephemeral-storage": GI}) == PoolsVerdict(True, (), ())
