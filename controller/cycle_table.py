@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from capacity.quantity import format_quantity, parse_quantity
+from capacity.resources import EPHEMERAL_STORAGE
 from cmdline.table import render_table
 
 
@@ -27,6 +28,10 @@ def cycle_table(report: dict[str, Any]) -> str:
         spec = obj["spec"]
         sizes = f"{spec['minSize']}/{spec['desiredSize']}/{spec['maxSize']}"
         actual = spec.get("actual") or {}
+        shown = f"{actual.get('source', '-')}: {_brief(actual)}"
+        if spec.get("karpenter") is not None:
+            # a NodePool has no sizes of its own; what it offers is the most of any allowed type
+            sizes, shown = "-", f"nodepool, most of any type: {_brief({'allocatable': spec.get('display')})}"
         rows.append(
             (
                 obj["metadata"]["name"],
@@ -34,10 +39,10 @@ def cycle_table(report: dict[str, Any]) -> str:
                 ",".join(spec["instanceTypes"]),
                 str(spec["nodes"]),
                 sizes,
-                f"{actual.get('source', '-')}: {_brief(actual)}",
+                shown,
                 _brief(spec.get("autoscaler") or {}),
                 _memory(spec.get("autoscalerMemory")),
-                spec.get("staleReason", ""),
+                "; ".join(filter(None, (spec.get("staleReason", ""), _live_note(spec)))),
             )
         )
     lines = [render_table(rows)]
@@ -49,6 +54,30 @@ def cycle_table(report: dict[str, Any]) -> str:
         if name == "":
             lines.append(f"discovery failed: {reason}")
     return "\n".join(lines)
+
+
+def _live_note(spec: dict[str, Any]) -> str:
+    """A NodePool's types whose live nodes offer less ephemeral-storage than Karpenter plans with:
+    both numbers (capacity/karpenter/live.py)."""
+    notes = []
+    for entry in (spec.get("karpenter") or {}).get("instanceTypes") or []:
+        live = entry.get("live")
+        if not live:
+            continue
+        planned = (entry.get("allocatable") or {}).get(EPHEMERAL_STORAGE)
+        offered = (live.get("allocatable") or {}).get(EPHEMERAL_STORAGE)
+        if planned is None or offered is None:
+            continue
+        earlier = "" if live.get("sameNodeClass") else " (an earlier EC2NodeClass)"
+        notes.append(
+            f"{entry.get('name')}: ephemeral-storage Karpenter plans {_bytes(planned)}, "
+            f"live nodes{earlier} offer {_bytes(offered)}"
+        )
+    return "; ".join(notes)
+
+
+def _bytes(quantity: str) -> str:
+    return format_quantity(parse_quantity(quantity), EPHEMERAL_STORAGE, "down")
 
 
 def _memory(memory: dict[str, Any] | None) -> str:

@@ -111,7 +111,7 @@ def nodepool_outcomes(
         try:
             taints = tuple(_taints(pool))
             record, built = published(
-                pool, classes[kind, class_name], settings, memory, _overhead(daemonsets, taints)
+                pool, classes[kind, class_name], settings, memory, _overhead(daemonsets, taints), nodes
             )
         except (TypeError, ValueError) as err:  # NodeClassError, RequirementError name the field
             errors[ERROR_PREFIX + name] = str(err)

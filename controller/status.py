@@ -130,7 +130,6 @@ def desired_status(
     generation = int(meta.get("generation") or 0)
     status: dict[str, Any] = {
         "observedGeneration": generation,
-        "autoscalerScalesFromZero": autoscaler_scales_from_zero(template),
         "conditions": merge_conditions(
             previous.get("conditions"),
             [discovered_condition(outcome), view_condition(template), remembers_condition(template)],
@@ -138,6 +137,8 @@ def desired_status(
             generation,
         ),
     }
+    if template.karpenter is None:  # cluster-autoscaler never scales a Karpenter NodePool
+        status["autoscalerScalesFromZero"] = autoscaler_scales_from_zero(template)
     group = autoscaling_group or str(previous.get("autoscalingGroup") or "")
     if group:
         status["autoscalingGroup"] = group

@@ -198,6 +198,13 @@ def show_groups(out: TextIO, report: dict[str, Any]) -> None:
     out.write(cycle_table(report) + "\n\n")
     for obj in report["nodeGroups"]:
         template = NodeGroupTemplate.from_object(obj)
+        if template.karpenter is not None:
+            types = ", ".join(template.instance_types)
+            out.write(
+                f"  {template.name}: a Karpenter NodePool; a pod no node group serves is judged by the "
+                f"nodes Karpenter would launch for it ({types})\n"
+            )
+            continue
         _, why = template.judged_view()
         out.write(f"  {template.name}: a new pod is judged by the {_view_name(template)} view ({why})\n")
 

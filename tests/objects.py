@@ -169,3 +169,22 @@ def review(
     req["object"] = obj
     req.update(request)
     return {"apiVersion": api_version, "kind": "AdmissionReview", "request": req}
+
+
+KARPENTER_KINDS = frozenset({"NodePool", "EC2NodeClass"})
+
+
+def node_groups_only(objects: list[Obj]) -> list[Obj]:
+    """The demo cluster (examples/cluster.yaml) without its Karpenter NodePool: the NodePool, its
+    EC2NodeClass and its template left out. For the tests of what node groups and live nodes decide,
+    whose pods the NodePool (c5.large, m5.large, m5.xlarge, no taint, 17Gi) would otherwise take or
+    add a line to; the NodePool itself is judged in tests/e2e/test_karpenter_once.py, the demo and
+    the kubectl tests."""
+    return [
+        o
+        for o in objects
+        if o.get("kind") not in KARPENTER_KINDS
+        and not (
+            o.get("kind") == "NodeGroupTemplate" and (o.get("spec") or {}).get("provider") == "karpenter"
+        )
+    ]

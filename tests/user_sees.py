@@ -21,8 +21,8 @@ MARKER = re.compile(r"^<!-- user-sees: ([a-z0-9-]+) -->\n```console\n.*?^```\n",
 
 STORAGE_TAG = "k8s.io/cluster-autoscaler/node-template/resources/ephemeral-storage"
 JUDGED = (
-    "judged every place it could run: 3 node groups (ng-batch, ng-burst, ng-general), 4 live nodes, no "
-    "Karpenter NodePools\n"
+    "judged every place it could run: 3 node groups (ng-batch, ng-burst, ng-general), 4 live nodes, 1 "
+    "Karpenter NodePool\n"
 )
 CACHE_NOTE = (
     "note: cluster-autoscaler may still scale it while it remembers an earlier node of the group, until it "
@@ -44,11 +44,22 @@ def _storage_lines(request: str) -> str:
     )
 
 
-# The three templates of examples/cluster.yaml, as the validating webhook explains a 30Gi pod.
+def _nodepool_storage(request: str) -> str:
+    """The demo's Karpenter NodePool refusing an ephemeral-storage request: AL2023's 20Gi root
+    volume gives 17Gi, and the EC2NodeClass field that sizes it."""
+    return (
+        "NodePool default: no allowed instance type offers enough ephemeral-storage (ephemeral-storage: "
+        f"needs {request} with the DaemonSets, the allowed types offer at most 17Gi): change EC2NodeClass "
+        "spec.blockDeviceMappings[rootVolume].ebs.volumeSize"
+    )
+
+
+# The templates of examples/cluster.yaml (three node groups and a NodePool), as the validating
+# webhook explains a 30Gi pod.
 SCRATCH_BUILD_REASONS = (
     "ng-batch: Insufficient ephemeral-storage: requests 30Gi; an m5.large node would offer 44Gi, but "
     f"cluster-autoscaler sees none while the group has 0 nodes: tag the ASG {STORAGE_TAG}, or let fitguard "
-    "sync the tags\n" + _storage_lines("30Gi") + JUDGED + CACHE_NOTE
+    "sync the tags\n" + _storage_lines("30Gi") + _nodepool_storage("30Gi") + "\n" + JUDGED + CACHE_NOTE
 )
 SCRATCH_BUILD_DENIAL = f"{DENIED}pod does not fit any node group\n{SCRATCH_BUILD_REASONS}"
 
@@ -68,7 +79,7 @@ BIG_BUILD_DENIAL = (
     "ng-batch: Insufficient ephemeral-storage: requests 500Gi; an m5.large node would offer 44Gi, and "
     "cluster-autoscaler sees none while the group has 0 nodes: request less, or raise the root volume in "
     f"the ASG's launch template (BlockDeviceMappings[].Ebs.VolumeSize), then tag the ASG {STORAGE_TAG} (or "
-    "let fitguard sync the tags)\n" + _storage_lines("500Gi") + JUDGED
+    "let fitguard sync the tags)\n" + _storage_lines("500Gi") + _nodepool_storage("500Gi") + "\n" + JUDGED
 )
 
 # A Deployment whose pods match SecurityGroupPolicy payments-db-access, pinned to t3.large (no
@@ -83,6 +94,8 @@ PAYMENTS_WORKER_DENIAL = (
     "ng-batch: node(s) didn't match Pod's node affinity/selector: its nodes have "
     "node.kubernetes.io/instance-type=m5.large; Insufficient vpc.amazonaws.com/pod-eni: requests 1; an "
     "m5.large node would offer 9, but cluster-autoscaler sees none while the group has 0 nodes\n"
+    "NodePool default: node selector or affinity incompatible with the NodePool "
+    "(node.kubernetes.io/instance-type: no value meets both): change pod spec.nodeSelector / spec.affinity\n"
     "fields to edit: spec.template.spec.nodeSelector, SecurityGroupPolicy payments/payments-db-access (it "
     "injects vpc.amazonaws.com/pod-eni)\n" + JUDGED
 )
@@ -92,6 +105,7 @@ WARN_WARNINGS = (
     WARN_FIELD + "ng-batch (tags)",
     WARN_FIELD + "ng-burst (ephemeral-storage)",
     WARN_FIELD + "ng-general (ephemeral-storage)",
+    _nodepool_storage("30Gi"),
 )
 
 FAIL_CLOSED_ERROR = (
@@ -114,8 +128,11 @@ NGT_HEADER = (
     "AGE",
 )
 # Every group's autoscaler view lacks ephemeral-storage (no tag): none scales from zero. AWS is
-# unreachable in the test, so GROUP and CA REMEMBERS are empty; ng-burst has no pod-eni.
+# unreachable in the test, so GROUP and CA REMEMBERS are empty; ng-burst has no pod-eni. The
+# Karpenter NodePool `default` shows the most any of its types offers (AL2023's 17Gi, m5.xlarge's 18
+# branch ENIs) and no CA FROM ZERO: cluster-autoscaler never scales it.
 NGT_ROWS = (
+    ("default", "", "", '["c5.large","m5.large","m5.xlarge"]', "17Gi", "18", "0", "", ""),
     ("ng-batch", "", "launch-template", '["m5.large"]', "44Gi", "9", "0", "", "false"),
     ("ng-burst", "", "live-node", '["t3.large"]', "17.8Gi", "", "2", "", "false"),
     ("ng-general", "", "live-node", '["m5.xlarge"]', "17.8Gi", "18", "2", "", "false"),

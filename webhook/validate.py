@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from capacity.daemonsets import daemon_tolerations, without_daemonset
 from capacity.fit import PodNeeds
-from capacity.karpenter.pools import judge_pools, pool_lines
+from capacity.karpenter.pools import caution_lines, judge_pools, pool_lines
 from capacity.place_messages import judged_line, names, pinned_denial
 from capacity.placement import (
     DEFAULT_SCHEDULER,
@@ -269,23 +269,31 @@ def _beyond_groups(
 def _nodepools(judged: Judged, needs: PodNeeds, verdicts: list[GroupVerdict], beyond: Beyond) -> Verdict:
     """No group and no live node serves it, and Karpenter NodePools might launch a node for it:
     each judged by its published template (capacity/karpenter/pools.py). Admitted when one takes
-    it, unjudged when one cannot be judged, else denied naming each NodePool and the field to
-    change. A DaemonSet's pods are never what a NodePool launches a node for: not judged."""
+    it (with a warning for each caution: a type that would never give it its branch ENI, or whose
+    live nodes are short), unjudged when one cannot be judged, else denied naming each NodePool
+    and the field to change. A DaemonSet's pods are never what a NodePool launches a node for:
+    not judged."""
     template, cluster = judged.template, judged.cluster
     if judged.kind == "DaemonSet":
         return abstain(Abstention.NODEPOOLS, template.subject, names(list(beyond.names), 3))
     pools = judge_pools(beyond.names, cluster.published_pools(), judged.spec, needs.requests)
     if pools.admitted:
-        return Verdict()
+        return Verdict(warnings=[whole_warning(line) for line in caution_lines(pools.cautions)])
     if pools.unjudged:
         return abstain(Abstention.NODEPOOLS, template.subject, names(list(pools.unjudged), 3))
     groups = sorted(v.group for v in verdicts)
-    lines = (*pool_lines(pools.refused), judged_line(groups, len(cluster.nodes), len(pools.refused)))
+    policies = _injecting_policies(judged, verdicts)
+    fields = [] if template.is_pod else field_lines(verdicts, judged.spec, template.path, policies)
+    refusals = pool_lines(pools.refused)
+    judged_all = judged_line(groups, len(cluster.nodes), len(pools.refused))
+    lines = (*refusals, *fields, judged_all)
     if verdicts:
         message = denial_message(verdicts, needs, template.subject, lines)
     else:
         message = "\n".join((f"{template.subject} does not fit any Karpenter NodePool", *lines))
-    return judged.refuse(message, [])
+    # under warn, the person applying reads the groups' fields and each NodePool's refusal
+    warnings = warnings_for(verdicts, judged.spec, template.path, policies) if verdicts else []
+    return judged.refuse(message, [*warnings, *(whole_warning(line) for line in refusals)])
 
 
 def _injecting_policies(judged: Judged, verdicts: list[GroupVerdict]) -> list[str]:

@@ -36,6 +36,8 @@ class Shortfall(enum.Enum):
     NO_INSTANCE_TYPE = "no allowed instance type matches the pod's requirements"
     MIN_VALUES = "minValues not met by the instance types that fit"
     EPHEMERAL_STORAGE = "no allowed instance type offers enough ephemeral-storage"
+    # Karpenter's estimate fits, the NodePool's live nodes do not (live.py, cautions.py)
+    LIVE_EPHEMERAL_STORAGE = "the NodePool's nodes offer less ephemeral-storage than Karpenter plans with"
     BRANCH_ENIS = "no allowed instance type offers enough branch ENIs"
     # the VPC resource controller manages no node labelled eks.amazonaws.com/compute-type=auto
     # (controllers/core/node_controller.go), and the EKS user guide says so (automode.py)

@@ -12,15 +12,16 @@ processes judge with the same code and the same inputs.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from capacity.karpenter.automode import is_automode
+from capacity.karpenter.live import LiveStorage, live_storage
 from capacity.karpenter.nodeclass import KarpenterOptions
 from capacity.karpenter.template import KarpenterTemplate, TypeOffer, build_template
 from capacity.quantity import canonical_quantity
-from capacity.resources import MEMORY, Resources, parse_resources, to_quantities
+from capacity.resources import EPHEMERAL_STORAGE, MEMORY, Resources, parse_resources, to_quantities
 
 PROVIDER = "karpenter"
 
@@ -40,6 +41,8 @@ class PublishedNodePool:
     # type where it differs (a DaemonSet selecting an architecture or a type)
     overhead: Resources = field(default_factory=dict)
     overheads: Mapping[str, Resources] = field(default_factory=dict)
+    # per type, what its live nodes offer of ephemeral-storage where it is below the estimate (live.py)
+    live: Mapping[str, LiveStorage] = field(default_factory=dict)
     built: list[KarpenterTemplate] = field(default_factory=list, compare=False, repr=False)
 
     def rebuild(self) -> KarpenterTemplate:
@@ -99,6 +102,13 @@ class PublishedNodePool:
         entry: dict[str, Any] = {"name": name, "allocatable": to_quantities(allocatable)}
         if name in self.overheads:
             entry["daemonSetOverhead"] = to_quantities(self.overheads[name])
+        live = self.live.get(name)
+        if live is not None:
+            entry["live"] = {
+                "allocatable": to_quantities({EPHEMERAL_STORAGE: live.allocatable}),
+                "nodes": live.nodes,
+                "sameNodeClass": live.current,
+            }
         return entry
 
     @classmethod
@@ -116,7 +126,7 @@ class PublishedNodePool:
         except ValueError:
             raise ValueError(f"{where}.settings.vmMemoryOverheadPercent: expected a number") from None
         memory = parse_resources(_map(raw.get("discoveredMemory"), f"{where}.discoveredMemory"), where)
-        offers, overheads = _offers(raw.get("instanceTypes"), f"{where}.instanceTypes")
+        offers, overheads, live = _offers(raw.get("instanceTypes"), f"{where}.instanceTypes")
         return cls(
             nodepool=str(raw.get("nodePool") or ""),
             nodeclass=str(raw.get("nodeClass") or ""),
@@ -129,15 +139,19 @@ class PublishedNodePool:
             offers=tuple(offers),
             overhead=parse_resources(raw.get("daemonSetOverhead"), f"{where}.daemonSetOverhead"),
             overheads=overheads,
+            live=live,
         )
 
 
-def _offers(raw: object, where: str) -> tuple[list[tuple[str, Resources]], dict[str, Resources]]:
+_Offers = tuple[list[tuple[str, Resources]], dict[str, Resources], dict[str, LiveStorage]]
+
+
+def _offers(raw: object, where: str) -> _Offers:
     if raw is None:
-        return [], {}
+        return [], {}, {}
     if not isinstance(raw, list):
         raise TypeError(f"{where}: expected a list")
-    offers, overheads = [], {}
+    offers, overheads, live = [], {}, {}
     for index, item in enumerate(raw):
         entry = _map(item, f"{where}[{index}]")
         name = str(entry.get("name") or "")
@@ -145,7 +159,21 @@ def _offers(raw: object, where: str) -> tuple[list[tuple[str, Resources]], dict[
         if entry.get("daemonSetOverhead") is not None:
             at = f"{where}[{index}].daemonSetOverhead"
             overheads[name] = parse_resources(entry["daemonSetOverhead"], at)
-    return offers, overheads
+        if entry.get("live") is not None:
+            live[name] = _live(_map(entry["live"], f"{where}[{index}].live"), f"{where}[{index}].live")
+    return offers, overheads, live
+
+
+def _live(raw: Mapping[str, Any], where: str) -> LiveStorage:
+    """An offer's `live` read back: its ephemeral-storage, node count and whether the nodes were
+    launched under the class as it is (a missing or non-boolean flag reads as not: never a denial)."""
+    allocatable = parse_resources(raw.get("allocatable"), f"{where}.allocatable")
+    if EPHEMERAL_STORAGE not in allocatable:
+        raise ValueError(f"{where}.allocatable.{EPHEMERAL_STORAGE}: missing")
+    nodes = raw.get("nodes", 0)
+    if isinstance(nodes, bool) or not isinstance(nodes, int):
+        raise TypeError(f"{where}.nodes: expected an integer")
+    return LiveStorage(allocatable[EPHEMERAL_STORAGE], nodes, raw.get("sameNodeClass") is True)
 
 
 def _map(raw: object, where: str) -> Mapping[str, Any]:
@@ -162,9 +190,11 @@ def published(
     settings: KarpenterOptions,
     discovered: Mapping[str, int],
     overhead: Callable[[TypeOffer], Resources],
+    nodes: Iterable[Mapping[str, Any]] = (),
 ) -> tuple[PublishedNodePool, KarpenterTemplate]:
     """What the template of `nodepool` publishes, with the KarpenterTemplate it stands for;
-    `overhead`: the DaemonSet pods a node of an offer would run. Raises NodeClassError /
+    `overhead`: the DaemonSet pods a node of an offer would run; `nodes`: the cluster's nodes, for
+    what the NodePool's live nodes offer of ephemeral-storage (live.py). Raises NodeClassError /
     RequirementError (ValueError) naming a field that cannot be read."""
     built = build_template(nodepool, nodeclass, karpenter=settings, discovered=discovered)
     per_type = {o.name: overhead(o) for o in built.offers}
@@ -184,6 +214,12 @@ def published(
         offers=tuple((o.name, dict(o.allocatable)) for o in built.offers),
         overhead=common,
         overheads={k: v for k, v in per_type.items() if v != common},
+        live=live_storage(
+            nodes,
+            built.name,
+            nodeclass,
+            {o.name: o.allocatable.get(EPHEMERAL_STORAGE, 0) for o in built.offers},
+        ),
     )
     record.built.append(built)
     return record, built

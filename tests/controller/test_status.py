@@ -504,3 +504,17 @@ def test_a_status_patch_is_none_only_when_nothing_but_a_fresh_enough_time_differ
     assert status_patch(current(), desired(observedGeneration=2, lastDiscoveryTime=None)) == patch(
         observedGeneration=2, lastDiscoveryTime=None
     )
+
+
+def test_a_nodepools_status_says_nothing_of_cluster_autoscaler_scaling_from_zero() -> None:
+    """cluster-autoscaler never scales a Karpenter NodePool: its template's status has no
+    autoscalerScalesFromZero (kubectl's CA FROM ZERO column stays empty), a node group's has it."""
+    from capacity.karpenter.published import PROVIDER, PublishedNodePool
+    from controller.status import desired_status
+
+    record = PublishedNodePool("default", "default", "EC2NodeClass", {}, {})
+    pool = NodeGroupTemplate("default", provider=PROVIDER, karpenter=record)
+    status = desired_status(GroupOutcome("default", pool), {}, 0.0)
+    assert status is not None and "autoscalerScalesFromZero" not in status
+    group = desired_status(GroupOutcome("ng", template("ng")), {}, 0.0)
+    assert group is not None and group["autoscalerScalesFromZero"] is False

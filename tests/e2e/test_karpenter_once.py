@@ -20,6 +20,7 @@ import pytest
 import yaml
 
 from controller.aws.clients import AwsClients
+from controller.cycle_table import cycle_table
 from tests.awsfixtures import AwsEnvironment
 from tests.controller.test_discovery_aws import ENABLED, EPH_TAG, asg, launch_template
 
@@ -255,6 +256,111 @@ def test_a_nodepool_not_ready_is_said_and_never_denies(aws: AwsEnvironment, tmp_
     code, result = check(tmp_path, state, {"cpu": "1931m"})
     assert (code, result["verdict"]) == (0, "unjudged"), result
     assert "waiting" in json.dumps(result)
+
+
+UNTRUNKED_WARNING = (
+    "NodePool general may launch i4i.large for this pod: Karpenter counts their branch ENIs, the VPC "
+    "resource controller does not trunk them (the pod would wait); exclude them in "
+    "spec.template.spec.requirements"
+)
+
+
+def test_a_pod_needing_a_branch_eni_is_warned_of_a_type_the_resource_controller_does_not_trunk(
+    aws: AwsEnvironment, tmp_path: Path
+) -> None:
+    """A NodePool of m5.large, i4i.large and t3.large: a pod requesting one pod-eni is admitted by
+    `check --state`, warned (JSON and the text a person reads) of i4i.large, which Karpenter gives 9
+    branch ENIs and the VPC resource controller does not trunk (verdict `warned`: admitted, with
+    warnings); t3.large, which Karpenter itself never launches for such a pod, is not named; a pod
+    without pod-eni gets no warning."""
+    _, state = once(tmp_path, nodepool("general", ["m5.large", "i4i.large", "t3.large"]))
+    code, result = check(tmp_path, state, {"vpc.amazonaws.com/pod-eni": "1"})
+    assert (code, result["verdict"], result["warnings"]) == (0, "warned", [UNTRUNKED_WARNING])
+    text = fitguard("check", "-f", str(tmp_path / "p.yaml"), "--state", str(state), env=dict(os.environ))
+    assert f"  Warning: {UNTRUNKED_WARNING}\n" in text.stdout, text.stdout
+    code, result = check(tmp_path, state, {"cpu": "1"})
+    assert (code, result["verdict"], result["warnings"]) == (0, "admitted", [])
+
+
+HASHES = {"karpenter.k8s.aws/ec2nodeclass-hash": "42", "karpenter.k8s.aws/ec2nodeclass-hash-version": "v6"}
+
+
+def karpenter_node(storage: str, annotations: dict[str, str]) -> dict[str, Any]:
+    """A live node Karpenter launched for NodePool general as an m5.large, offering `storage`."""
+    labels = {
+        "karpenter.sh/nodepool": "general",
+        "karpenter.k8s.aws/ec2nodeclass": "general",
+        "node.kubernetes.io/instance-type": "m5.large",
+        "kubernetes.io/os": "linux",
+        "kubernetes.io/arch": "amd64",
+    }
+    allocatable = {"cpu": "1930m", "memory": "6903Mi", "ephemeral-storage": storage, "pods": "29"}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "ip-10-0-9-9.ec2.internal", "labels": labels, "annotations": annotations},
+        "status": {
+            "allocatable": allocatable,
+            "capacity": allocatable,
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+
+
+def with_objects(state: Path, objects: list[dict[str, Any]]) -> Path:
+    """The state `check` reads, with `objects` beside the templates (the live node the webhook sees)."""
+    document = yaml.safe_load(state.read_text())
+    document["items"] = [*document["items"], *objects]
+    state.write_text(yaml.safe_dump(document))
+    return state
+
+
+@pytest.mark.slow
+def test_live_nodes_below_the_estimate_are_published_and_judged_by(
+    aws: AwsEnvironment, tmp_path: Path
+) -> None:
+    """A live m5.large of the NodePool, launched under the EC2NodeClass as it is (equal hash
+    annotations), offers 16Gi of ephemeral-storage where Karpenter plans 17Gi: the template shows
+    both numbers; a pod of 16Gi + 1Mi, which Karpenter would launch a node for and the scheduler
+    would never place there, is denied naming both (the live node does not take it either, and as
+    a node of a known NodePool it is no unmodelled capacity); one of 16Gi is admitted. Launched
+    under an earlier class spec, the same node only warns."""
+    pool, nodeclass = nodepool("general", ["m5.large"])
+    nodeclass["metadata"]["annotations"] = dict(HASHES)
+    node = karpenter_node("16Gi", dict(HASHES))
+    report, state = once(tmp_path, [pool, nodeclass, node])
+    [offer] = report["nodeGroups"][0]["spec"]["karpenter"]["instanceTypes"]
+    assert (offer["allocatable"]["ephemeral-storage"], offer["live"]) == (
+        "17Gi",
+        {"allocatable": {"ephemeral-storage": "16Gi"}, "nodes": 1, "sameNodeClass": True},
+    )
+    # `--once -o table` prints the report the JSON holds, both numbers in the NodePool's NOTE
+    header, row = cycle_table(report).splitlines()[:2]
+    assert header.split()[-1] == "NOTE"
+    assert row.endswith("m5.large: ephemeral-storage Karpenter plans 17Gi, live nodes offer 16Gi"), row
+    with_objects(state, [node])
+    code, result = check(tmp_path, state, {"ephemeral-storage": "16385Mi"})
+    assert (code, result["verdict"]) == (1, "denied"), result
+    assert (
+        "NodePool general: the NodePool's nodes offer less ephemeral-storage than Karpenter plans with "
+        "(ephemeral-storage: needs 16.1Gi with the DaemonSets; Karpenter plans m5.large with 17Gi, its nodes "
+        "offer 16Gi): change EC2NodeClass spec.blockDeviceMappings[rootVolume].ebs.volumeSize"
+    ) in result["message"], result
+    code, result = check(tmp_path, state, {"ephemeral-storage": "16Gi"})
+    assert (code, result["verdict"], result["warnings"]) == (0, "admitted", [])
+
+    old = karpenter_node("16Gi", {**HASHES, "karpenter.k8s.aws/ec2nodeclass-hash": "41"})
+    _, state = once(tmp_path, [pool, nodeclass, old])
+    with_objects(state, [old])
+    code, result = check(tmp_path, state, {"ephemeral-storage": "16385Mi"})
+    assert (code, result["verdict"], result["warnings"]) == (
+        0,
+        "warned",
+        [
+            "NodePool general may launch m5.large (Karpenter plans 17Gi, nodes of an earlier EC2NodeClass "
+            "offer 16Gi) for this pod, which needs 16.1Gi of ephemeral-storage there: it would not fit"
+        ],
+    )
 
 
 def unschedulable(name: str, cpu: str) -> dict[str, Any]:

@@ -328,7 +328,9 @@ def test_kubectl_get_ngt_shows_the_printer_columns(cluster: Cluster) -> None:
     AWS is unreachable here: once the controller has written Discovered False on every template
     (status subresource), CA FROM ZERO shows its judgement and GROUP stays empty (never discovered).
     Issue 31: every group's quantities in one unit (spec.display): a live node's 19136439364 bytes
-    of ephemeral storage read 17.8Gi beside the launch template's 44Gi."""
+    of ephemeral storage read 17.8Gi beside the launch template's 44Gi. Issue 27: the demo's
+    Karpenter NodePool has its row, the most any allowed type offers, and no CA FROM ZERO
+    (cluster-autoscaler never scales a NodePool)."""
     eventually(lambda: all(_discovered(o) == "False" for o in _templates(cluster)), "statuses", timeout=90)
     result = cluster.kubectl("get", "ngt")
     assert (result.returncode, result.stderr) == (0, "")

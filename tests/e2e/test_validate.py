@@ -20,6 +20,7 @@ from capacity.names import IGNORE_LABEL, MODE_LABEL, WEBHOOK_REPORTER
 from kube.statefile import load_state
 from tests import objects
 from tests.fakekube.server import FakeKubeServer
+from tests.objects import node_groups_only
 from tests.tlsfixtures import TlsFiles
 from tests.waiting import eventually
 from tests.webhook_server import Server, admission_review, metric_sum, post, running
@@ -32,7 +33,7 @@ pytestmark = pytest.mark.slow
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 WATCHED = {kind for kind, _, _ in WATCHES}
-CLUSTER = [obj for obj in load_state(EXAMPLES / "cluster.yaml") if obj["kind"] in WATCHED]
+CLUSTER = [obj for obj in node_groups_only(load_state(EXAMPLES / "cluster.yaml")) if obj["kind"] in WATCHED]
 WORKLOADS = {obj["metadata"]["name"]: obj for obj in load_state(EXAMPLES / "workloads.yaml")}
 NGT = "NodeGroupTemplate"
 EVENTS_API = "events.k8s.io/v1"

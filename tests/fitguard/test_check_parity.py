@@ -24,13 +24,13 @@ from capacity.names import MODE_LABEL
 from fitguard.cli import main
 from kube.statefile import load_state
 from tests.fakekube.patch import json_patch
-from tests.objects import pod
+from tests.objects import node_groups_only, pod
 from webhook.app import create_app
 from webhook.cluster import from_objects
 from webhook.review import WebhookOptions
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-CLUSTER = load_state(EXAMPLES / "cluster.yaml")
+CLUSTER = node_groups_only(load_state(EXAMPLES / "cluster.yaml"))
 WORKLOADS = {obj["metadata"]["name"]: obj for obj in load_state(EXAMPLES / "workloads.yaml")}
 POD_ENI = "vpc.amazonaws.com/pod-eni"
 

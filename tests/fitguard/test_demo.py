@@ -1,6 +1,7 @@
 """`fitguard demo` runs end to end on the bundled examples and tells the story it promises: the
 zero-node trap denied with its fix, the pod mutated, the Deployment refused at apply time, the
-blind scale-up planned, the tags synced and the same pod admitted, the held branch ENIs shown."""
+blind scale-up planned, the tags synced and the same pod admitted, the held branch ENIs shown; the
+Karpenter NodePool listed and named in each denial it cannot serve."""
 
 import re
 
@@ -13,7 +14,17 @@ from fitguard.cli import main
 def test_the_demo_tells_the_whole_story(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["demo"]) == 0
     out = capsys.readouterr().out
-    assert "ng-batch    aws-asg      m5.large   0" in out
+    assert "ng-batch    aws-asg      m5.large                     0" in out
+    # the demo's Karpenter NodePool: its row, and the denials it cannot serve either name it
+    assert (
+        "default     karpenter    c5.large,m5.large,m5.xlarge  0      -            "
+        "nodepool, most of any type: cpu=3920m memory=13.8Gi ephemeral-storage=17Gi pod-eni=18"
+    ) in out
+    assert (
+        "NodePool default: no allowed instance type offers enough ephemeral-storage (ephemeral-storage: "
+        "needs 30Gi with the DaemonSets, the allowed types offer at most 17Gi): change EC2NodeClass "
+        "spec.blockDeviceMappings[rootVolume].ebs.volumeSize"
+    ) in out
     assert '"path": "/spec/containers/0/resources/requests/vpc.amazonaws.com~1pod-eni"' in out
     assert (
         "an m5.large node would offer 44Gi, but cluster-autoscaler sees none while the group has 0 nodes"

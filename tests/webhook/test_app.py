@@ -20,13 +20,14 @@ from prometheus_client import REGISTRY
 
 from kube.statefile import load_state
 from tests import objects
+from tests.objects import node_groups_only
 from webhook.answer import is_pod_create, review_response
 from webhook.app import create_app
 from webhook.cluster import from_objects
 from webhook.review import Verdict, WebhookOptions
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-CLUSTER = load_state(EXAMPLES / "cluster.yaml")
+CLUSTER = node_groups_only(load_state(EXAMPLES / "cluster.yaml"))
 V1 = "admission.k8s.io/v1"
 
 

@@ -210,13 +210,14 @@ def test_the_snapshot_is_the_whole_state_held() -> None:
             "ServiceAccount": {"synced": True, "objects": 3, "resourceVersion": ""},
             "SecurityGroupPolicy": {"synced": True, "objects": 1, "resourceVersion": "42"},
             "ConfigMap": {"synced": True, "objects": 1, "resourceVersion": ""},
-            "NodeGroupTemplate": {"synced": True, "objects": 3, "resourceVersion": ""},
+            # the demo's three node groups and its Karpenter NodePool's template
+            "NodeGroupTemplate": {"synced": True, "objects": 4, "resourceVersion": ""},
             "Node": {"synced": True, "objects": 4, "resourceVersion": ""},
-            "NodePool": {"synced": True, "objects": 0, "resourceVersion": ""},
-            "EC2NodeClass": {"synced": True, "objects": 0, "resourceVersion": ""},
+            "NodePool": {"synced": True, "objects": 1, "resourceVersion": ""},
+            "EC2NodeClass": {"synced": True, "objects": 1, "resourceVersion": ""},
             "NodeClass": {"synced": True, "objects": 0, "resourceVersion": ""},
         },
-        "nodePools": [],
+        "nodePools": ["default"],
         "securityGroupPolicies": [
             {
                 "namespace": "payments",
@@ -285,7 +286,7 @@ def test_a_view_filled_by_reflectors_holds_what_the_api_server_has(fake_kube: Fa
             "ServiceAccount": 3,
             "SecurityGroupPolicy": 1,
             "ConfigMap": 1,
-            "NodeGroupTemplate": 3,
+            "NodeGroupTemplate": 4,  # the NodePool's template too; the NodePool itself is not applied
             "Node": 4,
             "NodePool": 0,
             "EC2NodeClass": 0,

@@ -10,12 +10,13 @@ from pathlib import Path
 from capacity.fit import PodNeeds
 from capacity.template import NodeGroupTemplate
 from kube.statefile import load_state
+from tests.objects import node_groups_only
 from webhook.cluster import from_objects
 from webhook.memo import RefusalMemo
 from webhook.review import WebhookOptions
 from webhook.validate import review
 
-OBJECTS = load_state(Path(__file__).resolve().parents[2] / "examples" / "cluster.yaml")
+OBJECTS = node_groups_only(load_state(Path(__file__).resolve().parents[2] / "examples" / "cluster.yaml"))
 
 
 def request(name: str, requests: dict[str, str], **spec: object) -> dict[str, object]:

@@ -18,7 +18,7 @@ from kube.statefile import load_state
 from kube.store import Store
 from tests import user_sees
 from tests.capacity.test_autoscaler_memory import group, remembering
-from tests.objects import pod
+from tests.objects import node_groups_only, pod
 from webhook.cluster import ClusterView, from_objects
 from webhook.denial_fields import (
     MAX_WARNING,
@@ -32,7 +32,7 @@ from webhook.review import Verdict, WebhookOptions
 from webhook.validate import COLD_START, review
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-CLUSTER = load_state(EXAMPLES / "cluster.yaml")
+CLUSTER = node_groups_only(load_state(EXAMPLES / "cluster.yaml"))
 WORKLOADS = {obj["metadata"]["name"]: obj for obj in load_state(EXAMPLES / "workloads.yaml")}
 ENFORCE = WebhookOptions(mode="enforce")
 
@@ -282,9 +282,23 @@ def payments_worker(labels: dict[str, str], requests: dict[str, str] | None = No
 def test_fields_to_edit_name_the_security_group_policy_not_the_injected_pod_eni() -> None:
     """Issue 31: a Deployment whose pods match SecurityGroupPolicy payments-db-access is refused for
     the pod-eni /mutate injects: the denial names that policy, never the injected field; the
-    group its own node selector excludes (ng-batch) gets no tag advice. The whole text."""
-    verdict = review(request(payments_worker({"app": "payments-api"})), cluster(), ENFORCE)
+    group its own node selector excludes (ng-batch) gets no tag advice; the demo's NodePool, whose
+    types exclude t3.large, refuses the selector. The whole text, as README shows it."""
+    demo = from_objects(load_state(EXAMPLES / "cluster.yaml"))
+    verdict = review(request(payments_worker({"app": "payments-api"})), demo, ENFORCE)
     assert (verdict.allowed, verdict.message) == (False, PAYMENTS_WORKER_DENIAL)
+
+
+def test_a_denial_that_names_a_nodepool_keeps_the_fields_to_edit_and_warns_of_it() -> None:
+    """The whole demo cluster (its NodePool included): a Deployment no group and no NodePool
+    serves is denied with the NodePool's line and the pod template's field line, as README shows;
+    under warn mode the person applying gets each group's field warning and the NodePool's line."""
+    demo = from_objects(load_state(EXAMPLES / "cluster.yaml"))
+    verdict = review(request(WORKLOADS["video-transcode"]), demo, ENFORCE)
+    denial = user_sees.VIDEO_TRANSCODE_DENIAL.removeprefix(user_sees.DENIED).removesuffix("\n")
+    assert (verdict.allowed, verdict.message) == (False, denial)
+    warned = review(request(WORKLOADS["scratch-build"]), demo, WebhookOptions(mode="warn"))
+    assert (warned.allowed, warned.warnings) == (True, list(user_sees.WARN_WARNINGS))
 
 
 def test_warnings_name_the_security_group_policy_for_an_injected_pod_eni() -> None:

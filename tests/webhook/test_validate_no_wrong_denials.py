@@ -25,13 +25,14 @@ from prometheus_client import REGISTRY
 
 from kube.statefile import load_state
 from tests import objects
+from tests.objects import node_groups_only
 from webhook.app import create_app
 from webhook.cluster import from_objects
 from webhook.review import WebhookOptions
 from webhook.validate import review as validate_review
 
 ROOT = Path(__file__).resolve().parents[2]
-DEMO = load_state(ROOT / "examples" / "cluster.yaml")
+DEMO = node_groups_only(load_state(ROOT / "examples" / "cluster.yaml"))
 FITGUARD = str(Path(sys.executable).with_name("fitguard"))
 GENERAL_NODE = "ip-10-0-2-21.ec2.internal"  # ng-general, m5.xlarge, 3920m cpu allocatable
 BURST_NODE = "ip-10-0-1-11.ec2.internal"  # ng-burst, t3.large, 1930m
