@@ -213,8 +213,11 @@ class Judged:
         """`compute()`, from the memo of the places beyond the groups when it may answer."""
         return self.cluster.places.remember(key, generation, compute) if self.remembered else compute()
 
-    def refuse(self, message: str, warnings: list[str]) -> Verdict:
-        return refuse(message, effective_mode(self.namespace, self.cluster, self.config), warnings)
+    def refuse(self, message: str, warnings: Callable[[], list[str]]) -> Verdict:
+        """`refuse` in the namespace's mode; `warnings` are built only where the mode answers with
+        them (warn): for a workload refused by 500 groups they cost milliseconds."""
+        mode = effective_mode(self.namespace, self.cluster, self.config)
+        return refuse(message, mode, warnings() if mode == "warn" else [])
 
 
 def _beyond_groups(
@@ -254,7 +257,7 @@ def _beyond_groups(
         generation,
         lambda: denial_message(verdicts, needs, template.subject, extra),
     )
-    return judged.refuse(message, warnings_for(verdicts, judged.spec, template.path, policies))
+    return judged.refuse(message, lambda: warnings_for(verdicts, judged.spec, template.path, policies))
 
 
 def _nodepools(judged: Judged, needs: PodNeeds, verdicts: list[GroupVerdict], beyond: Beyond) -> Verdict:
@@ -276,7 +279,7 @@ def _nodepools(judged: Judged, needs: PodNeeds, verdicts: list[GroupVerdict], be
         message = denial_message(verdicts, needs, template.subject, lines)
     else:
         message = "\n".join((f"{template.subject} does not fit any Karpenter NodePool", *lines))
-    return judged.refuse(message, [])
+    return judged.refuse(message, list)
 
 
 def _injecting_policies(judged: Judged, verdicts: list[GroupVerdict]) -> list[str]:
@@ -305,7 +308,7 @@ def _judge_pinned(judged: Judged, needs: PodNeeds, pin: Pin) -> Verdict:
     if verdict.serves:
         return Verdict()
     message = pinned_denial(verdict.judged, needs, judged.template.subject)
-    return judged.refuse(message, [whole_warning(line) for line in message.splitlines()[1:]])
+    return judged.refuse(message, lambda: [whole_warning(line) for line in message.splitlines()[1:]])
 
 
 def _one(cluster: ClusterView, name: str) -> dict[str, LiveNode]:
