@@ -20,7 +20,7 @@ from typing import Any
 from capacity.placement import Abstention
 from fitguard.apiserver_quantities import normalised
 from webhook.answer import Answer, Webhook, answer
-from webhook.app import load_json
+from webhook.review_wire import load_json
 from webhook.cluster import ClusterView
 from webhook.mutate import Mutation, PodError, apply_patch, mutate_pod
 from webhook.review import Verdict, WebhookOptions, exemption

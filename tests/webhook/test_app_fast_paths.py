@@ -25,7 +25,8 @@ from capacity.template import NodeGroupTemplate
 from kube.statefile import load_state
 from kube.store import Store
 from tests.bench.admission import split_cpus, spread
-from webhook.app import Admission, create_app, load_json
+from webhook.app import Admission, create_app
+from webhook.review_wire import load_json
 from webhook.cluster import ClusterView, from_objects
 from webhook.denial_fields import field_lines, reason_path, warnings_for
 from webhook.memo import RefusalMemo
