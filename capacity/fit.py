@@ -106,6 +106,40 @@ class PodNeeds:
         return cls(requests, match, tolerations, checked, tuple(dict.fromkeys(keys)), key)
 
 
+def needs_key(spec: Mapping[str, Any]) -> str | None:
+    """Every part of a pod spec that `PodNeeds.from_spec` reads, written as one string: specs with
+    the same string get equal PodNeeds (the field path only names errors), so a replica's needs
+    can be looked up before they are built. Maps keep their order (a node selector's order is the
+    order its keys are named in). None when the parts cannot be written (nesting too deep)."""
+    try:
+        return json.dumps(
+            [
+                _read_of_containers(spec.get("containers")),
+                _read_of_containers(spec.get("initContainers")),
+                spec.get("resources"),
+                spec.get("overhead"),
+                spec.get("nodeSelector"),
+                spec.get("affinity"),
+                spec.get("tolerations"),
+            ]
+        )
+    except (TypeError, ValueError, RecursionError):
+        return None
+
+
+def _read_of_containers(containers: object) -> object:
+    """What `pod_requests` reads of each container (anything but a list of maps as it is: it is
+    refused, and a map's projection is a map, which no refused element is)."""
+    if not isinstance(containers, list):
+        return containers
+    return [
+        {"resources": c.get("resources"), "restartPolicy": c.get("restartPolicy")}
+        if isinstance(c, Mapping)
+        else c
+        for c in containers
+    ]
+
+
 def _map(raw: object, field: str) -> Mapping[str, Any]:
     if raw is None:
         return {}

@@ -8,13 +8,14 @@ the verdict into an answer for the configured mode.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from capacity.daemonsets import daemon_tolerations, without_daemonset
-from capacity.fit import PodNeeds
+from capacity.fit import PodNeeds, needs_key
 from capacity.karpenter.pools import judge_pools, pool_lines
 from capacity.place_messages import judged_line, names, pinned_denial
 from capacity.placement import (
@@ -38,6 +39,7 @@ from kube.store import Store
 from webhook import metrics
 from webhook.cluster import ClusterView
 from webhook.denial_fields import field_lines, warnings_for, whole_warning
+from webhook.memo import RefusalMemo
 from webhook.mutate import (
     FARGATE_LABEL,
     LINUX,
@@ -65,6 +67,9 @@ TEMPLATE_PATHS: dict[str, tuple[str, ...]] = {
     "CronJob": ("spec", "jobTemplate", "spec", "template"),
 }
 COLD_START = "fitguard knows no node group templates yet: not checked"
+# A pod's needs per spec shape (capacity.fit.needs_key), for every generation: they depend on the
+# spec alone. The replicas of a workload are compiled once.
+SHAPES = RefusalMemo()
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,11 +141,25 @@ def _with_injected_eni(
         return template.spec  # a pod reaches /validate already mutated
     pod = {"metadata": {"labels": dict(template.labels)}, "spec": template.spec}
     try:
-        resource = mutate_pod(pod, namespace, cluster, dataclasses.replace(config, eni_guard=False)).resource
+        resource = mutate_pod(pod, namespace, cluster, _without_guard(config)).resource
     except (PodError, LookupError):
         # malformed: the fit check names the field; no ServiceAccount: /mutate denies its pods
         return template.spec
     return with_resource(template.spec, resource) if resource else template.spec
+
+
+def pod_needs(spec: Mapping[str, Any], field: str) -> PodNeeds:
+    """`PodNeeds.from_spec(spec, field)`, remembered per shape (a malformed spec raises each time)."""
+    key = needs_key(spec)
+    if key is None:
+        return PodNeeds.from_spec(spec, field)
+    return SHAPES.remember((key,), None, lambda: PodNeeds.from_spec(spec, field))
+
+
+@functools.lru_cache(maxsize=8)
+def _without_guard(config: WebhookOptions) -> WebhookOptions:
+    """The options /mutate is judged with from /validate (one object per configuration)."""
+    return dataclasses.replace(config, eni_guard=False)
 
 
 def review(request: Mapping[str, Any], cluster: ClusterView, config: WebhookOptions) -> Verdict:
@@ -162,20 +181,19 @@ def review(request: Mapping[str, Any], cluster: ClusterView, config: WebhookOpti
     if kind == "DaemonSet":
         spec = with_daemon_tolerations(spec)
     try:
-        needs = PodNeeds.from_spec(spec, template.path)
+        needs = pod_needs(spec, template.path)
     except (TypeError, ValueError) as err:
         # The API server's own validation rejects such an object; never deny out of confusion.
         metrics.UNCHECKED.labels("malformed").inc()
         return Verdict(warnings=[whole_warning(f"fitguard could not check this {template.subject}: {err}")])
-    judged = Judged(template, spec, kind, namespace, cluster, config)
+    old = pod_template(kind, request.get("oldObject")) if kind == "DaemonSet" else None
+    judged = Judged(template, spec, kind, namespace, cluster, config, remembered=old is None)
     pin = pin_of(spec)
     if pin is not None:
         return _judge_pinned(judged, needs, pin)
     if not len(cluster.templates) and not len(cluster.nodepool_templates):
         metrics.UNCHECKED.labels("no templates").inc()
         return Verdict(warnings=[COLD_START])
-    old = pod_template(kind, request.get("oldObject")) if kind == "DaemonSet" else None
-    judged = dataclasses.replace(judged, remembered=old is None)
     if old is not None:
         # its own old revision is no overhead for its new one: judged apart from the memo
         templates: Iterable[NodeGroupTemplate] = [

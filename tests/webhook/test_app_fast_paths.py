@@ -26,12 +26,12 @@ from kube.statefile import load_state
 from kube.store import Store
 from tests.bench.admission import split_cpus, spread
 from webhook.app import Admission, create_app
-from webhook.review_wire import load_json
 from webhook.cluster import ClusterView, from_objects
 from webhook.denial_fields import field_lines, reason_path, warnings_for
 from webhook.memo import RefusalMemo
 from webhook.mutate import POD_ENI, apply_patch, inject_resource, with_resource
 from webhook.review import WebhookOptions
+from webhook.review_wire import load_json
 from webhook.validate import Listed, review
 
 OBJECTS = load_state(Path(__file__).resolve().parents[2] / "examples" / "cluster.yaml")
