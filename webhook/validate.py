@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+import orjson
+
 from capacity.daemonsets import daemon_tolerations, without_daemonset
-from capacity.fit import PodNeeds, needs_key
+from capacity.fit import PodNeeds, needs_parts
 from capacity.karpenter.pools import judge_pools, pool_lines
 from capacity.place_messages import judged_line, names, pinned_denial
 from capacity.placement import (
@@ -154,6 +157,24 @@ def pod_needs(spec: Mapping[str, Any], field: str) -> PodNeeds:
     if key is None:
         return PodNeeds.from_spec(spec, field)
     return SHAPES.remember((key,), None, lambda: PodNeeds.from_spec(spec, field))
+
+
+def needs_key(spec: Mapping[str, Any]) -> bytes | str | None:
+    """The parts of `spec` its needs are built from (capacity.fit.needs_parts), written out: by
+    orjson unless the text holds a null, which orjson also writes for NaN and the infinities (a
+    null there is rare: the parts' own nulls are left out), else by json.dumps, which writes every
+    value apart. None when neither can (nesting too deep)."""
+    parts = needs_parts(spec)
+    try:
+        key = orjson.dumps(parts)
+    except (TypeError, orjson.JSONEncodeError):  # an integer beyond 64 bits, a lone surrogate
+        key = b"null"
+    if b"null" not in key:
+        return key
+    try:
+        return json.dumps(parts)
+    except (TypeError, ValueError, RecursionError):
+        return None
 
 
 @functools.lru_cache(maxsize=8)

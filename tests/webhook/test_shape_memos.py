@@ -12,14 +12,14 @@ from typing import Any
 
 import pytest
 
-from capacity.fit import PodNeeds, needs_key
+from capacity.fit import PodNeeds
 from capacity.names import IGNORE_LABEL, MODE_LABEL
 from kube.statefile import load_state
 from webhook.answer import Webhook, answer
 from webhook.cluster import ClusterView, from_objects
 from webhook.policy_memo import PolicyMatchMemo
 from webhook.review import WebhookOptions
-from webhook.validate import pod_needs
+from webhook.validate import needs_key, pod_needs
 
 CLUSTER = load_state(Path(__file__).resolve().parents[2] / "examples" / "cluster.yaml")
 NS = "shop"
@@ -266,3 +266,39 @@ def test_needs_are_built_once_per_shape_and_equal_to_those_built_afresh() -> Non
     for _ in range(2):
         with pytest.raises(TypeError, match=r"spec\.containers"):
             pod_needs({**BASE, "containers": "not a list"}, "spec")
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        (None, float("nan"), float("inf"), float("-inf")),  # orjson writes all four as null
+        (2**64, float(2**64)),  # an integer beyond 64 bits, which orjson cannot write
+        ("\ud800", "\udc00"),  # lone surrogates, which orjson cannot write
+    ],
+)
+def test_values_orjson_writes_alike_or_not_at_all_get_keys_apart(values: tuple[Any, ...]) -> None:
+    """The key is written by json.dumps where orjson's text could not tell values apart: a null,
+    NaN and the infinities each get their own key, and a spec orjson cannot write gets one too."""
+    keys = [needs_key({"containers": [{"resources": {"requests": {"cpu": value}}}]}) for value in values]
+    assert None not in keys
+    assert len(set(keys)) == len(values)
+
+
+def test_a_spec_too_deep_to_write_is_built_each_time() -> None:
+    """No key (nesting past the recursion limit): the needs are built, or refused, as without a memo."""
+    deep: Any = []
+    for _ in range(5000):
+        deep = [deep]
+    spec = {**BASE, "affinity": {"nodeAffinity": deep}}
+    assert needs_key(spec) is None
+    with pytest.raises((TypeError, ValueError)):
+        pod_needs(spec, "spec")
+
+
+def test_a_refused_spec_never_gets_the_needs_of_a_remembered_one() -> None:
+    """Containers that are not a list are refused every time, even right after the same spec with
+    no containers at all was built and remembered."""
+    assert pod_needs({**BASE, "containers": [], "initContainers": []}, "spec").requests == {}
+    for malformed in ("not a list", {"a": "map"}, 7):
+        with pytest.raises(TypeError, match="expected a list of containers"):
+            pod_needs({**BASE, "containers": malformed, "initContainers": []}, "spec")
