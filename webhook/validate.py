@@ -9,16 +9,13 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-import orjson
-
 from capacity.daemonsets import daemon_tolerations, without_daemonset
-from capacity.fit import PodNeeds, needs_parts
+from capacity.fit import PodNeeds
 from capacity.karpenter.pools import judge_pools, pool_lines
 from capacity.place_messages import judged_line, names, pinned_denial
 from capacity.placement import (
@@ -42,7 +39,6 @@ from kube.store import Store
 from webhook import metrics
 from webhook.cluster import ClusterView
 from webhook.denial_fields import field_lines, warnings_for, whole_warning
-from webhook.memo import RefusalMemo
 from webhook.mutate import (
     FARGATE_LABEL,
     LINUX,
@@ -54,6 +50,7 @@ from webhook.mutate import (
     with_resource,
 )
 from webhook.review import Verdict, WebhookOptions, effective_mode, request_namespace
+from webhook.shapes import pod_needs
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -70,9 +67,6 @@ TEMPLATE_PATHS: dict[str, tuple[str, ...]] = {
     "CronJob": ("spec", "jobTemplate", "spec", "template"),
 }
 COLD_START = "fitguard knows no node group templates yet: not checked"
-# A pod's needs per spec shape (capacity.fit.needs_key), for every generation: they depend on the
-# spec alone. The replicas of a workload are compiled once.
-SHAPES = RefusalMemo()
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,32 +143,6 @@ def _with_injected_eni(
         # malformed: the fit check names the field; no ServiceAccount: /mutate denies its pods
         return template.spec
     return with_resource(template.spec, resource) if resource else template.spec
-
-
-def pod_needs(spec: Mapping[str, Any], field: str) -> PodNeeds:
-    """`PodNeeds.from_spec(spec, field)`, remembered per shape (a malformed spec raises each time)."""
-    key = needs_key(spec)
-    if key is None:
-        return PodNeeds.from_spec(spec, field)
-    return SHAPES.remember((key,), None, lambda: PodNeeds.from_spec(spec, field))
-
-
-def needs_key(spec: Mapping[str, Any]) -> bytes | str | None:
-    """The parts of `spec` its needs are built from (capacity.fit.needs_parts), written out: by
-    orjson unless the text holds a null, which orjson also writes for NaN and the infinities (a
-    null there is rare: the parts' own nulls are left out), else by json.dumps, which writes every
-    value apart. None when neither can (nesting too deep)."""
-    parts = needs_parts(spec)
-    try:
-        key = orjson.dumps(parts)
-    except (TypeError, orjson.JSONEncodeError):  # an integer beyond 64 bits, a lone surrogate
-        key = b"null"
-    if b"null" not in key:
-        return key
-    try:
-        return json.dumps(parts)
-    except (TypeError, ValueError, RecursionError):
-        return None
 
 
 @functools.lru_cache(maxsize=8)

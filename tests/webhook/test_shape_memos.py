@@ -19,7 +19,7 @@ from webhook.answer import Webhook, answer
 from webhook.cluster import ClusterView, from_objects
 from webhook.policy_memo import PolicyMatchMemo
 from webhook.review import WebhookOptions
-from webhook.validate import needs_key, pod_needs
+from webhook.shapes import needs_key, pod_needs
 
 CLUSTER = load_state(Path(__file__).resolve().parents[2] / "examples" / "cluster.yaml")
 NS = "shop"
