@@ -193,14 +193,15 @@ def decode_review(body: bytes) -> Any:
         except UnicodeDecodeError:
             return load_json(body)
     try:
-        review = _REVIEW.decode(body)
+        review: Any = _REVIEW.decode(body)
     except _REFUSED:
         return load_json(body)
     request: dict[str, Any] | None = review.get("request")
     if request is not None:
         kind = request.get("kind")
         name = kind.get("kind") if isinstance(kind, dict) else None
-        slim = OBJECT_DECODERS.get(name) if request.get("operation") == "CREATE" else None
+        create = request.get("operation") == "CREATE" and isinstance(name, str)
+        slim = OBJECT_DECODERS.get(name) if create else None  # type: ignore[arg-type]
         for key in ("object", "oldObject"):
             raw = request.get(key)
             if raw is not None:

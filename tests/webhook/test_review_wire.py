@@ -213,6 +213,11 @@ def review_bytes(obj: bytes, extra: bytes = b"") -> bytes:
         b'{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"object":{},"oldObject":[]}}',
         b"[]",
         b"",
+        # a kind that is no string (no schema is looked up by it) and a request with no kind
+        review_bytes(POD % b'{"name":"c"}').replace(b'"kind":"Pod"}', b'"kind":["Pod"]}', 1),
+        review_bytes(POD % b'{"name":"c"}').replace(
+            b'"kind":{"group":"","version":"v1","kind":"Pod"},', b"", 1
+        ),
     ],
 )
 def test_the_slim_decode_accepts_and_refuses_what_the_whole_one_does(body: bytes) -> None:
