@@ -106,6 +106,36 @@ class PodNeeds:
         return cls(requests, match, tolerations, checked, tuple(dict.fromkeys(keys)), key)
 
 
+# The parts of a pod spec `PodNeeds.from_spec` reads (by `.get`, so an absent part and a null one
+# read alike); of each container, what `pod_requests` reads.
+NEEDS_PARTS = ("resources", "overhead", "nodeSelector", "affinity", "tolerations")
+CONTAINER_PARTS = ("resources", "restartPolicy")
+
+
+def needs_parts(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """Every part of a pod spec that `PodNeeds.from_spec` reads, null and absent ones left out:
+    specs with equal parts (maps in the same order: a node selector's order is the order its keys
+    are named in) get equal PodNeeds (the field path only names errors), so a replica's needs can
+    be looked up, by these parts written out, before they are built."""
+    parts = {key: spec[key] for key in NEEDS_PARTS if spec.get(key) is not None}
+    for key in ("containers", "initContainers"):
+        containers = spec.get(key)
+        if containers is not None:
+            parts[key] = _read_of_containers(containers)
+    return parts
+
+
+def _read_of_containers(containers: object) -> object:
+    """What `pod_requests` reads of each container (anything but a list of maps as it is: it is
+    refused, and a map's projection is a map, which no refused element is)."""
+    if not isinstance(containers, list):
+        return containers
+    return [
+        {key: c[key] for key in CONTAINER_PARTS if c.get(key) is not None} if isinstance(c, Mapping) else c
+        for c in containers
+    ]
+
+
 def _map(raw: object, field: str) -> Mapping[str, Any]:
     if raw is None:
         return {}

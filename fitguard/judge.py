@@ -20,10 +20,10 @@ from typing import Any
 from capacity.placement import Abstention
 from fitguard.apiserver_quantities import normalised
 from webhook.answer import Answer, Webhook, answer
-from webhook.app import load_json
 from webhook.cluster import ClusterView
 from webhook.mutate import Mutation, PodError, apply_patch, mutate_pod
 from webhook.review import Verdict, WebhookOptions, exemption
+from webhook.review_wire import load_json
 from webhook.validate import TEMPLATE_PATHS, pod_template
 
 ADMITTED, WARNED, AUDITED, EXEMPT, DENIED = "admitted", "warned", "audit", "exempt", "denied"

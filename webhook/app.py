@@ -15,7 +15,6 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import orjson
 from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException, MethodNotAllowed
 
@@ -23,6 +22,7 @@ from webhook import metrics
 from webhook.answer import Answer, Outcome, Webhook, answer
 from webhook.cluster import ClusterView
 from webhook.review import WebhookOptions
+from webhook.review_wire import decode_review
 
 log = logging.getLogger(__name__)
 
@@ -42,30 +42,10 @@ def _json(body: Any, status: int = 200) -> Response:
     return Response(json.dumps(body, separators=(",", ":")), status, mimetype=JSON_TYPE)
 
 
-# Every digit as "0": a run of 19 zeros in the translated body marks a number of 19 digits or more.
-_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
-_LONG_NUMBER = b"0" * 19
-
-
-def load_json(body: bytes) -> Any:
-    """`json.loads(body)`, decoded by orjson (in half the time) whenever that gives the same value.
-    orjson reads an integer beyond 64 bits as a float, where json.loads keeps it whole: such an
-    integer has 19 digits or more, so a body with a run of 19 digits anywhere (rare: a 64-bit
-    integer or a long digit string) goes to json.loads, as does one orjson refuses (NaN, lone
-    surrogates, UTF-16 or UTF-32, nesting past 1,024 levels): json.loads then accepts, refuses
-    and decodes it exactly as before."""
-    if body.translate(_DIGITS_AS_ZERO).find(_LONG_NUMBER) >= 0:
-        return json.loads(body)
-    try:
-        return orjson.loads(body)
-    except orjson.JSONDecodeError:  # json.loads decides: it takes some of what orjson refuses
-        return json.loads(body)
-
-
 def parse_review(body: bytes) -> tuple[str, dict[str, Any]]:
     """(apiVersion, request) of an AdmissionReview, or BadReview(400)."""
     try:
-        review = load_json(body)
+        review = decode_review(body)
     except (ValueError, RecursionError):
         raise BadReview(400, "request body is not JSON") from None
     if not isinstance(review, dict) or review.get("kind") != "AdmissionReview":

@@ -15,7 +15,7 @@ from capacity.branch_eni import COOLDOWN_KEY
 from capacity.karpenter.published import PublishedNodePool
 from capacity.names import SGP_KIND, TEMPLATE_KIND, VPC_CNI_CONFIG_NAME, VPC_CNI_CONFIG_NAMESPACE
 from capacity.placement import LiveNode
-from capacity.sgp import SecurityGroupPolicy, compile_policy, matching_groups, matching_policies
+from capacity.sgp import SecurityGroupPolicy, compile_policy
 from capacity.string_maps import string_map
 from capacity.template import NodeGroupTemplate
 from kube.options import ReflectorOptions, WatchOptions
@@ -23,6 +23,7 @@ from kube.statefile import by_kind, load_state
 from kube.store import Fanout, Store
 from kube.when_served import WhenServed
 from webhook.memo import RefusalMemo
+from webhook.policy_memo import MatchKey, PolicyMatchMemo
 
 if TYPE_CHECKING:
     from kube.client import ApiLike
@@ -144,6 +145,8 @@ class ClusterView:
     verdicts: RefusalMemo = field(default_factory=RefusalMemo)
     # what the live nodes and NodePools said of a shape no group serves, per generation of all three
     places: RefusalMemo = field(default_factory=RefusalMemo)
+    # each pod's SecurityGroupPolicy match, per namespace, pod and ServiceAccount labels, policies version
+    policy_matches: PolicyMatchMemo = field(default_factory=PolicyMatchMemo)
 
     def __post_init__(self) -> None:
         # one reflector fills both template stores (a Fanout is synced once its first list is)
@@ -219,32 +222,33 @@ class ClusterView:
     def security_groups(self, namespace: str, pod: Mapping[str, Any]) -> list[str]:
         """Upstream GetMatchingSecurityGroupForPods: the namespace's policies, then the pod's
         ServiceAccount, which must exist even when no policy could match."""
-        return matching_groups(*self._policy_match(namespace, pod))
+        key = self._match_key(namespace, pod)
+        return self.policy_matches.groups(key, self.policies.version, lambda: self.policies.items(namespace))
 
     def matching_policies(self, namespace: str, pod: Mapping[str, Any]) -> list[str]:
         """`namespace/name` of each SecurityGroupPolicy that matches the pod (none when its
         ServiceAccount is missing: /mutate denies such pods itself)."""
         try:
-            policies, labels, sa_labels = self._policy_match(namespace, pod)
+            key = self._match_key(namespace, pod)
         except ServiceAccountNotFound:
             return []
-        return [f"{p.namespace}/{p.name}" for p in matching_policies(policies, labels, sa_labels)]
+        return self.policy_matches.policy_names(
+            key, self.policies.version, lambda: self.policies.items(namespace)
+        )
 
-    def _policy_match(
-        self, namespace: str, pod: Mapping[str, Any]
-    ) -> tuple[list[SecurityGroupPolicy], Mapping[str, str], Mapping[str, str]]:
-        """The namespace's policies, the pod's labels and its ServiceAccount's labels."""
+    def _match_key(self, namespace: str, pod: Mapping[str, Any]) -> MatchKey:
+        """What a pod's policy match depends on besides the policies: (namespace, the pod's labels,
+        its ServiceAccount's labels). Raises ServiceAccountNotFound."""
         meta = pod.get("metadata")
         spec = pod.get("spec")
         meta = meta if isinstance(meta, Mapping) else {}
         spec = spec if isinstance(spec, Mapping) else {}
         # the ServiceAccount admission plugin names "default" before any webhook runs
         account = str(spec.get("serviceAccountName") or DEFAULT_SERVICE_ACCOUNT)
-        policies = self.policies.items(namespace)
         sa_labels = self.service_accounts.get(namespace, account)
         if sa_labels is None:
             raise ServiceAccountNotFound(f'serviceaccount "{account}" not found in namespace "{namespace}"')
-        return list(policies), string_map(meta.get("labels")), sa_labels
+        return namespace, string_map(meta.get("labels")), sa_labels
 
     def snapshot(self) -> dict[str, Any]:
         """What /snapshotz shows: the policies and templates held now, and how fresh each store is."""

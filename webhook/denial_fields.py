@@ -47,6 +47,9 @@ def warnings_for(
     groups do not fit in 120 characters gets one warning per group instead, each whole. At most
     MAX_GROUP_LINES groups are named per field; the rest are counted."""
     by_path: dict[str, list[str]] = {}
+    # hundreds of groups refuse for a handful of kinds of reason: each kind's field is found once
+    # (a reason's field depends on whether it is a taint and on its resource only: reason_path)
+    paths: dict[tuple[bool, str], str] = {}
     for verdict in verdicts:
         if verdict.serves:
             continue
@@ -54,9 +57,11 @@ def warnings_for(
             by_path.setdefault(base, []).append(f"{verdict.group} (max size 0)")
         for reason in verdict.reasons:
             note = "tags" if verdict.trap else reason.message.removeprefix("Insufficient ")
-            by_path.setdefault(reason_path(spec, base, reason, policies), []).append(
-                f"{verdict.group} ({note})"
-            )
+            kind = (reason.taint is not None, reason.resource)
+            path = paths.get(kind)
+            if path is None:
+                path = paths[kind] = reason_path(spec, base, reason, policies)
+            by_path.setdefault(path, []).append(f"{verdict.group} ({note})")
     lines = []
     for path, groups in by_path.items():
         line = f"{path}: fits no node group: {', '.join(groups)}"

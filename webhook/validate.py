@@ -8,6 +8,7 @@ the verdict into an answer for the configured mode.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -49,6 +50,7 @@ from webhook.mutate import (
     with_resource,
 )
 from webhook.review import Verdict, WebhookOptions, effective_mode, request_namespace
+from webhook.shapes import pod_needs
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -136,11 +138,17 @@ def _with_injected_eni(
         return template.spec  # a pod reaches /validate already mutated
     pod = {"metadata": {"labels": dict(template.labels)}, "spec": template.spec}
     try:
-        resource = mutate_pod(pod, namespace, cluster, dataclasses.replace(config, eni_guard=False)).resource
+        resource = mutate_pod(pod, namespace, cluster, _without_guard(config)).resource
     except (PodError, LookupError):
         # malformed: the fit check names the field; no ServiceAccount: /mutate denies its pods
         return template.spec
     return with_resource(template.spec, resource) if resource else template.spec
+
+
+@functools.lru_cache(maxsize=8)
+def _without_guard(config: WebhookOptions) -> WebhookOptions:
+    """The options /mutate is judged with from /validate (one object per configuration)."""
+    return dataclasses.replace(config, eni_guard=False)
 
 
 def review(request: Mapping[str, Any], cluster: ClusterView, config: WebhookOptions) -> Verdict:
@@ -162,20 +170,19 @@ def review(request: Mapping[str, Any], cluster: ClusterView, config: WebhookOpti
     if kind == "DaemonSet":
         spec = with_daemon_tolerations(spec)
     try:
-        needs = PodNeeds.from_spec(spec, template.path)
+        needs = pod_needs(spec, template.path)
     except (TypeError, ValueError) as err:
         # The API server's own validation rejects such an object; never deny out of confusion.
         metrics.UNCHECKED.labels("malformed").inc()
         return Verdict(warnings=[whole_warning(f"fitguard could not check this {template.subject}: {err}")])
-    judged = Judged(template, spec, kind, namespace, cluster, config)
+    old = pod_template(kind, request.get("oldObject")) if kind == "DaemonSet" else None
+    judged = Judged(template, spec, kind, namespace, cluster, config, remembered=old is None)
     pin = pin_of(spec)
     if pin is not None:
         return _judge_pinned(judged, needs, pin)
     if not len(cluster.templates) and not len(cluster.nodepool_templates):
         metrics.UNCHECKED.labels("no templates").inc()
         return Verdict(warnings=[COLD_START])
-    old = pod_template(kind, request.get("oldObject")) if kind == "DaemonSet" else None
-    judged = dataclasses.replace(judged, remembered=old is None)
     if old is not None:
         # its own old revision is no overhead for its new one: judged apart from the memo
         templates: Iterable[NodeGroupTemplate] = [
@@ -213,8 +220,11 @@ class Judged:
         """`compute()`, from the memo of the places beyond the groups when it may answer."""
         return self.cluster.places.remember(key, generation, compute) if self.remembered else compute()
 
-    def refuse(self, message: str, warnings: list[str]) -> Verdict:
-        return refuse(message, effective_mode(self.namespace, self.cluster, self.config), warnings)
+    def refuse(self, message: str, warnings: Callable[[], list[str]]) -> Verdict:
+        """`refuse` in the namespace's mode; `warnings` are built only where the mode answers with
+        them (warn): for a workload refused by 500 groups they cost milliseconds."""
+        mode = effective_mode(self.namespace, self.cluster, self.config)
+        return refuse(message, mode, warnings() if mode == "warn" else [])
 
 
 def _beyond_groups(
@@ -263,7 +273,7 @@ def _beyond_groups(
         generation,
         lambda: denial_message(verdicts, needs, template.subject, extra),
     )
-    return judged.refuse(message, warnings_for(verdicts, judged.spec, template.path, policies))
+    return judged.refuse(message, lambda: warnings_for(verdicts, judged.spec, template.path, policies))
 
 
 def _nodepools(judged: Judged, needs: PodNeeds, verdicts: list[GroupVerdict], beyond: Beyond) -> Verdict:
@@ -292,8 +302,11 @@ def _nodepools(judged: Judged, needs: PodNeeds, verdicts: list[GroupVerdict], be
     else:
         message = "\n".join((f"{template.subject} does not fit any Karpenter NodePool", *lines))
     # under warn, the person applying reads the groups' fields and each NodePool's refusal
-    warnings = warnings_for(verdicts, judged.spec, template.path, policies) if verdicts else []
-    return judged.refuse(message, [*warnings, *(whole_warning(line) for line in refusals)])
+    def warnings() -> list[str]:
+        fields = warnings_for(verdicts, judged.spec, template.path, policies) if verdicts else []
+        return [*fields, *(whole_warning(line) for line in refusals)]
+
+    return judged.refuse(message, warnings)
 
 
 def _injecting_policies(judged: Judged, verdicts: list[GroupVerdict]) -> list[str]:
@@ -322,7 +335,7 @@ def _judge_pinned(judged: Judged, needs: PodNeeds, pin: Pin) -> Verdict:
     if verdict.serves:
         return Verdict()
     message = pinned_denial(verdict.judged, needs, judged.template.subject)
-    return judged.refuse(message, [whole_warning(line) for line in message.splitlines()[1:]])
+    return judged.refuse(message, lambda: [whole_warning(line) for line in message.splitlines()[1:]])
 
 
 def _one(cluster: ClusterView, name: str) -> dict[str, LiveNode]:

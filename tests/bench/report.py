@@ -88,7 +88,24 @@ def _admission_pinned(data: dict[str, Any]) -> list[Row]:
             rows += _latency_rows(f"/{endpoint}", fixed, target)
         for fixed in empty["fixed"]:
             rows += _latency_rows(f"empty handler /{endpoint}", fixed, None)
+        rows += _latency_ratio_rows(endpoint, ours["fixed"], empty["fixed"])
     return rows
+
+
+def _latency_ratio_rows(endpoint: str, ours: list[dict[str, Any]], empty: list[dict[str, Any]]) -> list[Row]:
+    """fitguard's p99 over the empty handler's at each rate both ran, in the same run: the share of
+    the latency that is fitguard's own, whatever the machine's load did to both."""
+    theirs = {fixed["rate"]: fixed for fixed in empty}
+    return [
+        Row(
+            "admission",
+            f"/{endpoint} p99 / empty handler p99, at {fixed['rate']}/s",
+            round(fixed["p99Ms"] / theirs[fixed["rate"]]["p99Ms"], 3),
+            "x",
+        )
+        for fixed in ours
+        if fixed["rate"] in theirs and theirs[fixed["rate"]]["p99Ms"]
+    ]
 
 
 def _admission(data: dict[str, Any]) -> list[Row]:

@@ -25,12 +25,13 @@ from capacity.template import NodeGroupTemplate
 from kube.statefile import load_state
 from kube.store import Store
 from tests.bench.admission import split_cpus, spread
-from webhook.app import Admission, create_app, load_json
+from webhook.app import Admission, create_app
 from webhook.cluster import ClusterView, from_objects
-from webhook.denial_fields import field_lines
+from webhook.denial_fields import field_lines, reason_path, warnings_for
 from webhook.memo import RefusalMemo
 from webhook.mutate import POD_ENI, apply_patch, inject_resource, with_resource
 from webhook.review import WebhookOptions
+from webhook.review_wire import load_json
 from webhook.validate import Listed, review
 
 OBJECTS = load_state(Path(__file__).resolve().parents[2] / "examples" / "cluster.yaml")
@@ -123,6 +124,44 @@ def test_a_reason_shared_by_many_groups_names_its_field_once_in_order() -> None:
         *(f"{field}.{name}" for name in later),
     ]
     assert field_lines(verdicts, spec, "s") == [f"fields to edit: {', '.join(expected)}"]
+
+
+def _warnings_the_long_way(verdicts: list[GroupVerdict], spec: Any, base: str) -> list[str]:
+    """`warnings_for` as it was first written: every reason's field looked up on its own."""
+    by_path: dict[str, list[str]] = {}
+    for verdict in verdicts:
+        if verdict.serves:
+            continue
+        for reason in verdict.reasons:
+            note = reason.message.removeprefix("Insufficient ")
+            by_path.setdefault(reason_path(spec, base, reason), []).append(f"{verdict.group} ({note})")
+    return [f"{path}: fits no node group: {', '.join(groups)}" for path, groups in by_path.items()]
+
+
+def test_the_warnings_find_each_reasons_field_once_and_say_what_the_long_way_says() -> None:
+    """warn mode's warnings look each kind of reason's field up once: a taint and a selector
+    mismatch (neither with a resource) still go to their own fields, and every group is listed
+    under the field the per-reason lookup gives it, in the same order."""
+    spec = {
+        "nodeSelector": {"team": "a"},
+        "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}, "limits": {"memory": "1Gi"}}}],
+    }
+    taint = Reason("untolerated taint", taint=Taint("k", "v", "NoSchedule"))
+    selector = Reason("node(s) didn't match Pod's node affinity/selector")
+    cpu, memory = Reason("Insufficient cpu", "cpu"), Reason("Insufficient memory", "memory")
+    verdicts = [
+        GroupVerdict("a", serves=False, reasons=(taint,)),
+        GroupVerdict("b", serves=False, reasons=(selector, cpu)),
+        GroupVerdict("c", serves=False, reasons=(memory, taint)),
+    ]
+    expected = _warnings_the_long_way(verdicts, spec, "s")
+    assert warnings_for(verdicts, spec, "s") == expected
+    assert expected == [
+        "s.tolerations: fits no node group: a (untolerated taint), c (untolerated taint)",
+        "s.nodeSelector: fits no node group: b (node(s) didn't match Pod's node affinity/selector)",
+        "s.containers[0].resources.requests.cpu: fits no node group: b (cpu)",
+        "s.containers[0].resources.limits.memory: fits no node group: c (memory)",
+    ]
 
 
 def test_a_denial_text_is_remembered_per_shape_subject_and_extra_lines() -> None:
