@@ -301,6 +301,7 @@ def _nodepools(judged: Judged, needs: PodNeeds, verdicts: list[GroupVerdict], be
         message = denial_message(verdicts, needs, template.subject, lines)
     else:
         message = "\n".join((f"{template.subject} does not fit any Karpenter NodePool", *lines))
+
     # under warn, the person applying reads the groups' fields and each NodePool's refusal
     def warnings() -> list[str]:
         fields = warnings_for(verdicts, judged.spec, template.path, policies) if verdicts else []
