@@ -42,5 +42,5 @@ def test_given_clients_are_used_as_they_are_and_a_missing_one_is_an_error() -> N
     marker = object()
     clients = AwsClients(autoscaling=marker, ec2=None)
     assert (clients.autoscaling, clients.ec2, clients.built()) == (marker, None, ("autoscaling", "ec2"))
-    with pytest.raises(RuntimeError, match="^no eks client and no session to build one$"):
+    with pytest.raises(RuntimeError, match=r"^no eks client and no session to build one$"):
         _ = clients.eks
