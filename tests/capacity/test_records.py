@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from capacity import records
 from capacity.quantity_grammar import FORMAT_WRONG
 from capacity.records import (
     NodeRecord,
@@ -717,3 +718,22 @@ def test_an_owner_without_a_name_is_named_empty() -> None:
     record = project_pod(raw)
     assert (record.owner_kind, record.owner_name) == ("Job", "")
     assert record == PodRecord("ns/p", "ns", "p", owner_kind="Job")
+
+
+def test_equal_requests_and_times_of_two_pods_are_one_object_each(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two pods with the same requests and creation time share the int and float objects (the memo
+    keys ints and floats apart, so a value keeps its type); once the memo holds its limit it starts
+    again, and what it gives is still the equal value."""
+    first, second = job_pod(), job_pod()
+    second["metadata"]["name"] = "other"
+    a, b = project_pod(json.loads(json.dumps(first))), project_pod(json.loads(json.dumps(second)))
+    assert a.memory == b.memory and a.memory is b.memory and type(a.memory) is int
+    assert a.cpu is b.cpu and a.created_at is b.created_at and type(a.created_at) is float
+    assert a.finished_at is b.finished_at
+    monkeypatch.setattr(records, "_SHARED_NUMBERS", 1)
+    monkeypatch.setattr(records, "_ints", {})
+    monkeypatch.setattr(records, "_floats", {})
+    c = project_pod(json.loads(json.dumps(first)))
+    assert (c.memory, c.created_at) == (a.memory, a.created_at)
+    assert (len(records._ints), len(records._floats)) == (1, 1)
+    assert records._shared_time(None) is None
