@@ -117,9 +117,13 @@ def _ready(port: int) -> bool:
         return False
 
 
-def command_rss(pods: int, settle: float = 5.0, timeout: float = 900.0) -> dict[str, Any]:
+def command_rss(
+    pods: int, settle: float = 5.0, timeout: float = 900.0, *, streaming: bool = False
+) -> dict[str, Any]:
     """Runs the deployed command against `pods` pods; its peak RSS once synced (MB), and how long
-    the sync took as the command saw it (process start to /readyz)."""
+    the sync took as the command saw it (process start to /readyz). The pods and nodes are listed
+    in pages of 500 (a server that refuses streamed lists, as before Kubernetes 1.27), or, with
+    `streaming`, as streamed lists (WatchList), which the command tries first."""
     from moto.server import ThreadedMotoServer
 
     from tests.bench.controller import CONFIG_MAP_PATH
@@ -131,6 +135,9 @@ def command_rss(pods: int, settle: float = 5.0, timeout: float = 900.0) -> dict[
     api.pages["/api/v1/nodes"] = apiserve.render_list(
         "NodeList", rendered.nodes, 500, rendered.resource_version
     )
+    if streaming:
+        api.items["/api/v1/pods"] = ("Pod", rendered.pods, rendered.resource_version)
+        api.items["/api/v1/nodes"] = ("Node", rendered.nodes, rendered.resource_version)
     nodes = len(rendered.nodes)
     unbound = [p for p in rendered.pods if b'"phase":"Pending"' in p and b'"nodeName"' not in p]
     pending_api = apiserve.PrerenderedApi()
@@ -209,6 +216,7 @@ def command_rss(pods: int, settle: float = 5.0, timeout: float = 900.0) -> dict[
     return {
         "pods": pods,
         "nodes": nodes,
+        "lists": "streamed (WatchList)" if streaming else "paged",
         "args": command[1:],
         "secondsToReady": synced,
         "peakRssMb": memory["VmHWM"] / 1024,
@@ -217,4 +225,10 @@ def command_rss(pods: int, settle: float = 5.0, timeout: float = 900.0) -> dict[
 
 
 if __name__ == "__main__":
-    print(command_rss(int(sys.argv[1]) if len(sys.argv) > 1 else 10_000))
+    # python -m tests.bench.command_rss [PODS] [paged|streamed]
+    print(
+        command_rss(
+            int(sys.argv[1]) if len(sys.argv) > 1 else 10_000,
+            streaming=len(sys.argv) > 2 and sys.argv[2] == "streamed",
+        )
+    )
