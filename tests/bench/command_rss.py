@@ -5,8 +5,8 @@ The pods and nodes come pre-rendered from tests/bench/apiserve.py (tests/fakekub
 pods in reasonable time); everything else the command reads and writes (its Lease, the webhook's
 certificate Secret, DaemonSets, NodeGroupTemplates, events) goes to tests/fakekube; AWS is moto in
 server mode, with no node groups. A small router in front sends each request to the right one.
-VmHWM is read from /proc/<pid>/status once /readyz answers 200 (both caches synced) and the first
-cycle has had time to run.
+VmHWM is read from /proc/<pid>/status once /readyz answers 200 (both caches synced), the first
+discovery cycle has ended (fitguard_controller_cycles_total) and a few seconds more have passed.
 """
 
 from __future__ import annotations
@@ -117,6 +117,20 @@ def _ready(port: int) -> bool:
         return False
 
 
+def _cycles(port: int) -> float:
+    """Discovery cycles the command has ended (fitguard_controller_cycles_total, any result)."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
+            text = answer.read().decode()
+    except OSError:
+        return 0.0
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith("fitguard_controller_cycles_total{")
+    )
+
+
 def command_rss(
     pods: int, settle: float = 5.0, timeout: float = 900.0, *, streaming: bool = False
 ) -> dict[str, Any]:
@@ -199,7 +213,12 @@ def command_rss(
                     raise RuntimeError(f"the controller did not become ready (exit {process.poll()})")
                 time.sleep(0.5)
             synced = time.monotonic() - started
-            time.sleep(settle)  # the first discovery cycle and the leader's first reconcile
+            # the first discovery cycle ended (its AWS client built), then the leader's reconcile
+            while _cycles(port) < 1:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"the controller ran no cycle (exit {process.poll()})")
+                time.sleep(0.5)
+            time.sleep(settle)
             memory = vm_kb(process.pid)
         finally:
             if process is not None and process.poll() is None:
