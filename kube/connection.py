@@ -89,12 +89,12 @@ def _load() -> tuple[Any, Any, Any]:
         client = sys.modules["kubernetes.client"]
         lent = "ApiClient" not in client.__dict__
         if lent:
-            client.ApiClient = _deferred_api_client
+            setattr(client, "ApiClient", _deferred_api_client)  # noqa: B010  (a module's attribute)
         try:
             config = importlib.import_module("kubernetes.config")
         finally:
             if lent:
-                del client.ApiClient
+                delattr(client, "ApiClient")
     return configuration.Configuration, rest.RESTClientObject, config
 
 
