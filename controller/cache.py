@@ -16,7 +16,9 @@ ones, not a list).
 from __future__ import annotations
 
 import gc
+import json
 import logging
+import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -24,8 +26,16 @@ from typing import TYPE_CHECKING, Any
 
 from capacity.autoscaler_memory import DEFAULT_SELECTOR, AutoscalerProcess, running_autoscaler
 from capacity.karpenter.controller_options import KARPENTER_SELECTOR
-from capacity.names import TEMPLATE_KIND
-from capacity.records import NodeRecord, PodRecord, discovery_node, project_node, project_pod
+from capacity.names import IGNORE_LABEL, TEMPLATE_KIND
+from capacity.records import (
+    CONTAINER_PLACEMENT_FIELDS,
+    PLACEMENT_FIELDS,
+    NodeRecord,
+    PodRecord,
+    discovery_node,
+    project_node,
+    project_pod,
+)
 from capacity.template_taints import DEFAULT_TAINT_CONFIG, TaintOptions
 from controller.memory import looked_for, select_pods
 from kube.options import ReflectorOptions, WatchOptions
@@ -55,13 +65,89 @@ class CacheOptions:
     karpenter_namespace: str = ""  # "" = all namespaces
 
 
-def pending_pod(obj: Mapping[str, Any]) -> Any:
-    """A pod the planner may place (unbound, Pending, not being deleted), as decoded; None: not one.
-    The planner reads its affinity and tolerations, which the pod records keep only for pod-eni pods."""
-    meta, spec, status = (obj.get(k) or {} for k in ("metadata", "spec", "status"))
-    if spec.get("nodeName") or meta.get("deletionTimestamp"):
-        return None
-    return obj if (status.get("phase") or "Pending") == "Pending" else None
+# What the planner reads of an unbound pending pod (capacity/demand.py is_unschedulable,
+# pending_shapes, shape_key; capacity/fit.py PodNeeds.from_spec; kube/events.py ObjectRef.of for
+# its events): the rest of the pod is left out of the pending store's copy.
+_PENDING_META = ("name", "namespace", "uid")
+_SCHEDULED_READ = ("type", "status", "reason")
+SHARED_SPECS = 4096  # distinct pod placements kept shared; past that the memo starts again
+
+
+def _pending_conditions(conditions: Any) -> Any:
+    """The PodScheduled condition's type, status and reason, the only condition the planner reads
+    (a value that is not a list kept as it came)."""
+    if not isinstance(conditions, list):
+        return conditions
+    return [
+        {k: _interned(c[k]) for k in _SCHEDULED_READ if k in c}
+        for c in conditions
+        if isinstance(c, Mapping) and c.get("type") == "PodScheduled"
+    ]
+
+
+def _interned(value: Any) -> Any:
+    """The same few words on every pending pod (Pending, PodScheduled, False, Unschedulable, its
+    namespace): one copy of each."""
+    return sys.intern(value) if type(value) is str else value
+
+
+def _placement(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """What decides where the pod fits (capacity/records.py PLACEMENT_FIELDS, each container's
+    resources and restartPolicy); a container that is not a map, or a list that is not one, kept as
+    it came so the planner reports the pod malformed as it would on the whole object."""
+    kept = {key: spec[key] for key in PLACEMENT_FIELDS if key in spec}
+    for key in kept.keys() & {"containers", "initContainers"}:
+        if isinstance(kept[key], list):
+            kept[key] = [
+                {f: c[f] for f in CONTAINER_PLACEMENT_FIELDS if f in c} if isinstance(c, Mapping) else c
+                for c in kept[key]
+            ]
+    return kept
+
+
+class PendingPods:
+    """The pending store's projection: an unbound, Pending pod not being deleted, slim (about 0.3 KB
+    where the decoded pod is about 5 KB), its placement shared with every pod of the same placement
+    (replicas of one workload wait together); None: not one the planner may place. The copies are
+    read only."""
+
+    def __init__(self) -> None:
+        self._specs: dict[bytes, dict[str, Any]] = {}
+
+    def __call__(self, obj: Mapping[str, Any]) -> Any:
+        meta, spec, status = (obj.get(k) or {} for k in ("metadata", "spec", "status"))
+        if spec.get("nodeName") or meta.get("deletionTimestamp"):
+            return None
+        if (status.get("phase") or "Pending") != "Pending":
+            return None
+        slim_meta = {k: meta[k] for k in _PENDING_META if k in meta}
+        if "namespace" in slim_meta:
+            slim_meta["namespace"] = _interned(slim_meta["namespace"])
+        labels = meta.get("labels")
+        if isinstance(labels, Mapping) and IGNORE_LABEL in labels:
+            slim_meta["labels"] = {IGNORE_LABEL: labels[IGNORE_LABEL]}
+        slim_status = {k: _interned(status[k]) for k in ("phase",) if k in status}
+        if "conditions" in status:
+            slim_status["conditions"] = _pending_conditions(status["conditions"])
+        return {
+            **{k: obj[k] for k in ("kind", "apiVersion") if k in obj},
+            "metadata": slim_meta,
+            "spec": self._shared(_placement(spec)),
+            "status": slim_status,
+        }
+
+    def _shared(self, placement: dict[str, Any]) -> dict[str, Any]:
+        try:
+            key = json.dumps(placement, sort_keys=True, separators=(",", ":")).encode()
+        except (TypeError, ValueError):  # not JSON's types (a hand-written state file): not shared
+            return placement
+        found = self._specs.get(key)
+        if found is not None:
+            return found
+        if len(self._specs) >= SHARED_SPECS:
+            self._specs = {}
+        self._specs[key] = placement
+        return placement
 
 
 class ClusterCache:
@@ -70,7 +156,7 @@ class ClusterCache:
     def __init__(self, settings: CacheOptions | None = None) -> None:
         self.settings = settings or CacheOptions()
         self.pods: Store[PodRecord] = Store("pods", project_pod)
-        self.pending: Store[Mapping[str, Any]] = Store("pending pods", pending_pod)
+        self.pending: Store[Mapping[str, Any]] = Store("pending pods", PendingPods())
         self.nodes: Store[NodeRecord] = Store("nodes", project_node)
         self.node_objects: Store[dict[str, Any]] = Store("nodes (discovery)", discovery_node)
         self.daemonsets: Store[dict[str, Any]] = Store("daemonsets")

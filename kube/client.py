@@ -1,5 +1,7 @@
-"""Connecting to the API: an `ApiClient` from in-cluster config or a kubeconfig, and raw JSON
-requests on top of it (no client model classes: they are slow to build and lossy to round-trip).
+"""Connecting to the API: a `Connection` from in-cluster config or a kubeconfig (the library's
+loaders, configuration and connection pool, kube/connection.py), and raw JSON requests on top of it
+(no client model classes: they are slow to build, lossy to round-trip, and their modules alone are
+about 15 MB).
 """
 
 from __future__ import annotations
@@ -8,16 +10,18 @@ import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import urllib3
-from kubernetes import client as k8s
-from kubernetes import config as k8s_config
-from kubernetes.config.config_exception import ConfigException
 
 from capacity.names import GROUP, TEMPLATE_PLURAL, VERSION
+from kube.connection import ConfigException, Configuration, RESTClientObject
+from kube.connection import config as k8s_config
 from kube.kubeconfig import CONFIG_ERROR, missing_kubeconfig
+
+if TYPE_CHECKING:
+    from kubernetes.client import ApiClient
 
 # (connect, read) seconds for ordinary requests; watches set their own read timeout.
 DEFAULT_TIMEOUT: tuple[float, float] = (5.0, 30.0)
@@ -117,14 +121,32 @@ EC2_NODE_CLASSES = Resource("karpenter.k8s.aws", "v1", "ec2nodeclasses", False) 
 AUTO_NODE_CLASSES = Resource("eks.amazonaws.com", "v1", "nodeclasses", False)  # EKS Auto Mode's NodeClass
 
 
+USER_AGENT = "fitguard/0.1"
+
+
+class Connection:
+    """What KubeClient uses of the library's ApiClient (and reads the same way from one): the
+    configuration (server, credentials and their refresh hook), the REST client's connection pool
+    (TLS, proxy, keep-alive: kubernetes/client/rest.py RESTClientObject) and the default headers."""
+
+    def __init__(self, configuration: Any) -> None:
+        self.configuration = configuration
+        self.rest_client = RESTClientObject(configuration)
+        self.default_headers = {"User-Agent": USER_AGENT}
+        self.cookie = None
+
+    def close(self) -> None:
+        self.rest_client.close()
+
+
 def load_api_client(
     kubeconfig: str | None = None,
     context: str | None = None,
     in_cluster: bool | None = None,
-) -> k8s.ApiClient:
-    """An ApiClient: in-cluster when running in a pod (and no kubeconfig is named), else the
+) -> Connection:
+    """A Connection: in-cluster when running in a pod (and no kubeconfig is named), else the
     kubeconfig (`kubeconfig`, then $KUBECONFIG, then ~/.kube/config) with the given context."""
-    configuration = k8s.Configuration()
+    configuration = Configuration()
     use_cluster = in_cluster
     if use_cluster is None:
         use_cluster = kubeconfig is None and "KUBERNETES_SERVICE_HOST" in os.environ
@@ -144,9 +166,7 @@ def load_api_client(
         raise KubeError(0, "ConfigError", str(err)) from None
     # keep-alive probes notice a silently dropped watch connection (NAT, load balancer)
     configuration.keep_alive = True
-    api_client = k8s.ApiClient(configuration)
-    api_client.user_agent = "fitguard/0.1"
-    return api_client
+    return Connection(configuration)
 
 
 def _retry_after(headers: Mapping[str, str], body: Mapping[str, Any]) -> float | None:
@@ -188,10 +208,39 @@ def error_from_response(status: int, reason: str, headers: Mapping[str, str], da
     return KubeError(status, str(body.get("reason") or reason), message, _retry_after(headers, body), body)
 
 
-class KubeClient:
-    """Raw JSON requests through an ApiClient: its auth, TLS and connection pool, none of its models."""
+def query_string(params: Sequence[tuple[str, str | int | bool]]) -> str:
+    """The query as the library's ApiClient writes it (api_client.py `parameters_to_url_query`):
+    booleans in lower case, each value percent-quoted, the names as they are."""
+    return "&".join(f"{k}={quote(str(v).lower() if isinstance(v, bool) else str(v))}" for k, v in params)
 
-    def __init__(self, api_client: k8s.ApiClient, timeout: Timeout = DEFAULT_TIMEOUT) -> None:
+
+def request_target(
+    api_client: Connection | ApiClient,
+    path: str,
+    params: list[tuple[str, str | int | bool]],
+    headers: dict[str, str],
+) -> str:
+    """The URL of a request, with the credentials added to `headers` or `params` as the library's
+    ApiClient adds them (api_client.py `param_serialize` and `_apply_auth_params`; the token
+    refreshed by the configuration's hook, in-cluster and exec credentials alike)."""
+    configuration = api_client.configuration
+    headers.update(api_client.default_headers)
+    if api_client.cookie:
+        headers["Cookie"] = api_client.cookie
+    auth = configuration.auth_settings().get("BearerToken")
+    if auth and auth["in"] == "header":
+        headers[auth["key"]] = auth["value"]
+    elif auth and auth["in"] == "query":
+        params.append((auth["key"], auth["value"]))
+    url = configuration.host + path
+    return f"{url}?{query_string(params)}" if params else url
+
+
+class KubeClient:
+    """Raw JSON requests through a Connection (or the library's ApiClient): its auth, TLS and
+    connection pool, none of its models."""
+
+    def __init__(self, api_client: Connection | ApiClient, timeout: Timeout = DEFAULT_TIMEOUT) -> None:
         self.api_client = api_client
         self.timeout = timeout
 
@@ -210,9 +259,7 @@ class KubeClient:
         if body is not None:
             headers["Content-Type"] = content_type
         params = list(query.items()) if isinstance(query, Mapping) else list(query or [])
-        method, url, headers, body, _ = self.api_client.param_serialize(
-            method, path, query_params=params, header_params=headers, body=body, auth_settings=["BearerToken"]
-        )
+        url = request_target(self.api_client, path, params, headers)
         data = None if body is None else json.dumps(body, separators=(",", ":")).encode()
         chosen = timeout or self.timeout
         if isinstance(chosen, tuple):
@@ -296,9 +343,12 @@ class KubeClient:
                 return items
 
 
-# What the typed functions of kube/api.py and the long-lived readers accept: our client, or the
-# library's ApiClient (wrapped on the way in).
-ApiLike = KubeClient | k8s.ApiClient
+# What the typed functions of kube/api.py and the long-lived readers accept: our client, or a
+# Connection or the library's ApiClient (wrapped on the way in).
+if TYPE_CHECKING:
+    ApiLike = KubeClient | Connection | ApiClient
+else:
+    ApiLike = KubeClient | Connection
 
 
 def as_kube_client(api: ApiLike) -> KubeClient:

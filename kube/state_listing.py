@@ -12,10 +12,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from kubernetes import config as k8s_config
-from kubernetes.config.config_exception import ConfigException
-
 from kube.client import KubeClient, KubeError, Resource, load_api_client
+from kube.connection import ConfigException
+from kube.connection import config as k8s_config
 from kube.kubeconfig import CONFIG_ERROR, missing_kubeconfig
 
 PAGE_SIZE = 500

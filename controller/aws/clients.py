@@ -4,7 +4,7 @@ with the one retry policy of the controller, and the classification of AWS error
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+import threading
 from typing import Any
 
 import boto3
@@ -33,22 +33,62 @@ def retry_config() -> Config:
     return Config(retries={"mode": mode, "total_max_attempts": max(attempts, 1)}, user_agent_extra="fitguard")
 
 
-@dataclass(frozen=True)
+SERVICES = ("autoscaling", "ec2", "eks")
+_UNSET: Any = object()
+
+
 class AwsClients:
-    autoscaling: Any
-    ec2: Any
-    eks: Any
+    """The three clients of one session, each built when first used: a service's model is several
+    MB of Python objects (ec2's about 15 MB, the endpoint data shared by all about 8 MB), and a
+    controller that never calls a service (EKS without managed node groups, EC2 with every instance
+    type in the facts table) never loads it. Built once, a client lives for the process (botocore
+    clients are thread-safe; every cycle, the scaling driver and the verifier share them)."""
+
+    def __init__(
+        self,
+        autoscaling: Any = _UNSET,
+        ec2: Any = _UNSET,
+        eks: Any = _UNSET,
+        *,
+        session: Any = None,
+    ) -> None:
+        self._session = session
+        self._lock = threading.Lock()
+        self._built: dict[str, Any] = {
+            name: client
+            for name, client in (("autoscaling", autoscaling), ("ec2", ec2), ("eks", eks))
+            if client is not _UNSET
+        }
 
     @classmethod
     def from_environment(cls, region: str | None = None) -> AwsClients:
-        """One session, three clients; the endpoint and credentials come from the environment."""
-        session = boto3.session.Session(region_name=region or None)
-        config = retry_config()
-        return cls(
-            autoscaling=session.client("autoscaling", config=config),
-            ec2=session.client("ec2", config=config),
-            eks=session.client("eks", config=config),
-        )
+        """One session; the endpoint and credentials come from the environment."""
+        return cls(session=boto3.session.Session(region_name=region or None))
+
+    def _client(self, service: str) -> Any:
+        with self._lock:
+            if service not in self._built:
+                if self._session is None:
+                    raise RuntimeError(f"no {service} client and no session to build one")
+                self._built[service] = self._session.client(service, config=retry_config())
+            return self._built[service]
+
+    @property
+    def autoscaling(self) -> Any:
+        return self._client("autoscaling")
+
+    @property
+    def ec2(self) -> Any:
+        return self._client("ec2")
+
+    @property
+    def eks(self) -> Any:
+        return self._client("eks")
+
+    def built(self) -> tuple[str, ...]:
+        """The services whose client exists now."""
+        with self._lock:
+            return tuple(s for s in SERVICES if s in self._built)
 
 
 def error_code(err: Exception) -> str:

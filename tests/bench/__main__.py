@@ -141,8 +141,10 @@ def main(argv: list[str] | None = None) -> int:
             say(f"  {args.fakekube_pods} pods through tests/fakekube")
             figures["fakekube"] = controller.through_fakekube(args.fakekube_pods)
         if args.command_pods:
-            say(f"  the fitguard controller command as deployed, {args.command_pods} pods")
+            say(f"  the fitguard controller command as deployed, {args.command_pods} pods, paged lists")
             figures["command"] = command_rss.command_rss(args.command_pods)
+            say(f"  the fitguard controller command as deployed, {args.command_pods} pods, streamed lists")
+            figures["commandStreamed"] = command_rss.command_rss(args.command_pods, streaming=True)
         return figures
 
     section("controller", scales)

@@ -5,8 +5,8 @@ The pods and nodes come pre-rendered from tests/bench/apiserve.py (tests/fakekub
 pods in reasonable time); everything else the command reads and writes (its Lease, the webhook's
 certificate Secret, DaemonSets, NodeGroupTemplates, events) goes to tests/fakekube; AWS is moto in
 server mode, with no node groups. A small router in front sends each request to the right one.
-VmHWM is read from /proc/<pid>/status once /readyz answers 200 (both caches synced) and the first
-cycle has had time to run.
+VmHWM is read from /proc/<pid>/status once /readyz answers 200 (both caches synced), the first
+discovery cycle has ended (fitguard_controller_cycles_total) and a few seconds more have passed.
 """
 
 from __future__ import annotations
@@ -117,9 +117,27 @@ def _ready(port: int) -> bool:
         return False
 
 
-def command_rss(pods: int, settle: float = 5.0, timeout: float = 900.0) -> dict[str, Any]:
+def _cycles(port: int) -> float:
+    """Discovery cycles the command has ended (fitguard_controller_cycles_total, any result)."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
+            text = answer.read().decode()
+    except OSError:
+        return 0.0
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith("fitguard_controller_cycles_total{")
+    )
+
+
+def command_rss(
+    pods: int, settle: float = 5.0, timeout: float = 900.0, *, streaming: bool = False
+) -> dict[str, Any]:
     """Runs the deployed command against `pods` pods; its peak RSS once synced (MB), and how long
-    the sync took as the command saw it (process start to /readyz)."""
+    the sync took as the command saw it (process start to /readyz). The pods and nodes are listed
+    in pages of 500 (a server that refuses streamed lists, as before Kubernetes 1.27), or, with
+    `streaming`, as streamed lists (WatchList), which the command tries first."""
     from moto.server import ThreadedMotoServer
 
     from tests.bench.controller import CONFIG_MAP_PATH
@@ -131,6 +149,9 @@ def command_rss(pods: int, settle: float = 5.0, timeout: float = 900.0) -> dict[
     api.pages["/api/v1/nodes"] = apiserve.render_list(
         "NodeList", rendered.nodes, 500, rendered.resource_version
     )
+    if streaming:
+        api.items["/api/v1/pods"] = ("Pod", rendered.pods, rendered.resource_version)
+        api.items["/api/v1/nodes"] = ("Node", rendered.nodes, rendered.resource_version)
     nodes = len(rendered.nodes)
     unbound = [p for p in rendered.pods if b'"phase":"Pending"' in p and b'"nodeName"' not in p]
     pending_api = apiserve.PrerenderedApi()
@@ -192,7 +213,12 @@ def command_rss(pods: int, settle: float = 5.0, timeout: float = 900.0) -> dict[
                     raise RuntimeError(f"the controller did not become ready (exit {process.poll()})")
                 time.sleep(0.5)
             synced = time.monotonic() - started
-            time.sleep(settle)  # the first discovery cycle and the leader's first reconcile
+            # the first discovery cycle ended (its AWS client built), then the leader's reconcile
+            while _cycles(port) < 1:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"the controller ran no cycle (exit {process.poll()})")
+                time.sleep(0.5)
+            time.sleep(settle)
             memory = vm_kb(process.pid)
         finally:
             if process is not None and process.poll() is None:
@@ -209,6 +235,7 @@ def command_rss(pods: int, settle: float = 5.0, timeout: float = 900.0) -> dict[
     return {
         "pods": pods,
         "nodes": nodes,
+        "lists": "streamed (WatchList)" if streaming else "paged",
         "args": command[1:],
         "secondsToReady": synced,
         "peakRssMb": memory["VmHWM"] / 1024,
@@ -217,4 +244,10 @@ def command_rss(pods: int, settle: float = 5.0, timeout: float = 900.0) -> dict[
 
 
 if __name__ == "__main__":
-    print(command_rss(int(sys.argv[1]) if len(sys.argv) > 1 else 10_000))
+    # python -m tests.bench.command_rss [PODS] [paged|streamed]
+    print(
+        command_rss(
+            int(sys.argv[1]) if len(sys.argv) > 1 else 10_000,
+            streaming=len(sys.argv) > 2 and sys.argv[2] == "streamed",
+        )
+    )

@@ -181,9 +181,11 @@ def _controller(data: dict[str, Any]) -> list[Row]:
         rows.append(Row("controller", f"{label}: CPU per watch event", run.get("eventCpuMs"), "ms"))
         top = count == counts[-1] and int(count) >= 150_000
         rows += [row for row in _against_decoding(label, run, top) if row.unit == "x"]  # ratios only
-    command = data.get("command")
-    if command:
-        label = f"`fitguard controller` as deployed, {command['pods'] // 1000}k pods"
+    for key, lists in (("command", "paged lists"), ("commandStreamed", "streamed lists")):
+        command = data.get(key)
+        if not command:
+            continue
+        label = f"`fitguard controller` as deployed, {command['pods'] // 1000}k pods, {lists}"
         target = 160.0 if command["pods"] >= 150_000 else None
         rows.append(Row("controller", f"{label}: peak RSS (VmHWM)", command["peakRssMb"], "MB", target))
         rows.append(Row("controller", f"{label}: start to /readyz", command["secondsToReady"], "s"))

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from capacity import records
 from capacity.quantity_grammar import FORMAT_WRONG
 from capacity.records import (
     NodeRecord,
@@ -579,15 +580,39 @@ def test_provider_instance_id(provider_id: object, instance_id: str) -> None:
     assert provider_instance_id(provider_id) == instance_id
 
 
-def test_the_discovery_copy_of_a_node_leaves_out_only_what_nothing_reads() -> None:
+def test_the_discovery_copy_of_a_node_keeps_exactly_what_discovery_reads() -> None:
+    """Name, labels and deletion of the metadata, the whole spec, capacity, allocatable and the
+    conditions' type, status and transition time; nothing else (managedFields, annotations, uid,
+    addresses, nodeInfo, images, a condition's reason, message and heartbeat). A conditions value
+    that is not a list, and a condition that is not a map, are kept as they came (the readers judge
+    them as on the whole node); equal strings of two nodes are one object."""
     raw = {
         "kind": "Node",
         "apiVersion": "v1",
-        "metadata": {"name": "n1", "labels": {"a": "b"}, "managedFields": [{"manager": "kubelet"}]},
-        "spec": {"providerID": "aws:///z/i-1"},
+        "metadata": {
+            "name": "n1",
+            "uid": "u-1",
+            "labels": {"a": "b"},
+            "annotations": {"x": "y"},
+            "deletionTimestamp": "2026-01-01T00:00:00Z",
+            "managedFields": [{"manager": "kubelet"}],
+        },
+        "spec": {"providerID": "aws:///z/i-1", "taints": [{"key": "k", "effect": "NoSchedule"}]},
         "status": {
+            "capacity": {"cpu": "2", "memory": "1Gi"},
             "allocatable": {"cpu": "2"},
-            "conditions": [],
+            "conditions": [
+                {
+                    "type": "Ready",
+                    "status": "True",
+                    "reason": "KubeletReady",
+                    "message": "kubelet is posting ready status",
+                    "lastHeartbeatTime": "2026-01-01T00:00:00Z",
+                    "lastTransitionTime": "2025-12-31T00:00:00Z",
+                },
+                "not a map",
+            ],
+            "addresses": [{"type": "InternalIP", "address": "10.0.0.1"}],
             "images": [{"names": ["x"]}],
             "volumesInUse": [],
             "volumesAttached": [],
@@ -598,10 +623,28 @@ def test_the_discovery_copy_of_a_node_leaves_out_only_what_nothing_reads() -> No
     assert discovery_node(raw) == {
         "kind": "Node",
         "apiVersion": "v1",
-        "metadata": {"name": "n1", "labels": {"a": "b"}},
-        "spec": {"providerID": "aws:///z/i-1"},
-        "status": {"allocatable": {"cpu": "2"}, "conditions": [], "nodeInfo": {"kubeletVersion": "v1.30"}},
+        "metadata": {"name": "n1", "labels": {"a": "b"}, "deletionTimestamp": "2026-01-01T00:00:00Z"},
+        "spec": {"providerID": "aws:///z/i-1", "taints": [{"key": "k", "effect": "NoSchedule"}]},
+        "status": {
+            "capacity": {"cpu": "2", "memory": "1Gi"},
+            "allocatable": {"cpu": "2"},
+            "conditions": [
+                {"type": "Ready", "status": "True", "lastTransitionTime": "2025-12-31T00:00:00Z"},
+                "not a map",
+            ],
+        },
     }
+    odd = {"metadata": {"name": "n2", "labels": "not a map"}, "status": {"conditions": "none"}}
+    assert discovery_node(odd) == {
+        "metadata": {"name": "n2", "labels": "not a map"},
+        "spec": {},
+        "status": {"conditions": "none"},
+    }
+    first, second = (
+        discovery_node({"metadata": {"name": n, "labels": {"zone": "".join(["us-east-", "1a"])}}})
+        for n in ("a", "b")
+    )
+    assert first["metadata"]["labels"]["zone"] is second["metadata"]["labels"]["zone"]
     with pytest.raises(ValueError, match=r"^node without metadata\.name$"):
         discovery_node({"metadata": {}})
 
@@ -692,3 +735,22 @@ def test_an_auto_mode_node_offers_no_branch_eni_to_the_books(
         "status": {"allocatable": {"vpc.amazonaws.com/pod-eni": "9"}},
     }
     assert project_node(raw).pod_eni == pod_eni
+
+
+def test_equal_requests_and_times_of_two_pods_are_one_object_each(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two pods with the same requests and creation time share the int and float objects (the memo
+    keys ints and floats apart, so a value keeps its type); once the memo holds its limit it starts
+    again, and what it gives is still the equal value."""
+    first, second = job_pod(), job_pod()
+    second["metadata"]["name"] = "other"
+    a, b = project_pod(json.loads(json.dumps(first))), project_pod(json.loads(json.dumps(second)))
+    assert a.memory == b.memory and a.memory is b.memory and type(a.memory) is int
+    assert a.cpu is b.cpu and a.created_at is b.created_at and type(a.created_at) is float
+    assert a.finished_at is b.finished_at
+    monkeypatch.setattr(records, "_SHARED_NUMBERS", 1)
+    monkeypatch.setattr(records, "_ints", {})
+    monkeypatch.setattr(records, "_floats", {})
+    c = project_pod(json.loads(json.dumps(first)))
+    assert (c.memory, c.created_at) == (a.memory, a.created_at)
+    assert (len(records._ints), len(records._floats)) == (1, 1)
+    assert records._shared_time(None) is None

@@ -37,9 +37,9 @@ def node(name: str, zone: str = "a") -> dict[str, Any]:
     }
 
 
-def test_discovery_node_drops_only_managed_fields_and_unread_status() -> None:
-    """The whole slim node: metadata less managedFields, the whole spec, status less images,
-    volumes and daemon endpoints."""
+def test_discovery_node_keeps_only_what_discovery_reads() -> None:
+    """The whole slim node: metadata's name and labels, the whole spec, status's allocatable and
+    conditions (images, volumes, daemon endpoints, nodeInfo and managedFields left out)."""
     assert discovery_node(node("n1")) == {
         "apiVersion": "v1",
         "kind": "Node",
@@ -48,7 +48,6 @@ def test_discovery_node_drops_only_managed_fields_and_unread_status() -> None:
         "status": {
             "allocatable": {"cpu": "2"},
             "conditions": [{"type": "Ready", "status": "True"}],
-            "nodeInfo": {"kubeletVersion": "v1.31.0"},
         },
     }
 
