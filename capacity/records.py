@@ -277,17 +277,24 @@ def provider_instance_id(provider_id: object) -> str:
 
 # What the discovery cycle, cluster-autoscaler's memory, the NodePools' templates and the planner
 # read of a node (controller/discovery.py, memory.py, nodepools.py, scaling.py and the capacity
-# functions they call): the rest of a node object (managedFields, annotations, addresses, nodeInfo,
+# functions they call): the rest of a node object (managedFields, other annotations, addresses, nodeInfo,
 # images, the conditions' messages and heartbeats) is left out of the discovery cache's copy, which
 # would otherwise hold about 7 KB a node (5,000 nodes: 37 MB) beside the books' records.
 _READ_NODE_METADATA = ("name", "namespace", "labels", "deletionTimestamp")
 _READ_NODE_STATUS = ("capacity", "allocatable", "conditions")
+# the annotations Karpenter copies from a NodeClaim that capacity/karpenter/live.py reads to tell a
+# node launched under its EC2NodeClass as it is now from one of an earlier spec
+_READ_NODE_ANNOTATIONS = (
+    "karpenter.k8s.aws/ec2nodeclass-hash",
+    "karpenter.k8s.aws/ec2nodeclass-hash-version",
+)
 # capacity/autoscaler_readiness.py node_readiness, estimate.node_is_ready, scaling._ready
 _READ_CONDITION = ("type", "status", "lastTransitionTime")
 
 
 def discovery_node(obj: Mapping[str, Any]) -> dict[str, Any]:
-    """The node as the discovery cycle reads it: its name, labels and deletion, the whole spec
+    """The node as the discovery cycle reads it: its name, labels, Karpenter's class hash and
+    deletion, the whole spec
     (providerID, taints, unschedulable), its capacity, allocatable and conditions (type, status and
     transition time). A field of another shape than a node's is kept as it came, so every reader
     judges a malformed node as it would the whole object. Raises TypeError when the object is not a
@@ -301,6 +308,9 @@ def discovery_node(obj: Mapping[str, Any]) -> dict[str, Any]:
     metadata = {k: meta[k] for k in _READ_NODE_METADATA if k in meta}
     if "labels" in metadata:
         metadata["labels"] = _interned(metadata["labels"])
+    annotations = meta.get("annotations")
+    if isinstance(annotations, Mapping) and any(k in annotations for k in _READ_NODE_ANNOTATIONS):
+        metadata["annotations"] = {k: annotations[k] for k in _READ_NODE_ANNOTATIONS if k in annotations}
     return {
         **{k: v for k, v in obj.items() if k in ("kind", "apiVersion")},
         "metadata": metadata,

@@ -581,8 +581,9 @@ def test_provider_instance_id(provider_id: object, instance_id: str) -> None:
 
 
 def test_the_discovery_copy_of_a_node_keeps_exactly_what_discovery_reads() -> None:
-    """Name, labels and deletion of the metadata, the whole spec, capacity, allocatable and the
-    conditions' type, status and transition time; nothing else (managedFields, annotations, uid,
+    """Name, labels, Karpenter's EC2NodeClass hash annotations (capacity/karpenter/live.py) and
+    deletion of the metadata, the whole spec, capacity, allocatable and the conditions' type, status
+    and transition time; nothing else (managedFields, other annotations, uid,
     addresses, nodeInfo, images, a condition's reason, message and heartbeat). A conditions value
     that is not a list, and a condition that is not a map, are kept as they came (the readers judge
     them as on the whole node); equal strings of two nodes are one object."""
@@ -593,7 +594,11 @@ def test_the_discovery_copy_of_a_node_keeps_exactly_what_discovery_reads() -> No
             "name": "n1",
             "uid": "u-1",
             "labels": {"a": "b"},
-            "annotations": {"x": "y"},
+            "annotations": {
+                "x": "y",
+                "karpenter.k8s.aws/ec2nodeclass-hash": "123",
+                "karpenter.k8s.aws/ec2nodeclass-hash-version": "v4",
+            },
             "deletionTimestamp": "2026-01-01T00:00:00Z",
             "managedFields": [{"manager": "kubelet"}],
         },
@@ -623,7 +628,15 @@ def test_the_discovery_copy_of_a_node_keeps_exactly_what_discovery_reads() -> No
     assert discovery_node(raw) == {
         "kind": "Node",
         "apiVersion": "v1",
-        "metadata": {"name": "n1", "labels": {"a": "b"}, "deletionTimestamp": "2026-01-01T00:00:00Z"},
+        "metadata": {
+            "name": "n1",
+            "labels": {"a": "b"},
+            "annotations": {
+                "karpenter.k8s.aws/ec2nodeclass-hash": "123",
+                "karpenter.k8s.aws/ec2nodeclass-hash-version": "v4",
+            },
+            "deletionTimestamp": "2026-01-01T00:00:00Z",
+        },
         "spec": {"providerID": "aws:///z/i-1", "taints": [{"key": "k", "effect": "NoSchedule"}]},
         "status": {
             "capacity": {"cpu": "2", "memory": "1Gi"},
@@ -634,7 +647,10 @@ def test_the_discovery_copy_of_a_node_keeps_exactly_what_discovery_reads() -> No
             ],
         },
     }
-    odd = {"metadata": {"name": "n2", "labels": "not a map"}, "status": {"conditions": "none"}}
+    odd = {
+        "metadata": {"name": "n2", "labels": "not a map", "annotations": {"x": "y"}},
+        "status": {"conditions": "none"},
+    }
     assert discovery_node(odd) == {
         "metadata": {"name": "n2", "labels": "not a map"},
         "spec": {},
