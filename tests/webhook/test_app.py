@@ -154,6 +154,37 @@ def test_a_body_exactly_at_the_limit_is_read_and_one_byte_over_is_413() -> None:
     assert chunked.request.content_length is None
 
 
+def test_an_oversized_chunked_body_is_read_only_one_byte_past_the_limit() -> None:
+    """A chunked body far over the limit is not read whole: the app reads max_body_bytes + 1
+    bytes of it (werkzeug's MAX_CONTENT_LENGTH), enough to tell it from a body at the limit, and
+    answers 413; a body at the limit is read to its end."""
+    body = json.dumps(review(pod())).encode()
+    limit = len(body) + 16
+    app = client(WebhookOptions(max_body_bytes=limit))
+    for extra, code, read in ((16, 200, limit), (17, 413, limit + 1), (5000, 413, limit + 1)):
+        stream = io.BytesIO(body + b" " * extra)
+        answer = app.post(
+            "/mutate",
+            input_stream=stream,
+            headers={"Content-Type": "application/json", "Transfer-Encoding": "chunked"},
+            environ_overrides={"wsgi.input_terminated": True},
+        )
+        assert (answer.status_code, stream.tell()) == (code, read), extra
+
+
+def label_values(family: str, label: str) -> set[str]:
+    """Every value of `label` among the samples of the metric family `family`."""
+    return {s.labels[label] for m in REGISTRY.collect() if m.name == family for s in m.samples}
+
+
+def test_the_app_makes_its_series_under_its_own_label_values_only() -> None:
+    """create_app's series: the internal-error counters of exactly the two webhooks, and the build
+    info of the webhook (a misspelt label value would add a series no alert rule reads)."""
+    client()
+    assert label_values("fitguard_admission_errors", "webhook") == {"mutate", "validate"}
+    assert label_values("fitguard_build_info", "component") == {"webhook"}
+
+
 def test_other_methods_and_paths_get_405_and_404_as_json() -> None:
     """GET on an admission path is 405 naming POST in Allow; an unknown path is 404; both JSON."""
     app = client()
