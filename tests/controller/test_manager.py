@@ -114,7 +114,8 @@ def test_each_runnable_has_its_own_named_thread_and_stop_leaves_nothing_running(
         finally:
             stop.set()
             thread.join(30.0)
-    assert [(r.getMessage(), r.identity) for r in caplog.records] == [("leading", manager.identity)]  # type: ignore[attr-defined]
+    said = [(r.getMessage(), r.identity) for r in caplog.records if r.name == "controller.manager"]  # type: ignore[attr-defined]
+    assert said == [("leading", manager.identity)]
     eventually(lambda: not set(threading.enumerate()) - before, "every thread of the manager ended")
     with pytest.raises(OSError):
         socket.create_connection(("127.0.0.1", manager.status.port), timeout=5.0).close()
@@ -126,7 +127,7 @@ def test_a_leader_whose_stores_have_not_listed_in_time_leads_anyway_and_says_so(
     """The first lists waited for at most FIRST_SYNC seconds: past it (the pod list held), the
     leader's runnables start all the same, with a warning naming the stores still waiting."""
     monkeypatch.setenv("KUBE_FEATURE_WatchListClient", "false")
-    monkeypatch.setattr(manager_module, "FIRST_SYNC", 0.2)
+    monkeypatch.setattr(manager_module, "FIRST_SYNC", 0.5)
     fake_kube.faults.delay(3.0, method="GET", path="/api/v1/pods", watch=False)
     manager, _, leader_only = replica(fake_kube, None)
     stop = threading.Event()
@@ -139,8 +140,10 @@ def test_a_leader_whose_stores_have_not_listed_in_time_leads_anyway_and_says_so(
         finally:
             stop.set()
             thread.join(30.0)
-    warnings = [(r.getMessage(), r.waiting) for r in caplog.records]  # type: ignore[attr-defined]
-    assert warnings == [("leading before every store listed", ["pods"])]
+    warnings = [(r.getMessage(), r.waiting) for r in caplog.records if r.name == "controller.manager"]  # type: ignore[attr-defined]
+    # the held pod list at least (another store may be slow too on a busy machine)
+    assert [message for message, _ in warnings] == ["leading before every store listed"]
+    assert "pods" in warnings[0][1]
 
 
 def test_a_leader_that_loses_the_lease_ends_the_process(fake_kube: Any) -> None:
