@@ -7,6 +7,7 @@ tests/e2e/test_karpenter_once.py judges the same through `fitguard check` in a s
 from __future__ import annotations
 
 import copy
+import functools
 from typing import Any
 
 from prometheus_client import REGISTRY
@@ -50,7 +51,13 @@ def nodepool(name: str, types: tuple[str, ...] = SMALL_TYPES) -> Obj:
 
 
 def published_template(name: str, types: tuple[str, ...] = SMALL_TYPES) -> Obj:
-    """The NodeGroupTemplate the controller publishes for the NodePool (no DaemonSets)."""
+    """The NodeGroupTemplate the controller publishes for the NodePool (no DaemonSets), a copy."""
+    return copy.deepcopy(_published(name, types))
+
+
+@functools.cache
+def _published(name: str, types: tuple[str, ...]) -> Obj:
+    # built once per process: a build reads every instance type Karpenter knows
     record, _ = published(nodepool(name, types), NODECLASS, SETTINGS, {}, lambda offer: {})
     return NodeGroupTemplate(name, provider=PROVIDER, karpenter=record).to_object()
 
@@ -115,15 +122,15 @@ def test_a_pod_every_group_node_and_nodepool_refuses_is_denied_naming_each() -> 
 def test_without_node_groups_the_denial_names_the_nodepools_alone() -> None:
     """No node group at all: the first line says no NodePool fits, for a pod and for a Deployment
     by its name; a NodePool whose taint the pod does not tolerate names the pod's tolerations."""
-    view = only(published_template("general"))
+    view = only(published_template("a"))
     judged = "judged every place it could run: no node groups, 0 live nodes, 1 Karpenter NodePool"
     assert judge(pod("16"), view) == Verdict.deny(
-        "\n".join(("pod does not fit any Karpenter NodePool", CPU_LINE.format("general"), judged))
+        "\n".join(("pod does not fit any Karpenter NodePool", CPU_LINE.format("a"), judged))
     )
     assert judge(workload("Deployment", "16"), view) == Verdict.deny(
-        "\n".join(("Deployment big does not fit any Karpenter NodePool", CPU_LINE.format("general"), judged))
+        "\n".join(("Deployment big does not fit any Karpenter NodePool", CPU_LINE.format("a"), judged))
     )
-    taint = "NodePool general: taint not tolerated (dedicated=x:NoSchedule): change pod spec.tolerations"
+    taint = "NodePool a: taint not tolerated (dedicated=x:NoSchedule): change pod spec.tolerations"
     assert judge(pod("1", tolerates=False), view) == Verdict.deny(
         "\n".join(("pod does not fit any Karpenter NodePool", taint, judged))
     )
@@ -131,11 +138,11 @@ def test_without_node_groups_the_denial_names_the_nodepools_alone() -> None:
 
 def test_warn_and_audit_answer_a_nodepool_denial_with_a_finding() -> None:
     """warn: allowed, no warnings (the message is the finding); audit: allowed with the message."""
-    view = only(published_template("general"))
+    view = only(published_template("a"))
     message = "\n".join(
         (
             "pod does not fit any Karpenter NodePool",
-            CPU_LINE.format("general"),
+            CPU_LINE.format("a"),
             "judged every place it could run: no node groups, 0 live nodes, 1 Karpenter NodePool",
         )
     )
@@ -146,14 +153,14 @@ def test_warn_and_audit_answer_a_nodepool_denial_with_a_finding() -> None:
 
 
 def test_one_nodepool_that_takes_the_pod_admits_it() -> None:
-    """NodePool a refuses 8 cpu, NodePool b (m5.4xlarge, 16 vCPUs) takes it: admitted, nothing said;
-    without the toleration NodePool b's taint refuses it too."""
-    view = cluster(published_template("a"), published_template("b", ("m5.4xlarge",)))
+    """NodePool a refuses 8 cpu, NodePool c (m5.4xlarge, 16 vCPUs) takes it: admitted, nothing said;
+    without the toleration NodePool c's taint refuses it too."""
+    view = cluster(published_template("a"), published_template("c", ("m5.4xlarge",)))
     assert judge(pod("8"), view) == Verdict()
     refused = judge(pod("8", tolerates=False), view)
     assert not refused.allowed and refused.message.splitlines()[-3:] == [
         "NodePool a: taint not tolerated (dedicated=x:NoSchedule): change pod spec.tolerations",
-        "NodePool b: taint not tolerated (dedicated=x:NoSchedule): change pod spec.tolerations",
+        "NodePool c: taint not tolerated (dedicated=x:NoSchedule): change pod spec.tolerations",
         "judged every place it could run: 3 node groups (ng-batch, ng-burst, ng-general),"
         " 4 live nodes, 2 Karpenter NodePools",
     ]
@@ -163,10 +170,10 @@ def test_nodepools_without_a_published_template_leave_the_pod_unjudged() -> None
     """Five NodePools listed, none published yet: admitted unjudged, the first three named and the
     rest counted, the audit annotation's reason, one more count of it; one published NodePool that
     refuses does not make the others judged."""
-    view = cluster(*(listed(name) for name in "edcba"), published_template("f"))
+    view = cluster(*(listed(name) for name in "fedcb"), published_template("a"))
     before = unchecked("karpenter-nodepools")
     assert judge(pod("16"), view) == Verdict(
-        warnings=[f"fitguard did not check this pod: {NOT_MODELED} (a, b, c and 2 more)"],
+        warnings=[f"fitguard did not check this pod: {NOT_MODELED} (b, c, d and 2 more)"],
         abstained=Abstention.NODEPOOLS,
     )
     assert unchecked("karpenter-nodepools") == before + 1
@@ -176,10 +183,33 @@ def test_a_daemonset_is_never_judged_by_a_nodepool() -> None:
     """A DaemonSet that a node group selects but no node serves: NodePools launch no node for a
     DaemonSet's pods, so it is admitted unjudged naming the NodePools, published or not, even when
     each published template would refuse it."""
-    view = cluster(*(published_template(name) for name in "abcd"), listed("e"))
+    view = cluster(published_template("a"), published_template("b"), *(listed(name) for name in "cde"))
     before = unchecked("karpenter-nodepools")
     assert judge(workload("DaemonSet", "16"), view) == Verdict(
         warnings=[f"fitguard did not check this DaemonSet big: {NOT_MODELED} (a, b, c and 2 more)"],
         abstained=Abstention.NODEPOOLS,
     )
     assert unchecked("karpenter-nodepools") == before + 1
+
+
+def test_a_pod_selecting_labels_nobody_offers_is_told_each_groups_labels_and_the_nodepools_field() -> None:
+    """A node selector no group, node or NodePool satisfies: each group's line names the labels its
+    nodes lack or carry otherwise, the NodePool's line the pod's field to change."""
+    selecting = pod("1")
+    selecting["spec"]["nodeSelector"] = {"beta.kubernetes.io/os": "linux", "workload": "batch"}
+    selector = (
+        "node(s) didn't match Pod's node affinity/selector: its nodes have no beta.kubernetes.io/os label"
+    )
+    message = "\n".join(
+        (
+            "pod does not fit any node group",
+            f"ng-batch: {selector}, no workload label",
+            f"ng-burst: {selector}, no workload label",
+            f"ng-general: {selector}, workload=general",
+            "NodePool a: node selector or affinity incompatible with the NodePool (workload: label has no"
+            " known values): change pod spec.nodeSelector / spec.affinity",
+            "judged every place it could run: 3 node groups (ng-batch, ng-burst, ng-general),"
+            " 4 live nodes, 1 Karpenter NodePool",
+        )
+    )
+    assert judge(selecting, cluster(published_template("a"))) == Verdict.deny(message)
