@@ -13,6 +13,7 @@ from capacity.guard import PendingPod
 from controller.books import Books
 from controller.cache import CacheOptions, ClusterCache
 from controller.settings import BooksOptions
+from kube.options import WatchOptions
 from tests.controller.test_books_reconciler import BASE, node, pod
 from tests.objects import Clock
 
@@ -112,3 +113,102 @@ def test_the_window_read_logs_the_value_it_could_not_read() -> None:
     unreadable = [r for r in records if r.getMessage() == "branch-eni-cooldown absent or unreadable"]
     assert [(r.__dict__["value"], r.__dict__["keeping"]) for r in unreadable] == [("soon", None)]
     assert live.window == 90.0  # the default cooldown (60 s) and the processing period (30 s)
+
+
+def listed_pod(name: str, namespace: str, node: str = "", **labels: str) -> dict[str, Any]:
+    spec: dict[str, Any] = {"containers": [{"name": "c", "image": "i"}]}
+    if node:
+        spec["nodeName"] = node
+    meta = {"name": name, "namespace": namespace, "labels": labels}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": {"phase": "Pending"}}
+
+
+def cluster_objects(fake_kube: Any) -> None:
+    """Two nodes, a bound pod and a pending one, cluster-autoscaler's and Karpenter's pods, a
+    DaemonSet and a NodeGroupTemplate, in the fake API server."""
+    for name in ("n2", "n1"):
+        fake_kube.create(node(name))
+    fake_kube.create(listed_pod("web", "apps", "n1"))
+    fake_kube.create(listed_pod("waiting", "apps"))
+    fake_kube.create(listed_pod("ca", "kube-system", "n2", app="cluster-autoscaler"))
+    fake_kube.create(listed_pod("kp", "karpenter", "n2", **{"app.kubernetes.io/name": "karpenter"}))
+    template = {"metadata": {"name": "agent", "namespace": "kube-system"}, "spec": {"containers": []}}
+    fake_kube.create(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "DaemonSet",
+            "metadata": {"name": "agent", "namespace": "kube-system"},
+            "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": template},
+        }
+    )
+    fake_kube.create(
+        {
+            "apiVersion": "fitguard.io/v1alpha1",
+            "kind": "NodeGroupTemplate",
+            "metadata": {"name": "ng-a"},
+            "spec": {"provider": "manual", "maxSize": 1},
+        }
+    )
+
+
+def names(store: Any) -> list[str]:
+    return sorted(f"{getattr(o, 'namespace', '')}/{getattr(o, 'name', '')}" for o in store.items())
+
+
+def object_names(store: Any) -> list[str]:
+    return [
+        f"{o['metadata'].get('namespace', '')}/{o['metadata']['name']}" for o in ClusterCache.ordered(store)
+    ]
+
+
+def test_one_list_of_each_kind_fills_every_store_in_pages_of_the_watch_size(fake_kube: Any) -> None:
+    """`--once`: list_from fills every store from one list of each kind (nodes and pods in pages of
+    the watch options' page size), cluster-autoscaler's and Karpenter's pods by their selectors;
+    the stores are synced, and the pods of one node are read whole through the API."""
+    cluster_objects(fake_kube)
+    options = CacheOptions(autoscaler_selector="app=cluster-autoscaler", watch=WatchOptions(page_size=1))
+    cache = ClusterCache(options).list_from(fake_kube.api_client())
+    assert object_names(cache.node_objects) == ["/n1", "/n2"]
+    assert sorted(n.name for n in cache.nodes.items()) == ["n1", "n2"]
+    assert sorted(p.name for p in cache.pods.items()) == ["ca", "kp", "waiting", "web"]
+    assert object_names(cache.pending) == ["apps/waiting"]
+    assert object_names(cache.daemonsets) == ["kube-system/agent"]
+    assert object_names(cache.templates) == ["/ng-a"]
+    assert object_names(cache.autoscalers) == ["kube-system/ca"]
+    assert object_names(cache.karpenters) == ["karpenter/kp"]
+    assert (object_names(cache.nodepools), object_names(cache.nodeclasses)) == ([], [])
+    assert cache.waiting_for() == [] and not cache.from_file
+    limits = {r.query.get("limit") for r in fake_kube.requests.find(method="GET", path="/api/v1/nodes")}
+    assert limits == {"1"}
+    # in the order the API lists them: by namespace, then name
+    assert [p["metadata"]["name"] for p in cache.pods_on_node("n2")] == ["kp", "ca"]
+    stored = fake_kube.get("Pod", "web", "apps")
+    # whole, as a list's items are (without apiVersion and kind)
+    assert cache.pods_on_node("n1") == [{k: v for k, v in stored.items() if k not in ("apiVersion", "kind")}]
+
+
+def test_unreadable_autoscaler_pods_leave_the_groups_to_their_tags_and_say_why(
+    fake_kube: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """cluster-autoscaler's pods refused (403): the list goes on with none, a warning names the
+    selector, and the reason a person reads says how they were sought and why none was found."""
+    cluster_objects(fake_kube)
+    fake_kube.faults.fail(403, path="/api/v1/namespaces/kube-system/pods", count=None)
+    options = CacheOptions(autoscaler_selector="app=cluster-autoscaler", autoscaler_namespace="kube-system")
+    with caplog.at_level(logging.WARNING, logger="controller.cache"):
+        cache = ClusterCache(options).list_from(fake_kube.api_client())
+    assert object_names(cache.autoscalers) == []
+    process, sought = cache.autoscaler()
+    assert process is None and sought.endswith(": unreadable (" + cache._autoscaler_error + ")")
+    assert [r.getMessage() for r in caplog.records if r.name == "controller.cache"] == [
+        "cluster-autoscaler pods unreadable (app=cluster-autoscaler): groups judged by their tags: "
+        + cache._autoscaler_error
+    ]
+
+
+def test_a_state_files_pods_of_one_node_are_its_own_whole_pods() -> None:
+    """From a file, pods_on_node is the file's pods bound to that node, whole and in file order."""
+    pods = [listed_pod("b", "apps", "n1"), listed_pod("a", "apps", "n2"), listed_pod("c", "apps", "n1")]
+    cache = ClusterCache(CacheOptions(autoscaler_selector="")).fill({"Pod": pods})
+    assert cache.from_file and cache.pods_on_node("n1") == [pods[0], pods[2]]
+    assert cache.pods_on_node("n3") == []
