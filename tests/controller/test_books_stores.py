@@ -11,7 +11,7 @@ import pytest
 
 from capacity.guard import PendingPod
 from controller.books import Books
-from controller.cache import CacheOptions, ClusterCache
+from controller.cache import CacheOptions, ClusterCache, pending_pod
 from controller.settings import BooksOptions
 from kube.options import WatchOptions
 from tests.controller.test_books_reconciler import BASE, node, pod
@@ -199,7 +199,11 @@ def test_unreadable_autoscaler_pods_leave_the_groups_to_their_tags_and_say_why(
         cache = ClusterCache(options).list_from(fake_kube.api_client())
     assert object_names(cache.autoscalers) == []
     process, sought = cache.autoscaler()
-    assert process is None and sought.endswith(": unreadable (" + cache._autoscaler_error + ")")
+    why = cache._autoscaler_error
+    assert (process, sought) == (
+        None,
+        f"pods app=cluster-autoscaler in namespace kube-system: unreadable ({why})",
+    )
     assert [r.getMessage() for r in caplog.records if r.name == "controller.cache"] == [
         "cluster-autoscaler pods unreadable (app=cluster-autoscaler): groups judged by their tags: "
         + cache._autoscaler_error
@@ -212,3 +216,52 @@ def test_a_state_files_pods_of_one_node_are_its_own_whole_pods() -> None:
     cache = ClusterCache(CacheOptions(autoscaler_selector="")).fill({"Pod": pods})
     assert cache.from_file and cache.pods_on_node("n1") == [pods[0], pods[2]]
     assert cache.pods_on_node("n3") == []
+
+
+def test_a_state_file_fills_every_store_and_picks_the_selected_pods() -> None:
+    """fill: each kind into its store (what is not there is an empty store), cluster-autoscaler's and
+    Karpenter's pods by their selectors and namespaces."""
+    ca = listed_pod("ca", "kube-system", "n1", app="cluster-autoscaler")
+    elsewhere = listed_pod("ca2", "other", "n1", app="cluster-autoscaler")
+    kp = listed_pod("kp", "karpenter", "n1", **{"app.kubernetes.io/name": "karpenter"})
+    kinds = {
+        "Node": [node("n1")],
+        "Pod": [ca, elsewhere, kp, listed_pod("waiting", "apps")],
+        "DaemonSet": [{"metadata": {"name": "agent", "namespace": "kube-system"}}],
+        "NodeGroupTemplate": [{"metadata": {"name": "ng-a"}}],
+        "NodePool": [{"metadata": {"name": "default"}}],
+        "EC2NodeClass": [{"metadata": {"name": "default-class"}}],
+    }
+    options = CacheOptions(autoscaler_selector="app=cluster-autoscaler", autoscaler_namespace="kube-system")
+    cache = ClusterCache(options).fill(kinds)
+    stores = (cache.daemonsets, cache.templates, cache.autoscalers, cache.karpenters, cache.nodepools)
+    assert [object_names(store) for store in (*stores, cache.nodeclasses, cache.pending)] == [
+        ["kube-system/agent"],
+        ["/ng-a"],
+        ["kube-system/ca"],
+        ["karpenter/kp"],
+        ["/default"],
+        ["/default-class"],
+        ["apps/waiting"],
+    ]
+    empty = ClusterCache(options).fill({})
+    assert [len(store) for store in empty.stores()] == [0] * 8 and empty.waiting_for() == []
+
+
+def test_a_pending_pod_is_one_the_planner_may_place() -> None:
+    """Unbound, not being deleted, and Pending (a pod without a phase yet counts as Pending): the
+    object itself; bound, deleting, or in another phase: None."""
+    waiting = listed_pod("w", "apps")
+    no_status = {k: v for k, v in waiting.items() if k != "status"}
+    deleting = {**waiting, "metadata": {**waiting["metadata"], "deletionTimestamp": "2026-12-02T00:00:00Z"}}
+    running = {**waiting, "status": {"phase": "Running"}}
+    assert [
+        pending_pod(p) for p in (waiting, no_status, listed_pod("b", "apps", "n1"), deleting, running)
+    ] == [
+        waiting,
+        no_status,
+        None,
+        None,
+        None,
+    ]
+    assert pending_pod({}) == {}

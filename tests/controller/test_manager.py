@@ -31,10 +31,12 @@ class Probe:
         self.started = threading.Event()
         self.synced_at_start: bool | None = None
         self.thread: tuple[str, bool] | None = None  # the name and daemon flag of its thread
+        self.stop: threading.Event | None = None  # the event it was given
 
     def run(self, stop: threading.Event) -> None:
         self.synced_at_start = not self.cache.waiting_for()
         self.thread = (threading.current_thread().name, threading.current_thread().daemon)
+        self.stop = stop
         self.started.set()
         stop.wait()
 
@@ -111,6 +113,7 @@ def test_each_runnable_has_its_own_named_thread_and_stop_leaves_nothing_running(
         try:
             eventually(leader_only.started.is_set, "the leader's runnable started")
             assert (everywhere.thread, leader_only.thread) == (("books", True), ("discovery", True))
+            assert everywhere.stop is stop and leader_only.stop is stop
         finally:
             stop.set()
             thread.join(30.0)
