@@ -201,3 +201,33 @@ def test_a_group_refusing_only_the_injected_pod_eni_names_the_policy() -> None:
         )
     )
     assert judge(worker, cluster(drop=("ng-batch", "ng-general"))) == Verdict.deny(denial)
+
+
+def test_a_deployments_old_template_is_no_daemonset_overhead_for_its_update() -> None:
+    """Only a DaemonSet's update is judged without its own old revision: a Deployment raised from
+    100m to 3800m is denied on update as on create (ng-general offers 3720m after its 200m of
+    DaemonSets; the Deployment's old 100m is none of them)."""
+
+    def deployment(cpu: str) -> Obj:
+        template = {
+            "metadata": {},
+            "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]},
+        }
+        return {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "web", "namespace": "default"},
+            "spec": {"template": template},
+        }
+
+    denial = (
+        cpu_denial("3800m")
+        .replace("pod does not fit", "Deployment web does not fit")
+        .replace(
+            "\njudged every",
+            "\nfields to edit: spec.template.spec.containers[0].resources.requests.cpu\njudged every",
+        )
+    )
+    update = review(deployment("3800m"), "u-1", "UPDATE", oldObject=deployment("100m"))["request"]
+    assert validate_review(update, cluster(), ENFORCE) == Verdict.deny(denial)
+    assert judge(deployment("3800m"), cluster()) == Verdict.deny(denial)
