@@ -5,6 +5,7 @@ that cannot be read is told, what a deletion takes out, and the fields the windo
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Any
 
 import pytest
@@ -244,6 +245,7 @@ def test_a_state_file_fills_every_store_and_picks_the_selected_pods() -> None:
         ["/default-class"],
         ["apps/waiting"],
     ]
+    assert cache.wait_synced() is True and cache.wait_synced(0.0) is True
     empty = ClusterCache(options).fill({})
     assert [len(store) for store in empty.stores()] == [0] * 8 and empty.waiting_for() == []
 
@@ -265,3 +267,21 @@ def test_a_pending_pod_is_one_the_planner_may_place() -> None:
         None,
     ]
     assert pending_pod({}) == {}
+
+
+def test_the_watched_cache_picks_the_selected_pods_in_their_namespace(fake_kube: Any) -> None:
+    """start: cluster-autoscaler's pods watched by their selector in their namespace on a reflector
+    named for them (the one in another namespace and Karpenter's are not theirs); every store syncs."""
+    cluster_objects(fake_kube)
+    fake_kube.create(listed_pod("ca2", "other", "n1", app="cluster-autoscaler"))
+    options = CacheOptions(autoscaler_selector="app=cluster-autoscaler", autoscaler_namespace="kube-system")
+    cache = ClusterCache(options).start(fake_kube.api_client())
+    try:
+        assert cache.wait_synced(30.0)
+        assert (object_names(cache.autoscalers), object_names(cache.karpenters)) == (
+            ["kube-system/ca"],
+            ["karpenter/kp"],
+        )
+        assert {"autoscaler-pods", "karpenter-pods"} <= {t.name for t in threading.enumerate()}
+    finally:
+        cache.stop()

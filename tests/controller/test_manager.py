@@ -107,7 +107,8 @@ def test_each_runnable_has_its_own_named_thread_and_stop_leaves_nothing_running(
     before = set(threading.enumerate())
     manager, everywhere, leader_only = replica(fake_kube, None)
     stop = threading.Event()
-    thread = threading.Thread(target=manager.run, args=(stop,), daemon=True)
+    # not a daemon itself: a runnable's thread is a daemon because the manager makes it one
+    thread = threading.Thread(target=manager.run, args=(stop,))
     with caplog.at_level(logging.INFO, logger="controller.manager"):
         thread.start()
         try:
