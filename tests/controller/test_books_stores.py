@@ -14,6 +14,7 @@ from capacity.guard import PendingPod
 from controller.books import Books
 from controller.cache import CacheOptions, ClusterCache, pending_pod
 from controller.settings import BooksOptions
+from kube.client import KubeError
 from kube.options import WatchOptions
 from tests.controller.test_books_reconciler import BASE, node, pod
 from tests.objects import Clock
@@ -179,8 +180,11 @@ def test_one_list_of_each_kind_fills_every_store_in_pages_of_the_watch_size(fake
     assert object_names(cache.karpenters) == ["karpenter/kp"]
     assert (object_names(cache.nodepools), object_names(cache.nodeclasses)) == ([], [])
     assert cache.waiting_for() == [] and not cache.from_file
-    limits = {r.query.get("limit") for r in fake_kube.requests.find(method="GET", path="/api/v1/nodes")}
-    assert limits == {"1"}
+    for path in ("/api/v1/nodes", "/api/v1/pods", "/apis/karpenter.sh/v1/nodepools"):
+        # the lists of every object of the kind (a label selector's lists page by the client's default)
+        found = fake_kube.requests.find(method="GET", path=path)
+        limits = {r.query.get("limit") for r in found if "labelSelector" not in r.query}
+        assert limits == {"1"}, path
     # in the order the API lists them: by namespace, then name
     assert [p["metadata"]["name"] for p in cache.pods_on_node("n2")] == ["kp", "ca"]
     stored = fake_kube.get("Pod", "web", "apps")
@@ -285,3 +289,23 @@ def test_the_watched_cache_picks_the_selected_pods_in_their_namespace(fake_kube:
         assert {"autoscaler-pods", "karpenter-pods"} <= {t.name for t in threading.enumerate()}
     finally:
         cache.stop()
+
+
+def test_no_selector_lists_no_pods_and_a_kind_not_served_is_empty(fake_kube: Any) -> None:
+    """Empty selectors look for no cluster-autoscaler and no Karpenter pods; Karpenter's pods are
+    looked for in their namespace only; NodePools the API does not serve (404) are none, while any
+    other failure of their list is raised; a cache never filled has no pods on any node."""
+    cluster_objects(fake_kube)
+    fake_kube.create(listed_pod("kp2", "other", "n1", **{"app.kubernetes.io/name": "karpenter"}))
+    none = CacheOptions(autoscaler_selector="", karpenter_selector="")
+    cache = ClusterCache(none).list_from(fake_kube.api_client())
+    assert (object_names(cache.autoscalers), object_names(cache.karpenters)) == ([], [])
+    scoped = ClusterCache(CacheOptions(autoscaler_selector="", karpenter_namespace="karpenter"))
+    assert object_names(scoped.list_from(fake_kube.api_client()).karpenters) == ["karpenter/kp"]
+    fake_kube.faults.fail(404, path="/apis/karpenter.sh/v1/nodepools", count=None)
+    assert object_names(ClusterCache(none).list_from(fake_kube.api_client()).nodepools) == []
+    fake_kube.faults.clear()
+    fake_kube.faults.fail(500, path="/apis/karpenter.sh/v1/nodepools", count=None)
+    with pytest.raises(KubeError):
+        ClusterCache(none).list_from(fake_kube.api_client())
+    assert ClusterCache(none).pods_on_node("n1") == []

@@ -107,7 +107,7 @@ def test_the_templates_published_before_are_read_back_but_manual_and_unreadable_
     manual = NodeGroupTemplate("ng-m", provider="manual", max_size=1).to_object()
     unreadable = {"metadata": {"name": "ng-bad"}, "spec": {"provider": "aws-asg", "maxSize": "many"}}
     with caplog.at_level(logging.WARNING, logger="controller.cycle"):
-        found = previous_templates([ours, manual, unreadable])
+        found = previous_templates([unreadable, manual, ours])
     assert found == {"ng-a": NodeGroupTemplate.from_object(ours)}
     said = [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "controller.cycle"]
     with pytest.raises((TypeError, ValueError)) as why:
