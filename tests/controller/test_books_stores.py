@@ -309,3 +309,24 @@ def test_no_selector_lists_no_pods_and_a_kind_not_served_is_empty(fake_kube: Any
     with pytest.raises(KubeError):
         ClusterCache(none).list_from(fake_kube.api_client())
     assert ClusterCache(none).pods_on_node("n1") == []
+
+
+def test_a_new_cache_waits_for_every_store_by_name_and_answers_without_a_source() -> None:
+    """Before any fill: every store is waited for, named as the readiness answer names it; a
+    ConfigMap is absent, no node has pods, cluster-autoscaler was not found (not unreadable), and
+    stopping a cache never started stops nothing."""
+    options = CacheOptions(autoscaler_selector="app=cluster-autoscaler", autoscaler_namespace="kube-system")
+    cache = ClusterCache(options)
+    assert cache.waiting_for() == [
+        "nodes",
+        "pods",
+        "daemonsets",
+        "NodeGroupTemplate",
+        "cluster-autoscaler pods",
+        "NodePool",
+        "EC2NodeClass",
+        "Karpenter controller pods",
+    ]
+    assert (cache.config_map("kube-system", "x"), cache.pods_on_node("n1")) == (None, [])
+    assert cache.autoscaler() == (None, "pods app=cluster-autoscaler in namespace kube-system")
+    cache.stop()
