@@ -20,9 +20,11 @@ from prometheus_client import REGISTRY
 
 from kube.statefile import load_state
 from tests import objects
-from webhook.answer import is_pod_create, review_response
+from webhook import answer as answers
+from webhook.answer import Answer, Outcome, Webhook, is_pod_create, review_response
 from webhook.app import create_app
 from webhook.cluster import from_objects
+from webhook.mutate import LINUX, Mutation
 from webhook.review import Verdict, WebhookOptions
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -576,3 +578,24 @@ def test_a_declared_oversize_is_refused_before_its_body_is_read() -> None:
         environ_overrides={"CONTENT_LENGTH": str(1024 * 1024)},
     )
     assert (answer.status_code, answer.get_json()) == (413, {"message": "request body too large"})
+
+
+def test_an_answer_carries_its_webhook_its_exemption_and_its_mutation_whole() -> None:
+    """webhook/answer.py answer(), as `fitguard check` reads it: an exempt request is allowed with
+    the reason and says it was not reviewed; a pod /mutate reviews carries the mutation it made
+    (a pod matching no SecurityGroupPolicy: nothing injected, the message says why)."""
+    view = from_objects(copy.deepcopy(CLUSTER))
+    exempt = review(pod(), namespace="kube-system")["request"]
+    reason = "namespace kube-system is exempt"
+    assert answers.answer(Webhook.VALIDATE, exempt, view, WebhookOptions()) == Answer(
+        Webhook.VALIDATE, "u-1", Verdict(allowed=True, message=reason), Outcome.ALLOW, exemption=reason
+    )
+    made = answers.answer(Webhook.MUTATE, review(pod())["request"], view, WebhookOptions())
+    said = "Pod didn't match any SGP"
+    assert made == Answer(
+        Webhook.MUTATE,
+        "u-1",
+        Verdict(allowed=True),
+        Outcome.ALLOW,
+        mutation=Mutation(LINUX, [], "Pod didn't match any SGP"),
+    )
