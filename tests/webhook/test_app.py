@@ -595,7 +595,7 @@ def test_an_answer_carries_its_webhook_its_exemption_and_its_mutation_whole() ->
     assert made == Answer(
         Webhook.MUTATE,
         "u-1",
-        Verdict(allowed=True),
+        Verdict(allowed=True, message=said),
         Outcome.ALLOW,
-        mutation=Mutation(LINUX, [], "Pod didn't match any SGP"),
+        mutation=Mutation(LINUX, [], said),
     )
