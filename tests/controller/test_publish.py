@@ -3,10 +3,14 @@ deleted with their group, and a person's (manual) objects never touched."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
+
+import pytest
 
 from capacity.names import MANAGED_BY_LABEL, TEMPLATE_MANAGER
 from capacity.template import NodeGroupTemplate, View
+from controller.cycle import previous_templates
 from controller.discovery import GroupOutcome
 from controller.publish import publish
 from kube.client import KubeClient
@@ -91,3 +95,21 @@ def test_stale_template_carries_its_reason(fake_kube: Any) -> None:
     publish(api, [GroupOutcome("ng-a", template("ng-a"), "DescribeLaunchTemplateVersions: AccessDenied")])
     stored = fake_kube.get("NodeGroupTemplate", "ng-a", api_version="fitguard.io/v1alpha1")
     assert "AccessDenied" in stored["spec"]["staleReason"]
+
+
+def test_the_templates_published_before_are_read_back_but_manual_and_unreadable_ones(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """controller/cycle.py previous_templates: the listed NodeGroupTemplates fitguard published,
+    by name, read back whole; a manual one (its provider, or the manual mark) is not ours to keep
+    or replace; an unreadable one is logged by name with why and skipped."""
+    ours = NodeGroupTemplate("ng-a", provider="aws-asg", max_size=3).to_object()
+    manual = NodeGroupTemplate("ng-m", provider="manual", max_size=1).to_object()
+    unreadable = {"metadata": {"name": "ng-bad"}, "spec": {"provider": "aws-asg", "maxSize": "many"}}
+    with caplog.at_level(logging.WARNING, logger="controller.cycle"):
+        found = previous_templates([unreadable, manual, ours])
+    assert found == {"ng-a": NodeGroupTemplate.from_object(ours)}
+    said = [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "controller.cycle"]
+    with pytest.raises((TypeError, ValueError)) as why:
+        NodeGroupTemplate.from_object(unreadable)
+    assert said == [("WARNING", f"NodeGroupTemplate ng-bad unreadable: {why.value}")]

@@ -34,6 +34,7 @@ from controller.scaling import (
     exhausted_groups,
     groups_to_mark,
     node_free,
+    planner_with,
     scale_ups_json,
 )
 from kube.events import EventRecorder
@@ -192,6 +193,20 @@ def test_only_groups_fitguard_will_grow_itself_are_marked() -> None:
     assert groups_to_mark(templates, ScalingOptions(mode=ON)) == {"ng-asg", "ng-managed", "ng-one", "other"}
     assert groups_to_mark(templates, ScalingOptions(mode=PLAN)) == set()
     assert groups_to_mark(templates, ScalingOptions(mode=OFF)) == set()
+
+
+def test_the_priorities_last_read_decide_which_groups_are_marked() -> None:
+    """The priority expander's ConfigMap as last read replaces the flags' priorities: a ConfigMap
+    naming only `other` marks only `other`, whatever the flags matched; none read (None), the flags'
+    priorities decide; the planner's other options are the flags' either way."""
+    templates = [template("ng-asg"), template("other")]
+    flags = PlannerOptions(expanders=(PRIORITY,), priorities={10: (re.compile("^ng-"),)})
+    on = ScalingOptions(mode=ON, planner=flags)
+    read = {5: (re.compile("^other$"),)}
+    assert groups_to_mark(templates, on, read) == {"other"}
+    assert groups_to_mark(templates, on, None) == {"ng-asg"}
+    assert planner_with(on, read) == PlannerOptions(expanders=(PRIORITY,), priorities=read)
+    assert planner_with(on, None) is flags
 
 
 def pending(name: str, cpu: str) -> dict[str, Any]:

@@ -21,9 +21,11 @@ from prometheus_client import REGISTRY
 from kube.statefile import load_state
 from tests import objects
 from tests.objects import node_groups_only
-from webhook.answer import is_pod_create, review_response
+from webhook import answer as answers
+from webhook.answer import Answer, Outcome, Webhook, is_pod_create, review_response
 from webhook.app import create_app
 from webhook.cluster import from_objects
+from webhook.mutate import LINUX, Mutation
 from webhook.review import Verdict, WebhookOptions
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -153,6 +155,37 @@ def test_a_body_exactly_at_the_limit_is_read_and_one_byte_over_is_413() -> None:
     for answer in (declared, chunked):
         assert (answer.status_code, answer.get_json()) == (413, {"message": "request body too large"})
     assert chunked.request.content_length is None
+
+
+def test_an_oversized_chunked_body_is_read_only_one_byte_past_the_limit() -> None:
+    """A chunked body far over the limit is not read whole: the app reads max_body_bytes + 1
+    bytes of it (werkzeug's MAX_CONTENT_LENGTH), enough to tell it from a body at the limit, and
+    answers 413; a body at the limit is read to its end."""
+    body = json.dumps(review(pod())).encode()
+    limit = len(body) + 16
+    app = client(WebhookOptions(max_body_bytes=limit))
+    for extra, code, read in ((16, 200, limit), (17, 413, limit + 1), (5000, 413, limit + 1)):
+        stream = io.BytesIO(body + b" " * extra)
+        answer = app.post(
+            "/mutate",
+            input_stream=stream,
+            headers={"Content-Type": "application/json", "Transfer-Encoding": "chunked"},
+            environ_overrides={"wsgi.input_terminated": True},
+        )
+        assert (answer.status_code, stream.tell()) == (code, read), extra
+
+
+def label_values(family: str, label: str) -> set[str]:
+    """Every value of `label` among the samples of the metric family `family`."""
+    return {s.labels[label] for m in REGISTRY.collect() if m.name == family for s in m.samples}
+
+
+def test_the_app_makes_its_series_under_its_own_label_values_only() -> None:
+    """create_app's series: the internal-error counters of exactly the two webhooks, and the build
+    info of the webhook (a misspelt label value would add a series no alert rule reads)."""
+    client()
+    assert label_values("fitguard_admission_errors", "webhook") == {"mutate", "validate"}
+    assert label_values("fitguard_build_info", "component") == {"webhook"}
 
 
 def test_other_methods_and_paths_get_405_and_404_as_json() -> None:
@@ -546,3 +579,24 @@ def test_a_declared_oversize_is_refused_before_its_body_is_read() -> None:
         environ_overrides={"CONTENT_LENGTH": str(1024 * 1024)},
     )
     assert (answer.status_code, answer.get_json()) == (413, {"message": "request body too large"})
+
+
+def test_an_answer_carries_its_webhook_its_exemption_and_its_mutation_whole() -> None:
+    """webhook/answer.py answer(), as `fitguard check` reads it: an exempt request is allowed with
+    the reason and says it was not reviewed; a pod /mutate reviews carries the mutation it made
+    (a pod matching no SecurityGroupPolicy: nothing injected, the message says why)."""
+    view = from_objects(copy.deepcopy(CLUSTER))
+    exempt = review(pod(), namespace="kube-system")["request"]
+    reason = "namespace kube-system is exempt"
+    assert answers.answer(Webhook.VALIDATE, exempt, view, WebhookOptions()) == Answer(
+        Webhook.VALIDATE, "u-1", Verdict(allowed=True, message=reason), Outcome.ALLOW, exemption=reason
+    )
+    made = answers.answer(Webhook.MUTATE, review(pod())["request"], view, WebhookOptions())
+    said = "Pod didn't match any SGP"
+    assert made == Answer(
+        Webhook.MUTATE,
+        "u-1",
+        Verdict(allowed=True, message=said),
+        Outcome.ALLOW,
+        mutation=Mutation(LINUX, [], said),
+    )
