@@ -12,7 +12,7 @@ import json
 import sys
 from collections.abc import Mapping
 from dataclasses import KW_ONLY, dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from capacity.autoscaler_readiness import NEVER, node_readiness
 from capacity.names import EXHAUSTED_LABEL, KEEP_LABEL, TERMINAL_PHASES
@@ -52,30 +52,27 @@ def _intern(value: object) -> str:
 # CPU and memory, and pods created or scheduled in the same second share their times (150,000 pods:
 # about 16 MB of separate int and float objects). One memo per type, since 1 == 1.0 as keys.
 _SHARED_NUMBERS = 16_384  # distinct values kept per type; past that the memo starts again
+_N = TypeVar("_N", int, float)
 _ints: dict[int, int] = {}
 _floats: dict[float, float] = {}
 
 
-def _shared_int(value: int) -> int:
-    found = _ints.get(value)
+def _shared(memo: dict[_N, _N], value: _N) -> _N:
+    found = memo.get(value)
     if found is not None:
         return found
-    if len(_ints) >= _SHARED_NUMBERS:
-        _ints.clear()
-    _ints[value] = value
+    if len(memo) >= _SHARED_NUMBERS:
+        memo.clear()
+    memo[value] = value
     return value
+
+
+def _shared_int(value: int) -> int:
+    return _shared(_ints, value)
 
 
 def _shared_time(value: float | None) -> float | None:
-    if value is None:
-        return None
-    found = _floats.get(value)
-    if found is not None:
-        return found
-    if len(_floats) >= _SHARED_NUMBERS:
-        _floats.clear()
-    _floats[value] = value
-    return value
+    return None if value is None else _shared(_floats, value)
 
 
 def _branch_enis(annotation: object) -> list[Any]:
