@@ -190,14 +190,23 @@ def test_pods_decode_as_the_page_decoder_decodes_them() -> None:
     assert members["metadata"] == {"resourceVersion": "9"}
 
 
-def _big_list(count: int, item: bytes, chunk: int = 64 * 1024) -> Iterator[bytes]:
-    """A list body of `count` copies of `item`, generated chunk by chunk (never whole here either)."""
-    yield b'{"metadata":{"resourceVersion":"1"},"items":['
-    per_chunk = max(1, chunk // (len(item) + 1))
-    for start in range(0, count, per_chunk):
-        n = min(per_chunk, count - start)
-        yield (b",".join([item] * n) + (b"," if start + n < count else b""))
-    yield b'],"kind":"List"}'
+def _big_list(count: int, item: bytes, chunk: int = 50_000) -> Iterator[bytes]:
+    """A list body of `count` copies of `item` in `chunk`-byte pieces that cut items anywhere,
+    generated piece by piece (never whole here either)."""
+
+    def parts() -> Iterator[bytes]:
+        yield b'{"metadata":{"resourceVersion":"1"},"items":['
+        for i in range(count):
+            yield item if i == count - 1 else item + b","
+        yield b'],"kind":"List"}'
+
+    pending = b""
+    for part in parts():
+        pending += part
+        while len(pending) >= chunk:
+            yield pending[:chunk]
+            pending = pending[chunk:]
+    yield pending
 
 
 def test_peak_memory_is_one_chunk_and_one_item_not_the_body() -> None:
