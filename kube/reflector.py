@@ -29,10 +29,10 @@ import urllib3
 from kube import relist
 from kube.backoff import Backoff
 from kube.client import KubeClient, KubeError, Resource, as_kube_client
+from kube.liststream import BadList, ListReader
 from kube.options import ReflectorOptions
 from kube.reflector_stats import ReflectorStats
 from kube.relist import AfterWatch
-from kube.liststream import BadList, ListReader
 from kube.responses import InFlight
 from kube.responses import abort as _abort
 from kube.responses import chunks as _chunks

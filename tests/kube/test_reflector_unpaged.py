@@ -55,7 +55,7 @@ def test_a_watch_cache_list_ignoring_the_limit_fills_the_store_from_one_body(
 class _Canned(BaseHTTPRequestHandler):
     """Answers every GET with the server's canned head and body, then closes the connection."""
 
-    def do_GET(self) -> None:  # noqa: N802  (http.server's name)
+    def do_GET(self) -> None:
         server: _CannedServer = self.server  # type: ignore[assignment]
         server.hits += 1
         self.send_response(200)
@@ -107,7 +107,11 @@ _POD = b'{"metadata":{"name":"p1","namespace":"default"}}'
     [
         (b"<html>bad gateway</html>", 0, "200 BadResponse: list page is not JSON: "),
         (b"[]", 0, "200 BadResponse: list page is not an object"),
-        (b'{"items":[' + _POD + b"," + _POD, 0, "200 BadResponse: list page is not JSON: the body ends inside"),
+        (
+            b'{"items":[' + _POD + b"," + _POD,
+            0,
+            "200 BadResponse: list page is not JSON: the body ends inside",
+        ),
         (b'{"items":[' + _POD + b"]}garbage", 0, "200 BadResponse: list page is not JSON: data after"),
         # the server promises more than it sends, then closes: a connection cut mid-body
         (b'{"items":[' + _POD + b"," + _POD, 10_000, "ListInterrupted: "),
