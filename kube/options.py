@@ -17,7 +17,6 @@ from typing import Any
 
 from capacity.defaults import LEASE_NAME, NAMESPACE
 from capacity.names import CONTROLLER_REPORTER
-from kube.pages import decode_page
 
 
 @dataclass(frozen=True)
@@ -43,11 +42,10 @@ class WatchOptions:
 
 @dataclass(frozen=True)
 class Decoders:
-    """How a list page and a watch line become objects: json.loads by default (a page with the
-    GC paused, kube/pages.py); a store that reads a few fields of big objects passes a schema
-    decoder (kube/podwire.py DECODERS)."""
+    """How one item of a list body and a watch line become objects: json.loads by default; a store
+    that reads a few fields of big objects passes a schema decoder (kube/podwire.py DECODERS)."""
 
-    page: Callable[[bytes], Any] = decode_page
+    item: Callable[[bytes], Any] = json.loads
     line: Callable[[bytes], Any] = json.loads
 
 

@@ -157,5 +157,5 @@ def decode_event(line: bytes) -> Any:
     return json.loads(line)
 
 
-# a pod reflector's page and line decoders (ReflectorOptions.decoders)
-DECODERS = Decoders(page=decode_page, line=decode_event)
+# a pod reflector's list item and watch line decoders (ReflectorOptions.decoders)
+DECODERS = Decoders(item=decode_pod, line=decode_event)

@@ -29,11 +29,13 @@ import urllib3
 from kube import relist
 from kube.backoff import Backoff
 from kube.client import KubeClient, KubeError, Resource, as_kube_client
+from kube.liststream import BadList, ListReader
 from kube.options import ReflectorOptions
 from kube.reflector_stats import ReflectorStats
 from kube.relist import AfterWatch
 from kube.responses import InFlight
 from kube.responses import abort as _abort
+from kube.responses import chunks as _chunks
 from kube.responses import lines as _lines
 from kube.store import Store
 from kube.store import project_page as _project_page
@@ -72,7 +74,7 @@ class Reflector:
         self.connect_timeout = watch.connect_timeout
         self.name = options.name or f"reflector-{resource.plural}"
         self.stats = ReflectorStats()
-        self._decode_page = options.decoders.page
+        self._decode_item = options.decoders.item
         self._decode_line = options.decoders.line
         selectors = (("labelSelector", options.label_selector), ("fieldSelector", options.field_selector))
         self._selectors = [(key, value) for key, value in selectors if value]
@@ -211,13 +213,14 @@ class Reflector:
         while not self._stop.is_set():
             query = relist.list_query(requested, limit, self._selectors, token)
             try:
-                page = self._read_page(query)
+                page = self._read_page(query, fresh)
             except KubeError as err:
                 if not token and (err.gone or relist.too_large(err)) and not self._rv_unavailable:
                     # client-go list(): the RV is unavailable, list again at once as a consistent
                     # read, with the same pager: unpaged when the first try was (an RV of its own)
                     self._rv_unavailable = True
                     requested = ""
+                    fresh = {}
                     continue
                 if not (err.gone and token) or restarted:
                     raise
@@ -226,7 +229,6 @@ class Reflector:
                 restarted = True
                 fresh, token = {}, ""
                 continue
-            _project_page(self.store.project, page.get("items") or (), fresh)
             meta = page.get("metadata") or {}
             resource_version = str(meta.get("resourceVersion") or resource_version)
             token = str(meta.get("continue") or "")
@@ -249,24 +251,21 @@ class Reflector:
             self.stats.relists += 1
         self._synced.set()
 
-    def _read_page(self, query: list[tuple[str, Any]]) -> dict[str, Any]:
+    def _read_page(self, query: list[tuple[str, Any]], fresh: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        """One list response, its items projected into `fresh` as they arrive (kube/liststream.py:
+        a watch cache's unpaged answer is never held whole); returns its other top-level members."""
         response = self._open(query, read_timeout=60.0)
+        reader = ListReader(_chunks(response, "ListInterrupted"), self._decode_item)
         clean = False
         try:
-            data = response.read()
+            _project_page(self.store.project, reader.items(), fresh)
             clean = True
-        except (urllib3.exceptions.HTTPError, OSError, ValueError) as err:
-            raise KubeError(0, "ListInterrupted", str(err)) from None
+        except BadList as err:
+            raise KubeError(response.status, "BadResponse", str(err)) from None
         finally:
             self._in_flight.done(response, clean)
         self.stats.last_contact = time.monotonic()
-        try:
-            page = self._decode_page(data)
-        except ValueError as err:
-            raise KubeError(response.status, "BadResponse", f"list page is not JSON: {err}") from None
-        if not isinstance(page, dict):
-            raise KubeError(response.status, "BadResponse", "list page is not an object")
-        return page
+        return reader.members
 
     def _watch(self, initial: bool = False) -> AfterWatch:
         """Applies one watch stream's events; once it ends, whether to watch again at once or relist

@@ -8,6 +8,8 @@ from collections.abc import Iterator
 
 import urllib3
 
+from kube.client import KubeError
+
 log = logging.getLogger(__name__)
 
 _READ_SIZE = 64 * 1024
@@ -29,6 +31,18 @@ def lines(response: urllib3.BaseHTTPResponse) -> Iterator[bytes]:
                 yield line
     if pending.strip():
         yield pending
+
+
+def chunks(response: urllib3.BaseHTTPResponse, reason: str) -> Iterator[bytes]:
+    """A body's bytes as they arrive; a connection cut or shut mid-body is KubeError `reason`."""
+    while True:
+        try:
+            chunk = response.read1(_READ_SIZE)
+        except (urllib3.exceptions.HTTPError, OSError, ValueError) as err:
+            raise KubeError(0, reason, str(err)) from None
+        if not chunk:
+            return
+        yield chunk
 
 
 def abort(response: urllib3.BaseHTTPResponse) -> None:

@@ -1,0 +1,243 @@
+"""kube/liststream.py: a list body's items read one at a time, exactly as a whole-body json.loads
+would give them, whatever the member order, whitespace, string contents and chunk boundaries; and
+every body that is not a complete JSON object refused, with the words a whole-body decode used."""
+
+from __future__ import annotations
+
+import json
+import random
+import tracemalloc
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kube import podwire
+from kube.liststream import BadList, ListReader
+
+_BLANKS = ["", "", "", " ", "\n", "\t", "\r\n", "  \n\t "]
+
+# strings that a byte scanner gets wrong: quotes, backslashes, brackets, commas and colons inside
+# them, escapes of each, non-ASCII text (multi-byte in UTF-8, split across chunks)
+_TRICKY = st.sampled_from(
+    ['"', "\\", "\\\\", '\\"', "{", "}", "[", "]", ",", ":", "]}", '"items"', "é", "😀"]
+)
+_TEXT = st.lists(st.one_of(_TRICKY, st.text(max_size=8)), max_size=6).map("".join)
+_SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**63), max_value=2**63),
+    st.floats(allow_nan=False, allow_infinity=False),
+    _TEXT,
+)
+_VALUES = st.recursive(
+    _SCALARS,
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(_TEXT, inner, max_size=4)),
+    max_leaves=20,
+)
+
+
+def encode(value: Any, rng: random.Random, ascii_only: bool) -> str:
+    """JSON text of `value` with random whitespace between every two tokens."""
+
+    def blank() -> str:
+        return rng.choice(_BLANKS)
+
+    if isinstance(value, dict):
+        members = [
+            f"{blank()}{encode(k, rng, ascii_only)}{blank()}:{blank()}{encode(v, rng, ascii_only)}{blank()}"
+            for k, v in value.items()
+        ]
+        return "{" + (",".join(members) if members else blank()) + "}"
+    if isinstance(value, list):
+        elements = [f"{blank()}{encode(v, rng, ascii_only)}{blank()}" for v in value]
+        return "[" + (",".join(elements) if elements else blank()) + "]"
+    return json.dumps(value, ensure_ascii=ascii_only)
+
+
+def list_body(items: list[Any], others: dict[str, Any], rng: random.Random, ascii_only: bool) -> bytes:
+    """A list object with `items` placed among the other members at a random position."""
+    members = list(others.items())
+    members.insert(rng.randint(0, len(members)), ("items", items))
+    return encode(dict(members), rng, ascii_only).encode()
+
+
+def chunked(body: bytes, rng: random.Random) -> Iterator[bytes]:
+    """`body` cut at random places, one-byte chunks included (splitting escapes and UTF-8)."""
+    pos = 0
+    while pos < len(body):
+        size = rng.choice([1, 2, 3, 7, 64, 1000])
+        yield body[pos : pos + size]
+        pos += size
+
+
+def read(chunks: Any, decode: Any = json.loads) -> tuple[list[Any], dict[str, Any]]:
+    reader = ListReader(chunks, decode)
+    items = list(reader.items())
+    return items, reader.members
+
+
+_OTHERS = st.dictionaries(_TEXT.filter(lambda k: k != "items"), _VALUES, max_size=3).map(
+    lambda d: {"metadata": {"resourceVersion": "12", "continue": 'a"b\\'}, **d}
+)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(items=st.lists(_VALUES, max_size=8), others=_OTHERS, seed=st.integers(), ascii_only=st.booleans())
+def test_streamed_items_equal_the_whole_body_decode(
+    items: list[Any], others: dict[str, Any], seed: int, ascii_only: bool
+) -> None:
+    """For arbitrary items (nested arrays, empty objects, strings full of quotes, backslashes and
+    brackets, unicode) and metadata before or after them, with whitespace anywhere and any chunk
+    boundaries, the items and the other members are json.loads' of the whole body."""
+    rng = random.Random(seed)
+    body = list_body(items, others, rng, ascii_only)
+    expected = json.loads(body)
+    got_items, members = read(chunked(body, rng))
+    assert got_items == expected["items"]
+    assert members == {k: v for k, v in expected.items() if k != "items"}
+
+
+@settings(max_examples=200, deadline=None)
+@given(items=st.lists(_VALUES, min_size=1, max_size=4), others=_OTHERS, seed=st.integers())
+def test_every_truncated_body_is_refused(items: list[Any], others: dict[str, Any], seed: int) -> None:
+    """A body that breaks off anywhere before the object's end is a BadList, never a short list."""
+    rng = random.Random(seed)
+    body = list_body(items, others, rng, False).rstrip()
+    for cut in {rng.randrange(len(body)) for _ in range(20)} | {0, 1, len(body) - 1}:
+        with pytest.raises(BadList, match="not JSON"):
+            read(chunked(body[:cut], rng))
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    items=st.lists(_VALUES, max_size=4),
+    others=_OTHERS,
+    seed=st.integers(),
+    garbage=st.binary(min_size=1, max_size=3),
+)
+def test_garbled_bodies_are_refused_or_read_as_json_reads_them(
+    items: list[Any], others: dict[str, Any], seed: int, garbage: bytes
+) -> None:
+    """Bytes overwritten anywhere: when json.loads refuses the result, so does the reader; when the
+    reader accepts it, it reads what json.loads reads."""
+    rng = random.Random(seed)
+    body = bytearray(list_body(items, others, rng, False))
+    at = rng.randrange(len(body))
+    body[at : at + len(garbage)] = garbage
+    try:
+        expected = json.loads(bytes(body))
+    except ValueError:
+        with pytest.raises(BadList):
+            read(chunked(bytes(body), rng))
+        return
+    try:
+        got_items, members = read(chunked(bytes(body), rng))
+    except BadList:
+        return  # stricter than json.loads (NaN, a second items array): refused, not misread
+    assert isinstance(expected, dict)
+    streamed = isinstance(expected.get("items"), list)
+    assert got_items == (expected["items"] if streamed else [])
+    assert members == {k: v for k, v in expected.items() if not (k == "items" and streamed)}
+
+
+@pytest.mark.parametrize(
+    ("body", "words"),
+    [
+        (b"", "list page is not JSON"),
+        (b"   ", "list page is not JSON"),
+        (b"<html>gateway timeout</html>", "list page is not JSON"),
+        (b"[1, 2]", "list page is not an object"),
+        (b'"items"', "list page is not an object"),
+        (b'{"items": [1, 2]', "list page is not JSON: the body ends inside the list object"),
+        (b'{"items": [1, 2}', "list page is not JSON: expected ',' or ']'"),
+        (b'{"items": [{"a": "b}]}', "list page is not JSON"),
+        (b'{"items": [], }', "list page is not JSON"),
+        (b'{"items": []} {}', "list page is not JSON: data after the list object"),
+        (b'{"items": [], "items": []}', "list page is not JSON: it has two items arrays"),
+        (b"{1: []}", "list page is not JSON"),
+        (b'{"items": [1 2]}', "list page is not JSON"),
+        (b'{"items": [12', "list page is not JSON: the body ends inside a value"),
+    ],
+)
+def test_bad_bodies_are_refused_with_one_line(body: bytes, words: str) -> None:
+    """Each kind of bad body gets its own one-line reason, starting as the whole-body decode's did."""
+    for size in (1, len(body) or 1):
+        with pytest.raises(BadList) as caught:
+            read(body[i : i + size] for i in range(0, len(body), size))
+        assert str(caught.value).startswith(words)
+        assert "\n" not in str(caught.value)
+
+
+def test_an_items_member_that_is_not_an_array_is_kept_as_a_member() -> None:
+    """`"items": null` (an empty list as some servers write it) yields nothing and is kept."""
+    assert read([b'{"items": null, "metadata": {"resourceVersion": "3"}}']) == (
+        [],
+        {"items": None, "metadata": {"resourceVersion": "3"}},
+    )
+
+
+def test_numbers_cut_at_a_chunk_boundary_are_read_whole() -> None:
+    """An item that is a number split across chunks is one number, not two."""
+    assert read([b'{"items": [12', b"34, 5", b"6]}"]) == ([1234, 56], {})
+
+
+def test_a_value_many_chunks_long_is_read_whole() -> None:
+    """An item far larger than a chunk (a 1 MB ConfigMap) arrives whole."""
+    big = {"data": {"k": "x" * 1_000_000}}
+    body = json.dumps({"items": [big, {}]}).encode()
+    assert read(body[i : i + 4096] for i in range(0, len(body), 4096)) == ([big, {}], {})
+
+
+def test_pods_decode_as_the_page_decoder_decodes_them() -> None:
+    """With kube/podwire.py's pod decoder, each streamed pod equals the whole-page decode's."""
+    from tests.bench import bigcluster
+
+    pods = bigcluster.render(40, 0).pods
+    body = b'{"kind":"PodList","items":[' + b",".join(pods) + b'],"metadata":{"resourceVersion":"9"}}'
+    items, members = read((body[i : i + 5000] for i in range(0, len(body), 5000)), podwire.decode_pod)
+    assert items == podwire.decode_page(body)["items"]
+    assert members["metadata"] == {"resourceVersion": "9"}
+
+
+def _big_list(count: int, item: bytes, chunk: int = 50_000) -> Iterator[bytes]:
+    """A list body of `count` copies of `item` in `chunk`-byte pieces that cut items anywhere,
+    generated piece by piece (never whole here either)."""
+
+    def parts() -> Iterator[bytes]:
+        yield b'{"metadata":{"resourceVersion":"1"},"items":['
+        for i in range(count):
+            yield item if i == count - 1 else item + b","
+        yield b'],"kind":"List"}'
+
+    pending = b""
+    for part in parts():
+        pending += part
+        while len(pending) >= chunk:
+            yield pending[:chunk]
+            pending = pending[chunk:]
+    yield pending
+
+
+def test_peak_memory_is_one_chunk_and_one_item_not_the_body() -> None:
+    """Reading a 50,000-item list (about 25 MB) allocates at most a few chunks' worth at once:
+    the body is never held whole. The bound is a ratio of the body's size, not a time."""
+    item = json.dumps(
+        {"metadata": {"name": "x" * 300, "labels": {"a": "b" * 100}}, "spec": list(range(20))}
+    ).encode()
+    count = 50_000
+    body_size = count * (len(item) + 1)
+    seen = 0
+    tracemalloc.start()
+    try:
+        reader = ListReader(_big_list(count, item), json.loads)
+        for _ in reader.items():  # each item dropped at once, as the projection keeps only records
+            seen += 1
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert seen == count
+    assert reader.members == {"metadata": {"resourceVersion": "1"}, "kind": "List"}
+    assert peak < body_size / 20, f"peak {peak} B for a {body_size} B body"
