@@ -6,6 +6,7 @@ what covered() then says."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from capacity.expander import PRIORITY
@@ -25,7 +26,7 @@ from controller.settings import TagSyncMode
 from controller.tagsync import TagChange
 from kube.client import KubeClient
 from tests.awsfixtures import AwsEnvironment, inject_errors
-from tests.controller.test_discovery_aws import ENABLED, ENI_TAG, EPH_TAG, asg, launch_template
+from tests.controller.test_discovery_aws import ENABLED, ENI_TAG, EPH_TAG, asg, launch_template, scratch_pod
 from tests.controller.test_nodepools_automode import EC2_CLASS, EC2_REF, _pool
 
 Kinds = dict[str, list[dict[str, Any]]]
@@ -183,7 +184,7 @@ def previous_of(report: CycleReport) -> Kinds:
 
 
 def test_discovery_throttled_past_its_retries_keeps_every_template_and_says_why(
-    aws: AwsEnvironment, monkeypatch: Any
+    aws: AwsEnvironment, monkeypatch: Any, caplog: Any
 ) -> None:
     """DescribeAutoScalingGroups throttled on every attempt (AWS_MAX_ATTEMPTS=2): the report keeps
     each previously published template (a manual one is not ours and is left out) with the error as
@@ -199,6 +200,7 @@ def test_discovery_throttled_past_its_retries_keeps_every_template_and_says_why(
     cycle.reconcile()
     assert cycle.covered() == frozenset()
     throttled = inject_errors(clients.autoscaling, "DescribeAutoScalingGroups", times=2)
+    caplog.clear()
     report = cycle.reconcile()
     error = "DescribeAutoScalingGroups: Throttling: Rate exceeded"
     assert throttled.injected == 2 and len(throttled.calls) == 2
@@ -211,6 +213,9 @@ def test_discovery_throttled_past_its_retries_keeps_every_template_and_says_why(
         "staleReason": "kept from an earlier discovery: " + error,
     }
     assert cycle.last is report and cycle.covered() is None
+    assert [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "controller.cycle"] == [
+        ("ERROR", "node group discovery failed, every template kept as it was: " + error)
+    ]
 
 
 def test_aws_unreachable_is_the_discovery_error(aws: AwsEnvironment, monkeypatch: Any) -> None:
@@ -251,6 +256,11 @@ def test_a_group_that_fails_keeps_its_previous_template_and_plans_no_tags(aws: A
     assert report.tag_sync == tuple(TagSyncLine(c) for c in planned("ng-b", eph="17Gi"))
 
 
+UNREADABLE_KARPENTER = (
+    "Karpenter controller settings unreadable, its defaults used: --reserved-enis 'lots' is not an integer"
+)
+
+
 def karpenter_pod(args: list[str]) -> dict[str, Any]:
     return {
         "metadata": {
@@ -262,7 +272,7 @@ def karpenter_pod(args: list[str]) -> dict[str, Any]:
     }
 
 
-def test_nodepools_beside_asgs(aws: AwsEnvironment) -> None:
+def test_nodepools_beside_asgs(aws: AwsEnvironment, caplog: Any) -> None:
     """A NodePool gets a template after the ASGs'; one named as an ASG is left out and said; one not
     Ready is published with the reason; unreadable Karpenter settings are the `karpenter` error
     (its defaults used)."""
@@ -274,6 +284,7 @@ def test_nodepools_beside_asgs(aws: AwsEnvironment) -> None:
         "Pod": [karpenter_pod(["--reserved-enis", "lots"])],
     }
     report = reconciler(ControllerOptions(), kinds).reconcile()
+    assert [r.getMessage() for r in caplog.records if r.name == "controller.cycle"] == [UNREADABLE_KARPENTER]
     assert [(o.name, o.reason) for o in report.outcomes] == [("ng-batch", ""), ("pool-a", ""), ("pool-b", "")]
     pools = [t for t in report.templates if t.karpenter is not None]
     assert [(t.name, t.provider, t.instance_types, t.nodes) for t in pools] == [
@@ -283,8 +294,7 @@ def test_nodepools_beside_asgs(aws: AwsEnvironment) -> None:
     assert report.errors == {
         "nodepool/ng-batch": "a node group is named ng-batch too: its template is the node group's",
         "nodepool/pool-b": "not Ready: Karpenter launches no node for it until it is",
-        "karpenter": "Karpenter controller settings unreadable, its defaults used: "
-        "--reserved-enis 'lots' is not an integer",
+        "karpenter": UNREADABLE_KARPENTER,
     }
     assert report.tag_sync == tuple(TagSyncLine(c) for c in planned("ng-batch"))
     readable = reconciler(ControllerOptions(), {**kinds, "Pod": [karpenter_pod([])]}).reconcile()
@@ -349,7 +359,7 @@ def conditions(fake_kube: Any, name: str) -> dict[str, tuple[str, str]]:
 
 
 def test_from_the_api_a_cycle_publishes_and_a_failed_discovery_marks_the_templates(
-    aws: AwsEnvironment, fake_kube: Any, monkeypatch: Any
+    aws: AwsEnvironment, fake_kube: Any, monkeypatch: Any, caplog: Any
 ) -> None:
     """`--once` from the API (the fake API server): the cycle creates the template as the report
     publishes it and patches its status Discovered; a dry run writes nothing; after DescribeAutoScaling
@@ -367,7 +377,11 @@ def test_from_the_api_a_cycle_publishes_and_a_failed_discovery_marks_the_templat
 
     cycle_of(ControllerOptions(autoscaler_selector="", karpenter_selector="", dry_run=True)).reconcile()
     assert fake_kube.objects("NodeGroupTemplate", api_version="fitguard.io/v1alpha1") == []
+    caplog.set_level(logging.INFO, logger="controller.cycle")
     report = cycle_of(options).reconcile()
+    assert [r.getMessage() for r in caplog.records if r.name == "controller.cycle"] == [
+        "NodeGroupTemplates: 1 created, 0 updated, 0 deleted, 0 unchanged"
+    ]
     [stored] = fake_kube.objects("NodeGroupTemplate", api_version="fitguard.io/v1alpha1")
     assert stored["spec"] == report.node_groups[0]["spec"]
     assert conditions(fake_kube, "ng-batch")["Discovered"][0] == "True"
@@ -380,3 +394,73 @@ def test_from_the_api_a_cycle_publishes_and_a_failed_discovery_marks_the_templat
     assert conditions(fake_kube, "ng-batch")["Discovered"] == ("False", error)
     after = fake_kube.get("NodeGroupTemplate", "ng-batch", api_version="fitguard.io/v1alpha1")
     assert after["spec"] == stored["spec"]
+
+
+def test_scaling_on_plans_from_the_cycles_templates_and_carries_it_out(aws: AwsEnvironment) -> None:
+    """Scaling on, a pending pod asking 30Gi of ephemeral storage: the plan (from the ASG's template
+    only, never a NodePool's) scales ng-batch 0->1 in moto; the report carries the scale-up with its
+    outcome and the whole plan."""
+    clients = AwsClients.from_environment()
+    seed_batch(clients)
+    driver = build_driver(ScalingOptions(mode="on"), clients.autoscaling)
+    kinds = {"Pod": [scratch_pod()], "NodePool": [_pool("pool-a", EC2_REF)], "EC2NodeClass": [EC2_CLASS]}
+    cycle = reconciler(ControllerOptions(), kinds, driver=driver)
+    cycle.clients = lambda: clients
+    report = cycle.reconcile()
+    planned_up = {"nodeGroup": "ng-batch", "from": 0, "to": 1, "maxSize": 10, "pods": ["default/scratch"]}
+    assert report.scale_ups == ({**planned_up, "reasons": ["pods"], "outcome": "scaled 0->1"},)
+    assert report.scaling == {
+        "scaleUps": [{**planned_up, "reasons": ["pods"]}],
+        "onExistingNodes": {},
+        "onNodesOnTheirWay": {},
+        "notTriggerScaleUp": [],
+        "skippedGroups": {},
+        "headroom": [],
+        "unschedulablePods": 1,
+        "demandPods": 1,
+        "notDemand": [],
+        "outcomes": {"ng-batch": "scaled 0->1"},
+        "errors": {},
+    }
+    [group] = clients.autoscaling.describe_auto_scaling_groups()["AutoScalingGroups"]
+    assert group["DesiredCapacity"] == 1
+    assert [t.name for t in report.templates] == ["ng-batch", "pool-a"]
+
+
+def test_from_the_api_the_priorities_configmap_absent_or_unreadable_keeps_the_last(
+    aws: AwsEnvironment, fake_kube: Any, caplog: Any
+) -> None:
+    """From the API (the fake API server), with the priority expander: the ConfigMap's priorities
+    decide from the next cycle; deleted, or its read failing (500), the last priorities are kept and
+    each is one warning naming the ConfigMap."""
+    clients = AwsClients.from_environment()
+    seed_batch(clients, "ng-a")
+    seed_batch(clients, "ng-b", 20)
+    fake_kube.create({"apiVersion": "v1", "kind": "ConfigMap", **priorities("10: [ng-b]")})
+    options = ControllerOptions(autoscaler_selector="", karpenter_selector="", dry_run=True)
+    cache = ClusterCache(options.cache()).list_from(KubeClient(fake_kube.api_client()))
+    config = ScalingOptions(mode="on", planner=PlannerOptions(expanders=(PRIORITY,)))
+    driver = build_driver(config, clients.autoscaling)
+    cycle = DiscoveryReconciler(
+        cache, Books(cache, options.books()), options, lambda: clients, facts=lookup, driver=driver
+    )
+    cycle.reconcile()
+    cycle.reconcile()
+    assert cycle.covered() == frozenset({"ng-b"})
+    fake_kube.delete("ConfigMap", "cluster-autoscaler-priority-expander", "kube-system")
+    caplog.clear()
+    cycle.reconcile()
+    fake_kube.faults.fail(500, method="GET", path="configmaps")
+    cycle.reconcile()
+    assert cycle.covered() == frozenset({"ng-b"})
+    warnings = [r.getMessage() for r in caplog.records if r.name == "controller.cycle"]
+    assert warnings[0] == (
+        "priority expander: ConfigMap kube-system/cluster-autoscaler-priority-expander unreadable: not found"
+    )
+    assert (
+        warnings[1].startswith(
+            "priority expander: ConfigMap kube-system/cluster-autoscaler-priority-expander unreadable: "
+        )
+        and "500" in warnings[1]
+    )
+    assert len(warnings) == 2
