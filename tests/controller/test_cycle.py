@@ -6,6 +6,7 @@ what covered() then says."""
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
@@ -24,10 +25,12 @@ from controller.scaling_cli import build_driver
 from controller.scaling_options import ScalingOptions
 from controller.settings import TagSyncMode
 from controller.tagsync import TagChange
+from fitguard.demo_seed import seed_moto
 from kube.client import KubeClient
 from tests.awsfixtures import AwsEnvironment, inject_errors
 from tests.controller.test_discovery_aws import ENABLED, ENI_TAG, EPH_TAG, asg, launch_template, scratch_pod
 from tests.controller.test_nodepools_automode import EC2_CLASS, EC2_REF, _pool
+from tests.controller.test_report import EXAMPLES, GOLDEN, LAST_SEEN, demo_report
 
 Kinds = dict[str, list[dict[str, Any]]]
 CA_MEMORY = {
@@ -464,3 +467,15 @@ def test_from_the_api_the_priorities_configmap_absent_or_unreadable_keeps_the_la
         and "500" in warnings[1]
     )
     assert len(warnings) == 2
+
+
+def test_the_demo_clusters_whole_report_with_autoscaler_memory_is_the_golden_one(aws: AwsEnvironment) -> None:
+    """The demo cluster (examples/cluster.yaml: a running cluster-autoscaler with its flags, nodes of
+    the groups, DaemonSets; its ASGs in moto) through run_once in process: the whole report is
+    tests/golden/controller_once_demo.json, cluster-autoscaler's memory records included (their
+    lastSeen times masked), as tests/controller/test_report.py checks outside mutmut's selection."""
+    seed_moto(EXAMPLES / "aws-seed.yaml")
+    printed = json.dumps(demo_report().to_json(), indent=2) + "\n"
+    assert len(LAST_SEEN.findall(printed)) == 2
+    masked = LAST_SEEN.sub('"lastSeen": "<the cycle\'s time>"', printed)
+    assert masked == GOLDEN.read_text(encoding="utf-8")
