@@ -1,0 +1,481 @@
+"""controller/cycle.py's DiscoveryReconciler in process, built as controller/run.py builds it (the
+cache filled from objects as from a state file, the books listening, the AWS clients given as a
+callable) with AWS from moto in server mode (boto3 over HTTP, tests/awsfixtures.py). Each test
+asserts the whole CycleReport: its published templates, its errors map, its tag sync lines, and
+what covered() then says."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from capacity.expander import PRIORITY
+from capacity.instances import lookup
+from capacity.plan_types import PlannerOptions
+from capacity.template import NodeGroupTemplate
+from controller.aws.clients import AwsClients
+from controller.books import Books
+from controller.cache import ClusterCache
+from controller.cycle import DiscoveryReconciler
+from controller.discovery import GroupOutcome
+from controller.report import CycleReport, TagSyncLine, TagWrite
+from controller.run import ControllerOptions
+from controller.scaling_cli import build_driver
+from controller.scaling_options import ScalingOptions
+from controller.settings import TagSyncMode
+from controller.tagsync import TagChange
+from fitguard.demo_seed import seed_moto
+from kube.client import KubeClient
+from tests.awsfixtures import AwsEnvironment, inject_errors
+from tests.controller.test_discovery_aws import ENABLED, ENI_TAG, EPH_TAG, asg, launch_template, scratch_pod
+from tests.controller.test_nodepools_automode import EC2_CLASS, EC2_REF, _pool
+from tests.controller.test_report import EXAMPLES, GOLDEN, LAST_SEEN, demo_report
+
+Kinds = dict[str, list[dict[str, Any]]]
+CA_MEMORY = {
+    "remembers": False,
+    "reason": "no running cluster-autoscaler found (pods app.kubernetes.io/name=aws-cluster-autoscaler "
+    "in all namespaces): judged by its tags",
+}
+# ng-batch's published spec: an m5.large at zero nodes with a 50 GiB root volume, both views
+BATCH_SPEC = {
+    "provider": "aws-asg",
+    "instanceTypes": ["m5.large"],
+    "minSize": 0,
+    "maxSize": 10,
+    "desiredSize": 0,
+    "nodes": 0,
+    "actual": {
+        "source": "launch-template",
+        "allocatable": {
+            "cpu": "1930m",
+            "ephemeral-storage": "44Gi",
+            "memory": "7518Mi",
+            "pods": "29",
+            "vpc.amazonaws.com/pod-eni": "9",
+        },
+        "capacity": {"cpu": "2", "memory": "8Gi"},
+        "labels": {
+            "beta.kubernetes.io/arch": "amd64",
+            "beta.kubernetes.io/instance-type": "m5.large",
+            "beta.kubernetes.io/os": "linux",
+            "failure-domain.beta.kubernetes.io/region": "us-east-1",
+            "kubernetes.io/arch": "amd64",
+            "kubernetes.io/os": "linux",
+            "node.kubernetes.io/instance-type": "m5.large",
+            "topology.kubernetes.io/region": "us-east-1",
+        },
+        "taints": [],
+    },
+    "display": {
+        "cpu": "1930m",
+        "ephemeral-storage": "44Gi",
+        "memory": "7.3Gi",
+        "pods": "29",
+        "vpc.amazonaws.com/pod-eni": "9",
+    },
+    "autoscaler": {
+        "allocatable": {"cpu": "2", "memory": "8Gi", "nvidia.com/gpu": "0", "pods": "110"},
+        "labels": {
+            "beta.kubernetes.io/instance-type": "m5.large",
+            "cluster-autoscaler.kubernetes.io/template-node": "true",
+            "failure-domain.beta.kubernetes.io/region": "us-east-1",
+            "failure-domain.beta.kubernetes.io/zone": "us-east-1a",
+            "kubernetes.io/arch": "amd64",
+            "kubernetes.io/os": "linux",
+            "node.kubernetes.io/instance-type": "m5.large",
+            "topology.ebs.csi.aws.com/zone": "us-east-1a",
+            "topology.kubernetes.io/region": "us-east-1",
+            "topology.kubernetes.io/zone": "us-east-1a",
+        },
+        "taints": [],
+    },
+    "daemonSetOverhead": {},
+    "autoscalerOverhead": {"cpu": "100m", "pods": "1"},
+    "scaleFromZero": "autoscaler",
+    "autoscalerMemory": CA_MEMORY,
+}
+MANAGED = {"app.kubernetes.io/managed-by": "fitguard-controller"}
+
+
+def reconciler(options: ControllerOptions, kinds: Kinds, **kwargs: Any) -> DiscoveryReconciler:
+    """As controller/run.py's run_once: the books listen before the cache is filled; the clients are
+    built once and handed over by a callable."""
+    cache = ClusterCache(options.cache())
+    books = Books(cache, options.books())
+    cache.fill(kinds)
+    clients = AwsClients.from_environment()
+    return DiscoveryReconciler(cache, books, options, lambda: clients, facts=lookup, **kwargs)
+
+
+def seed_batch(clients: AwsClients, name: str = "ng-batch", root_gib: int = 50) -> None:
+    launch_template(clients.ec2, name, "m5.large", root_gib)
+    asg(clients.autoscaling, name, {**ENABLED, "team": "batch"})
+
+
+def planned(group: str, current: str | None = None, eph: str = "44Gi") -> tuple[TagChange, TagChange]:
+    return (
+        TagChange(group, "asg", group, EPH_TAG, eph, current),
+        TagChange(group, "asg", group, ENI_TAG, "9", current),
+    )
+
+
+def test_an_asg_with_its_launch_template_is_one_whole_template_and_its_tag_plan(aws: AwsEnvironment) -> None:
+    """One ASG with its launch template and tags: one fresh outcome whose published object is the
+    whole template below, no error, both resources/* tags planned (not written), and covered() None
+    before the first cycle and empty after (scaling off: cluster-autoscaler scales it from zero)."""
+    seed_batch(AwsClients.from_environment())
+    cycle = reconciler(ControllerOptions(), {})
+    assert cycle.covered() is None and cycle.last is None
+    report = cycle.reconcile()
+    assert report.node_groups == (
+        {
+            "apiVersion": "fitguard.io/v1alpha1",
+            "kind": "NodeGroupTemplate",
+            "metadata": {"name": "ng-batch", "labels": MANAGED},
+            "spec": BATCH_SPEC,
+        },
+    )
+    assert [(o.name, o.reason) for o in report.outcomes] == [("ng-batch", "")]
+    assert report.tag_sync == tuple(TagSyncLine(c) for c in planned("ng-batch"))
+    assert report.errors == {} and report.discovery_error == ""
+    assert (report.scale_ups, report.scaling, report.nodepool_errors) == ((), None, {})
+    assert cycle.last is report and cycle.covered() == frozenset()
+    tags = {t["Key"] for t in AwsClients.from_environment().autoscaling.describe_tags()["Tags"]}
+    assert tags == {*ENABLED, "team"}
+
+
+def test_tag_sync_off_plans_nothing_and_apply_writes_and_tells(aws: AwsEnvironment) -> None:
+    """`off`: no lines. `apply`: each change written to the ASG and told to `note` with its message,
+    each line APPLIED; a dry run with `apply` only plans."""
+    clients = AwsClients.from_environment()
+    seed_batch(clients)
+    assert reconciler(ControllerOptions(sync_autoscaler_tags=TagSyncMode.OFF), {}).reconcile().tag_sync == ()
+    dry = reconciler(ControllerOptions(sync_autoscaler_tags=TagSyncMode.APPLY, dry_run=True), {}).reconcile()
+    assert dry.tag_sync == tuple(TagSyncLine(c) for c in planned("ng-batch"))
+    told: list[tuple[TagChange, str]] = []
+    options = ControllerOptions(sync_autoscaler_tags=TagSyncMode.APPLY)
+    report = reconciler(options, {}, note=lambda c, m: told.append((c, m))).reconcile()
+    changes = planned("ng-batch")
+    assert report.tag_sync == tuple(TagSyncLine(c, TagWrite.APPLIED) for c in changes)
+    assert told == [(c, "wrote " + c.explain()) for c in changes]
+    written = {t["Key"]: t["Value"] for t in clients.autoscaling.describe_tags()["Tags"]}
+    assert written == {**ENABLED, "team": "batch", EPH_TAG: "44Gi", ENI_TAG: "9"}
+
+
+def test_a_tag_write_refused_is_a_failed_line_with_its_reason(aws: AwsEnvironment) -> None:
+    """`apply` with CreateOrUpdateTags denied: the first change FAILED with the reason, the second
+    APPLIED; `note` hears only of the one written."""
+    clients = AwsClients.from_environment()
+    seed_batch(clients)
+    cycle = reconciler(ControllerOptions(sync_autoscaler_tags=TagSyncMode.APPLY), {})
+    cycle.clients = lambda: clients
+    inject_errors(clients.autoscaling, "CreateOrUpdateTags", code="AccessDenied", status=403, message="no")
+    told: list[TagChange] = []
+    cycle.note = lambda c, _: told.append(c)
+    report = cycle.reconcile()
+    eph, eni = planned("ng-batch")
+    reason = "CreateOrUpdateTags: AccessDenied (the controller's IAM role lacks this permission): no"
+    assert report.tag_sync == (TagSyncLine(eph, TagWrite.FAILED, reason), TagSyncLine(eni, TagWrite.APPLIED))
+    assert told == [eni]
+
+
+def previous_of(report: CycleReport) -> Kinds:
+    """What the cluster holds after a cycle published its templates."""
+    return {"NodeGroupTemplate": [dict(o) for o in report.node_groups]}
+
+
+def test_discovery_throttled_past_its_retries_keeps_every_template_and_says_why(
+    aws: AwsEnvironment, monkeypatch: Any, caplog: Any
+) -> None:
+    """DescribeAutoScalingGroups throttled on every attempt (AWS_MAX_ATTEMPTS=2): the report keeps
+    each previously published template (a manual one is not ours and is left out) with the error as
+    its reason, the whole error under "", no tag sync; covered() is None again."""
+    seed_batch(AwsClients.from_environment())
+    first = reconciler(ControllerOptions(), {}).reconcile()
+    manual = {"metadata": {"name": "ng-manual", "annotations": {"fitguard.io/manual": "true"}}}
+    kinds = {"NodeGroupTemplate": [*previous_of(first)["NodeGroupTemplate"], manual]}
+    cycle = reconciler(ControllerOptions(), kinds)
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "2")
+    clients = AwsClients.from_environment()
+    cycle.clients = lambda: clients
+    cycle.reconcile()
+    assert cycle.covered() == frozenset()
+    throttled = inject_errors(clients.autoscaling, "DescribeAutoScalingGroups", times=2)
+    caplog.clear()
+    report = cycle.reconcile()
+    error = "DescribeAutoScalingGroups: Throttling: Rate exceeded"
+    assert throttled.injected == 2 and len(throttled.calls) == 2
+    assert report == CycleReport(
+        (GroupOutcome("ng-batch", first.templates[0], error),), discovery_error=error
+    )
+    assert report.errors == {"ng-batch": error, "": error}
+    assert report.node_groups[0]["spec"] == {
+        **BATCH_SPEC,
+        "staleReason": "kept from an earlier discovery: " + error,
+    }
+    assert cycle.last is report and cycle.covered() is None
+    assert [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "controller.cycle"] == [
+        ("ERROR", "node group discovery failed, every template kept as it was: " + error)
+    ]
+
+
+def test_aws_unreachable_is_the_discovery_error(aws: AwsEnvironment, monkeypatch: Any) -> None:
+    """AWS_ENDPOINT_URL on a closed loopback port: the connection error, after botocore's retries,
+    is the report's discovery error; with nothing published before, no outcome."""
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
+    report = reconciler(ControllerOptions(), {}).reconcile()
+    error = 'DescribeAutoScalingGroups: Could not connect to the endpoint URL: "http://127.0.0.1:9/"'
+    assert report == CycleReport((), discovery_error=error)
+    assert report.errors == {"": error}
+
+
+def test_a_group_that_fails_keeps_its_previous_template_and_plans_no_tags(aws: AwsEnvironment) -> None:
+    """AccessDenied reading ng-a's launch template: ng-a's outcome is its previous template with the
+    reason, ng-b is rebuilt (its new max size); only the fresh ng-b gets tag lines."""
+    clients = AwsClients.from_environment()
+    seed_batch(clients, "ng-a")
+    seed_batch(clients, "ng-b", 20)
+    first = reconciler(ControllerOptions(), {}).reconcile()
+    for name in ("ng-a", "ng-b"):
+        clients.autoscaling.update_auto_scaling_group(AutoScalingGroupName=name, MaxSize=3)
+    cycle = reconciler(ControllerOptions(), previous_of(first))
+    cycle.clients = lambda: clients
+    inject_errors(
+        clients.ec2, "DescribeLaunchTemplateVersions", code="AccessDenied", status=403, message="no"
+    )
+    report = cycle.reconcile()
+    reason = (
+        "DescribeLaunchTemplateVersions: AccessDenied (the controller's IAM role lacks this permission): no"
+    )
+    kept, fresh = report.outcomes
+    assert kept == GroupOutcome("ng-a", first.templates[0], reason)
+    assert fresh.name == "ng-b" and fresh.reason == "" and fresh.template is not None
+    assert fresh.template == NodeGroupTemplate.from_object(report.node_groups[1])
+    assert report.node_groups[1]["spec"]["maxSize"] == 3
+    assert report.errors == {"ng-a": reason}
+    assert report.tag_sync == tuple(TagSyncLine(c) for c in planned("ng-b", eph="17Gi"))
+
+
+UNREADABLE_KARPENTER = (
+    "Karpenter controller settings unreadable, its defaults used: --reserved-enis 'lots' is not an integer"
+)
+
+
+def karpenter_pod(args: list[str]) -> dict[str, Any]:
+    return {
+        "metadata": {
+            "name": "karpenter-0",
+            "namespace": "karpenter",
+            "labels": {"app.kubernetes.io/name": "karpenter"},
+        },
+        "spec": {"containers": [{"name": "controller", "args": args}]},
+    }
+
+
+def test_nodepools_beside_asgs(aws: AwsEnvironment, caplog: Any) -> None:
+    """A NodePool gets a template after the ASGs'; one named as an ASG is left out and said; one not
+    Ready is published with the reason; unreadable Karpenter settings are the `karpenter` error
+    (its defaults used)."""
+    seed_batch(AwsClients.from_environment())
+    not_ready = {**_pool("pool-b", EC2_REF), "status": {"conditions": [{"type": "Ready", "status": "False"}]}}
+    kinds = {
+        "NodePool": [_pool("pool-a", EC2_REF), not_ready, _pool("ng-batch", EC2_REF)],
+        "EC2NodeClass": [EC2_CLASS],
+        "Pod": [karpenter_pod(["--reserved-enis", "lots"])],
+    }
+    report = reconciler(ControllerOptions(), kinds).reconcile()
+    assert [r.getMessage() for r in caplog.records if r.name == "controller.cycle"] == [UNREADABLE_KARPENTER]
+    assert [(o.name, o.reason) for o in report.outcomes] == [("ng-batch", ""), ("pool-a", ""), ("pool-b", "")]
+    pools = [t for t in report.templates if t.karpenter is not None]
+    assert [(t.name, t.provider, t.instance_types, t.nodes) for t in pools] == [
+        ("pool-a", "karpenter", ("m5.large",), 0),
+        ("pool-b", "karpenter", ("m5.large",), 0),
+    ]
+    assert report.errors == {
+        "nodepool/ng-batch": "a node group is named ng-batch too: its template is the node group's",
+        "nodepool/pool-b": "not Ready: Karpenter launches no node for it until it is",
+        "karpenter": UNREADABLE_KARPENTER,
+    }
+    assert report.tag_sync == tuple(TagSyncLine(c) for c in planned("ng-batch"))
+    readable = reconciler(ControllerOptions(), {**kinds, "Pod": [karpenter_pod([])]}).reconcile()
+    assert "karpenter" not in readable.errors and list(readable.errors) == [
+        "nodepool/ng-batch",
+        "nodepool/pool-b",
+    ]
+
+
+def priorities(text: str) -> dict[str, Any]:
+    return {
+        "metadata": {"namespace": "kube-system", "name": "cluster-autoscaler-priority-expander"},
+        "data": {"priorities": text},
+    }
+
+
+def test_the_priority_configmap_decides_which_groups_fitguard_scales_from_the_next_cycle(
+    aws: AwsEnvironment,
+) -> None:
+    """Scaling on with the priority expander: a group is fitguard's (covered, spec.scaleFromZero
+    fitguard) while the priorities as last read admit it. The ConfigMap is read after marking, so a
+    change shows in the next cycle; one refused keeps the last priorities; a state file without it
+    has none (every group usable)."""
+    clients = AwsClients.from_environment()
+    seed_batch(clients, "ng-a")
+    seed_batch(clients, "ng-b", 20)
+    config = ScalingOptions(mode="on", planner=PlannerOptions(expanders=(PRIORITY,)))
+    driver = build_driver(config, clients.autoscaling)
+    only_b = {"ConfigMap": [priorities("10: [ng-b]")]}
+    cycle = reconciler(ControllerOptions(), only_b, driver=driver)
+    cycle.clients = lambda: clients
+    first = cycle.reconcile()
+    assert cycle.covered() == frozenset({"ng-a", "ng-b"})  # nothing read yet: every group usable
+    assert [t.scale_from_zero for t in first.templates] == ["fitguard", "fitguard"]
+    assert first.scale_ups == () and first.scaling is not None
+    assert cycle.reconcile().node_groups[0]["spec"]["scaleFromZero"] == "autoscaler"
+    assert cycle.covered() == frozenset({"ng-b"})
+    cycle.cache.fill({"ConfigMap": [priorities("10: [")]})
+    cycle.reconcile()
+    assert cycle.covered() == frozenset({"ng-b"})  # refused: the last priorities kept
+    cycle.cache.fill({})
+    cycle.reconcile()
+    assert cycle.covered() == frozenset({"ng-b"})  # marked with the last; read: none in the file
+    cycle.reconcile()
+    assert cycle.covered() == frozenset({"ng-a", "ng-b"})
+
+
+def test_without_the_priority_expander_the_configmap_is_not_read(aws: AwsEnvironment) -> None:
+    """Scaling on, least-waste only: the priorities stay None whatever the ConfigMap says."""
+    clients = AwsClients.from_environment()
+    seed_batch(clients, "ng-a")
+    driver = build_driver(ScalingOptions(mode="on"), clients.autoscaling)
+    cycle = reconciler(ControllerOptions(), {"ConfigMap": [priorities("10: [ng-b]")]}, driver=driver)
+    cycle.reconcile()
+    cycle.reconcile()
+    assert cycle.priorities is None and cycle.covered() == frozenset({"ng-a"})
+
+
+def conditions(fake_kube: Any, name: str) -> dict[str, tuple[str, str]]:
+    stored = fake_kube.get("NodeGroupTemplate", name, api_version="fitguard.io/v1alpha1")
+    return {c["type"]: (c["status"], c.get("message", "")) for c in stored["status"]["conditions"]}
+
+
+def test_from_the_api_a_cycle_publishes_and_a_failed_discovery_marks_the_templates(
+    aws: AwsEnvironment, fake_kube: Any, monkeypatch: Any, caplog: Any
+) -> None:
+    """`--once` from the API (the fake API server): the cycle creates the template as the report
+    publishes it and patches its status Discovered; a dry run writes nothing; after DescribeAutoScaling
+    Groups fails, the next cycle patches Discovered False with the error and keeps the spec."""
+    seed_batch(AwsClients.from_environment())
+    options = ControllerOptions(autoscaler_selector="", karpenter_selector="")
+
+    def cycle_of(options: ControllerOptions) -> DiscoveryReconciler:
+        cache = ClusterCache(options.cache())
+        cache.list_from(KubeClient(fake_kube.api_client()))
+        clients = AwsClients.from_environment()
+        return DiscoveryReconciler(
+            cache, Books(cache, options.books()), options, lambda: clients, facts=lookup
+        )
+
+    cycle_of(ControllerOptions(autoscaler_selector="", karpenter_selector="", dry_run=True)).reconcile()
+    assert fake_kube.objects("NodeGroupTemplate", api_version="fitguard.io/v1alpha1") == []
+    caplog.set_level(logging.INFO, logger="controller.cycle")
+    report = cycle_of(options).reconcile()
+    assert [r.getMessage() for r in caplog.records if r.name == "controller.cycle"] == [
+        "NodeGroupTemplates: 1 created, 0 updated, 0 deleted, 0 unchanged"
+    ]
+    [stored] = fake_kube.objects("NodeGroupTemplate", api_version="fitguard.io/v1alpha1")
+    assert stored["spec"] == report.node_groups[0]["spec"]
+    assert conditions(fake_kube, "ng-batch")["Discovered"][0] == "True"
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
+    failing = cycle_of(options)
+    inject_errors(failing.clients().autoscaling, "DescribeAutoScalingGroups")
+    failed = failing.reconcile()
+    error = "DescribeAutoScalingGroups: Throttling: Rate exceeded"
+    assert failed.errors == {"ng-batch": error, "": error}
+    assert conditions(fake_kube, "ng-batch")["Discovered"] == ("False", error)
+    after = fake_kube.get("NodeGroupTemplate", "ng-batch", api_version="fitguard.io/v1alpha1")
+    assert after["spec"] == stored["spec"]
+
+
+def test_scaling_on_plans_from_the_cycles_templates_and_carries_it_out(aws: AwsEnvironment) -> None:
+    """Scaling on, a pending pod asking 30Gi of ephemeral storage: the plan (from the ASG's template
+    only, never a NodePool's) scales ng-batch 0->1 in moto; the report carries the scale-up with its
+    outcome and the whole plan."""
+    clients = AwsClients.from_environment()
+    seed_batch(clients)
+    driver = build_driver(ScalingOptions(mode="on"), clients.autoscaling)
+    kinds = {"Pod": [scratch_pod()], "NodePool": [_pool("pool-a", EC2_REF)], "EC2NodeClass": [EC2_CLASS]}
+    cycle = reconciler(ControllerOptions(), kinds, driver=driver)
+    cycle.clients = lambda: clients
+    report = cycle.reconcile()
+    planned_up = {"nodeGroup": "ng-batch", "from": 0, "to": 1, "maxSize": 10, "pods": ["default/scratch"]}
+    assert report.scale_ups == ({**planned_up, "reasons": ["pods"], "outcome": "scaled 0->1"},)
+    assert report.scaling == {
+        "scaleUps": [{**planned_up, "reasons": ["pods"]}],
+        "onExistingNodes": {},
+        "onNodesOnTheirWay": {},
+        "notTriggerScaleUp": [],
+        "skippedGroups": {},
+        "headroom": [],
+        "unschedulablePods": 1,
+        "demandPods": 1,
+        "notDemand": [],
+        "outcomes": {"ng-batch": "scaled 0->1"},
+        "errors": {},
+    }
+    [group] = clients.autoscaling.describe_auto_scaling_groups()["AutoScalingGroups"]
+    assert group["DesiredCapacity"] == 1
+    assert [t.name for t in report.templates] == ["ng-batch", "pool-a"]
+
+
+def test_from_the_api_the_priorities_configmap_absent_or_unreadable_keeps_the_last(
+    aws: AwsEnvironment, fake_kube: Any, caplog: Any
+) -> None:
+    """From the API (the fake API server), with the priority expander: the ConfigMap's priorities
+    decide from the next cycle; deleted, or its read failing (500), the last priorities are kept and
+    each is one warning naming the ConfigMap."""
+    clients = AwsClients.from_environment()
+    seed_batch(clients, "ng-a")
+    seed_batch(clients, "ng-b", 20)
+    fake_kube.create({"apiVersion": "v1", "kind": "ConfigMap", **priorities("10: [ng-b]")})
+    options = ControllerOptions(autoscaler_selector="", karpenter_selector="", dry_run=True)
+    cache = ClusterCache(options.cache()).list_from(KubeClient(fake_kube.api_client()))
+    config = ScalingOptions(mode="on", planner=PlannerOptions(expanders=(PRIORITY,)))
+    driver = build_driver(config, clients.autoscaling)
+    cycle = DiscoveryReconciler(
+        cache, Books(cache, options.books()), options, lambda: clients, facts=lookup, driver=driver
+    )
+    cycle.reconcile()
+    cycle.reconcile()
+    assert cycle.covered() == frozenset({"ng-b"})
+    fake_kube.delete("ConfigMap", "cluster-autoscaler-priority-expander", "kube-system")
+    caplog.clear()
+    cycle.reconcile()
+    fake_kube.faults.fail(500, method="GET", path="configmaps")
+    cycle.reconcile()
+    assert cycle.covered() == frozenset({"ng-b"})
+    warnings = [r.getMessage() for r in caplog.records if r.name == "controller.cycle"]
+    assert warnings[0] == (
+        "priority expander: ConfigMap kube-system/cluster-autoscaler-priority-expander unreadable: not found"
+    )
+    assert (
+        warnings[1].startswith(
+            "priority expander: ConfigMap kube-system/cluster-autoscaler-priority-expander unreadable: "
+        )
+        and "500" in warnings[1]
+    )
+    assert len(warnings) == 2
+
+
+def test_the_demo_clusters_whole_report_with_autoscaler_memory_is_the_golden_one(aws: AwsEnvironment) -> None:
+    """The demo cluster (examples/cluster.yaml: a running cluster-autoscaler with its flags, nodes of
+    the groups, DaemonSets; its ASGs in moto) through run_once in process: the whole report is
+    tests/golden/controller_once_demo.json, cluster-autoscaler's memory records included (their
+    lastSeen times masked), as tests/controller/test_report.py checks outside mutmut's selection."""
+    seed_moto(EXAMPLES / "aws-seed.yaml")
+    printed = json.dumps(demo_report().to_json(), indent=2) + "\n"
+    assert len(LAST_SEEN.findall(printed)) == 2
+    masked = LAST_SEEN.sub('"lastSeen": "<the cycle\'s time>"', printed)
+    assert masked == GOLDEN.read_text(encoding="utf-8")
