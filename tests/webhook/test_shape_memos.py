@@ -14,6 +14,7 @@ import pytest
 
 from capacity.fit import PodNeeds
 from capacity.names import IGNORE_LABEL, MODE_LABEL
+from capacity.sgp import compile_policy
 from kube.statefile import load_state
 from webhook.answer import Webhook, answer
 from webhook.cluster import ClusterView, from_objects
@@ -302,3 +303,30 @@ def test_a_refused_spec_never_gets_the_needs_of_a_remembered_one() -> None:
     for malformed in ("not a list", {"a": "map"}, 7):
         with pytest.raises(TypeError, match="expected a list of containers"):
             pod_needs({**BASE, "containers": malformed, "initContainers": []}, "spec")
+
+
+def test_the_policy_memo_matches_by_the_service_accounts_labels_for_groups_and_names() -> None:
+    """A policy that selects by ServiceAccount labels matches a pod only through its ServiceAccount's
+    labels: the groups and the policy names (what "fields to edit" names) both follow them, in
+    the policies' order, and a pod whose ServiceAccount lacks the label gets only the pod-selected
+    policy's."""
+
+    def sgp(name: str, selector: str, labels: dict[str, str], group: str) -> Any:
+        return compile_policy(
+            {
+                "metadata": {"namespace": NS, "name": name},
+                "spec": {selector: {"matchLabels": labels}, "securityGroups": {"groupIds": [group]}},
+            }
+        )
+
+    listed = [
+        sgp("by-sa", "serviceAccountSelector", {"role": "db"}, "sg-sa"),
+        sgp("by-pod", "podSelector", {"app": "x"}, "sg-pod"),
+    ]
+    memo = PolicyMatchMemo()
+    with_sa = (NS, {"app": "x"}, {"role": "db"})
+    without = (NS, {"app": "x"}, {"role": "web"})
+    assert memo.policy_names(with_sa, 1, lambda: listed) == [f"{NS}/by-sa", f"{NS}/by-pod"]
+    assert memo.groups(with_sa, 1, lambda: listed) == ["sg-sa", "sg-pod"]
+    assert memo.policy_names(without, 1, lambda: listed) == [f"{NS}/by-pod"]
+    assert memo.groups(without, 1, lambda: listed) == ["sg-pod"]
