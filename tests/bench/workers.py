@@ -40,6 +40,7 @@ from typing import Any
 
 from tests.bench import bigcluster, synth
 from tests.bench.report import Row
+from tests.e2e.test_webhook import _worker_pids
 
 HANG = 600.0  # ends a hang only: 4 workers syncing 5,000 nodes from the fake share two CPUs
 STABLE_SECONDS = 3.0  # memory and watch counts unchanged this long: the replica is settled
@@ -111,19 +112,6 @@ def requests_by_resource(fake: Any) -> dict[str, dict[str, int]]:
     }
 
 
-def worker_pids(master: int) -> list[int]:
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == master:
-                pids.append(int(entry.name))
-    return sorted(pids)
-
-
 def memory_kb(pid: int) -> dict[str, int]:
     """Rss and Pss of one process (smaps_rollup), in kB."""
     fields = {}
@@ -138,7 +126,7 @@ def memory_kb(pid: int) -> dict[str, int]:
 def replica_memory(master: int) -> dict[str, Any]:
     """The replica's memory in MB: summed over the master and its workers, and per process."""
     processes = {"master": memory_kb(master)}
-    for n, pid in enumerate(worker_pids(master)):
+    for n, pid in enumerate(sorted(_worker_pids(master))):
         processes[f"worker{n}"] = memory_kb(pid)
     return {
         "rssMb": round(sum(p["Rss"] for p in processes.values()) / 1024, 1),
@@ -238,7 +226,7 @@ def kubelet_probe(server: Any) -> bool:
 def _kill_one(server: Any, fake: Any, watched: int, workers: int) -> dict[str, Any]:
     before = requests_by_resource(fake)
     time.sleep(0.5)  # a few reviews before the kill
-    victim = worker_pids(server.process.pid)[0]
+    victim = min(_worker_pids(server.process.pid))
     os.kill(victim, signal.SIGKILL)
     killed = time.monotonic()
     failed_from: float | None = None  # when the first failing probe was sent
@@ -253,7 +241,7 @@ def _kill_one(server: Any, fake: Any, watched: int, workers: int) -> dict[str, A
             not_ready = time.monotonic() - failed_from
         after = requests_by_resource(fake)
         relisted = sum(1 for r, c in after.items() if c["watches"] > before.get(r, {}).get("watches", 0))
-        if ok and relisted >= watched and len(worker_pids(server.process.pid)) == workers:
+        if ok and relisted >= watched and len(_worker_pids(server.process.pid)) == workers:
             break
         time.sleep(0.1)
     return {

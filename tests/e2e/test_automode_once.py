@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.awsfixtures import AwsEnvironment
-from tests.e2e.test_karpenter_once import check, controller_once, once
+from tests.e2e.test_karpenter_once import check, controller_once, nodepool, once
 
 # m5.large under Auto Mode: Karpenter's AL2023 figures with 29 pods (min(110, 29)), the 80Gi
 # default volume less 1Gi kube-reserved and the 10% eviction threshold, and no branch ENI
@@ -27,29 +27,14 @@ M5_LARGE_AUTO = {
 
 def automode_pool(name: str, types: list[str], nodeclass_spec: dict[str, Any]) -> list[dict[str, Any]]:
     """A NodePool of `types` whose class is the Auto Mode NodeClass `name`, and that NodeClass."""
-    return [
-        {
-            "apiVersion": "karpenter.sh/v1",
-            "kind": "NodePool",
-            "metadata": {"name": name},
-            "spec": {
-                "template": {
-                    "spec": {
-                        "nodeClassRef": {"group": "eks.amazonaws.com", "kind": "NodeClass", "name": name},
-                        "requirements": [
-                            {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": types}
-                        ],
-                    }
-                }
-            },
-        },
-        {
-            "apiVersion": "eks.amazonaws.com/v1",
-            "kind": "NodeClass",
-            "metadata": {"name": name},
-            "spec": nodeclass_spec,
-        },
-    ]
+    pool, _ = nodepool(name, types)
+    pool["spec"]["template"]["spec"]["nodeClassRef"] = {
+        "group": "eks.amazonaws.com",
+        "kind": "NodeClass",
+        "name": name,
+    }
+    nodeclass = {"apiVersion": "eks.amazonaws.com/v1", "kind": "NodeClass", "metadata": {"name": name}}
+    return [pool, {**nodeclass, "spec": nodeclass_spec}]
 
 
 def test_an_automode_nodepool_is_published_and_judged_by_its_nodeclass(
