@@ -5,9 +5,14 @@ the pod admits it."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+import pytest
+
+from capacity.karpenter.automode import automode_class_from_object
 from capacity.karpenter.fit import Shortfall
+from capacity.karpenter.nodeclass import NodeClassError
 from capacity.karpenter.pools import PoolsVerdict, judge_pools
 from capacity.karpenter.published import PublishedNodePool, published
 from tests.capacity.karpenter.test_published import NODECLASS, SETTINGS
@@ -63,3 +68,19 @@ def test_an_automode_nodepool_refuses_a_branch_eni_pod_for_what_else_it_lacks() 
 def test_a_pod_without_a_branch_eni_is_judged_by_an_automode_nodepool_as_by_any() -> None:
     """No pod-eni asked: the Auto Mode NodePool judges the whole ask and admits what fits."""
     assert judge_pools(["auto"], {"auto": AUTO}, {}, {"ephemeral-storage": GI}) == PoolsVerdict(True, (), ())
+
+
+@pytest.mark.parametrize(
+    ("nodeclass", "says"),
+    [
+        ({"spec": "big"}, "spec: expected a map"),
+        ({"spec": {"ephemeralStorage": ["80Gi"]}}, "spec.ephemeralStorage: expected a map"),
+        ({"spec": {"ephemeralStorage": {"size": "lots"}}}, "spec.ephemeralStorage.size"),
+    ],
+)
+def test_an_unreadable_automode_nodeclass_is_refused_naming_the_field(nodeclass: object, says: str) -> None:
+    """An Auto Mode NodeClass whose storage cannot be read gives no template (the controller says
+    why under errors["nodepool/<name>"]), never a guessed size; 80Gi only when none is given."""
+    with pytest.raises(NodeClassError, match=re.escape(says)):
+        automode_class_from_object(nodeclass)  # type: ignore[arg-type]
+    assert automode_class_from_object({"spec": {}}).ephemeral_bytes == 80 * 2**30

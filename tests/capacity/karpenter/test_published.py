@@ -80,6 +80,38 @@ def test_the_published_section_reads_back_to_the_same_judgement() -> None:
         ({"settings": {"reservedENIs": "2"}}, "spec.karpenter.settings.reservedENIs: expected an integer"),
         ({"instanceTypes": {"m5.large": {}}}, "spec.karpenter.instanceTypes: expected a list"),
         ({"template": []}, "spec.karpenter.template: expected a map"),
+        (
+            {"instanceTypes": [{"name": "m5.large", "allocatable": {}, "live": "small"}]},
+            "spec.karpenter.instanceTypes[0].live: expected a map",
+        ),
+        (
+            {"instanceTypes": [{"name": "m5.large", "allocatable": {}, "live": {"allocatable": {}}}]},
+            "spec.karpenter.instanceTypes[0].live.allocatable.ephemeral-storage: missing",
+        ),
+        (
+            {
+                "instanceTypes": [
+                    {
+                        "name": "m5.large",
+                        "allocatable": {},
+                        "live": {"allocatable": {"ephemeral-storage": "lots"}},
+                    }
+                ]
+            },
+            "spec.karpenter.instanceTypes[0].live.allocatable",
+        ),
+        (
+            {
+                "instanceTypes": [
+                    {
+                        "name": "m5.large",
+                        "allocatable": {},
+                        "live": {"allocatable": {"ephemeral-storage": "10Gi"}, "nodes": True},
+                    }
+                ]
+            },
+            "spec.karpenter.instanceTypes[0].live.nodes: expected an integer",
+        ),
     ],
 )
 def test_a_malformed_section_is_refused_naming_the_field(section: object, says: str) -> None:
