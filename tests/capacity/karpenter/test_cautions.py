@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from capacity.karpenter.cautions import Caution, CautionKind, LiveShort, untrunked
+from capacity.karpenter.fit import Change, NodePoolDecision, Reason, Shortfall
 from capacity.karpenter.live import HASH, HASH_VERSION, LiveStorage, live_storage
 from capacity.karpenter.nodeclass import KarpenterOptions
 from capacity.karpenter.pools import PoolsVerdict, caution_lines, judge_pools, pool_lines
@@ -199,4 +200,121 @@ def test_a_live_reading_that_may_not_hold_is_a_warning_never_a_denial() -> None:
     assert caution_lines(verdict.cautions) == [
         "NodePool general may launch m5.large (Karpenter plans 17Gi, its nodes offer 16Gi) for this pod, "
         "which needs 16.1Gi of ephemeral-storage there: it would not fit"
+    ]
+
+
+# A kubelet's reading for a 20Gi root volume (its capacity less 1Gi kube-reserved and the 10% hard
+# eviction threshold): 16.989Gi, which reads as 16.9Gi rounded down and 17Gi rounded up.
+KUBELET_20GI = 18242267955
+
+
+def _record_with(
+    name: str, types: list[str], nodes: list[dict[str, Any]], daemonsets: dict[str, int]
+) -> PublishedNodePool:
+    """`_record`, the DaemonSets asking `daemonsets` (ephemeral-storage, milli-units) on every type."""
+    record, _ = published(
+        _pool(name, types),
+        NODECLASS,
+        KarpenterOptions(),
+        {},
+        lambda offer: {"ephemeral-storage": daemonsets.get(offer.name, 0)},
+        nodes,
+    )
+    back = NodeGroupTemplate.from_object(
+        NodeGroupTemplate(name, provider=PROVIDER, karpenter=record).to_object()
+    )
+    assert back.karpenter is not None
+    return back.karpenter
+
+
+def test_a_live_refusal_is_a_whole_typed_decision_with_the_largest_need_and_the_best_live_offer() -> None:
+    """A pod of 17404Mi, both types short on current nodes: the NodePool's decision is a refusal
+    (fits False, no types to launch) with one reason naming the resource, what the pod needs with
+    the DaemonSets (the larger of the two types' needs: c5.large's, where a DaemonSet asks 2Mi), the
+    most a live node offers (m5.large's 16.989Gi, not c5.large's 16Gi), the root volume to change,
+    and each type with its estimate and its live number, what a node offers rounded down (16.9Gi,
+    never 17Gi, which would read as enough)."""
+    nodes = [
+        _node("a", "general", "m5.large", str(KUBELET_20GI)),
+        _node("b", "general", "c5.large", "16Gi"),
+    ]
+    mi = 2**20 * 1000
+    # a DaemonSet that runs on c5.large only asks 2Mi more there
+    record = _record_with("general", ["m5.large", "c5.large"], nodes, {"c5.large": 2 * mi})
+    verdict = _judge([record], {"ephemeral-storage": 17404 * mi})
+    needed = 17406 * mi
+    detail = (
+        "ephemeral-storage: needs 17Gi with the DaemonSets; Karpenter plans c5.large with 17Gi, its "
+        "nodes offer 16Gi, m5.large with 17Gi, its nodes offer 16.9Gi"
+    )
+    assert verdict == PoolsVerdict(
+        False,
+        (),
+        (
+            NodePoolDecision(
+                "general",
+                False,
+                (),
+                (
+                    Reason(
+                        "general",
+                        Shortfall.LIVE_EPHEMERAL_STORAGE,
+                        (Change.ROOT_VOLUME_SIZE,),
+                        detail,
+                        "ephemeral-storage",
+                        needed,
+                        KUBELET_20GI * 1000,
+                    ),
+                ),
+            ),
+        ),
+    )
+
+
+def test_a_live_refusal_names_three_types_and_counts_the_rest() -> None:
+    """Five types, each short on a current node: the refusal's detail names three, each with its two
+    numbers, and counts the other two, so the denial stays readable."""
+    types = ["c5.large", "c5.xlarge", "m5.large", "m5.xlarge", "r5.large"]
+    nodes = [_node(f"n{i}", "general", t, "16Gi") for i, t in enumerate(types)]
+    verdict = _judge([_record("general", types, nodes)], {"ephemeral-storage": 16 * GI + 1000})
+    assert pool_lines(verdict.refused) == [
+        "NodePool general: the NodePool's nodes offer less ephemeral-storage than Karpenter plans with "
+        "(ephemeral-storage: needs 16.1Gi with the DaemonSets; Karpenter plans c5.large with 17Gi, its nodes "
+        "offer 16Gi, c5.xlarge with 17Gi, its nodes offer 16Gi, m5.large with 17Gi, its nodes offer 16Gi "
+        "and 2 more): change EC2NodeClass spec.blockDeviceMappings[rootVolume].ebs.volumeSize"
+    ]
+
+
+def test_the_daemonsets_ephemeral_storage_counts_against_the_live_nodes() -> None:
+    """DaemonSets asking 16Gi of ephemeral-storage on a NodePool whose current node offers 16Gi: a
+    pod asking none of its own still fits (the DaemonSets exactly fill the node), and is neither
+    refused nor warned; a pod asking one byte is refused, needing the DaemonSets' 16Gi and its byte."""
+    nodes = [_node("a", "general", "m5.large", "16Gi")]
+    record = _record_with("general", ["m5.large"], nodes, {"m5.large": 16 * GI})
+    assert _judge([record], {"cpu": 1000}) == PoolsVerdict(True, (), (), ())
+    refused = _judge([record], {"cpu": 1000, "ephemeral-storage": 1000})
+    assert [
+        (d.nodepool, d.fits, [(r.shortfall, r.needed, r.best_offered) for r in d.reasons])
+        for d in refused.refused
+    ] == [("general", False, [(Shortfall.LIVE_EPHEMERAL_STORAGE, 16 * GI + 1000, 16 * GI)])]
+
+
+def test_a_caution_reads_what_a_node_offers_rounded_down_and_names_two_types_with_their_numbers() -> None:
+    """Three types short on nodes of an earlier class spec (a caution, not a refusal): the warning
+    names two with both numbers, the live one rounded down (16.9Gi), and counts the third; the
+    pod's need is rounded up (17Gi)."""
+    old = {HASH: "0", HASH_VERSION: "v6"}
+    nodes = [
+        _node("a", "general", "c5.large", str(KUBELET_20GI), old),
+        _node("b", "general", "m5.large", str(KUBELET_20GI), old),
+        _node("c", "general", "r5.large", str(KUBELET_20GI), old),
+    ]
+    verdict = _judge(
+        [_record("general", ["c5.large", "m5.large", "r5.large"], nodes)], {"ephemeral-storage": 17 * GI}
+    )
+    assert verdict.admitted
+    assert caution_lines(verdict.cautions) == [
+        "NodePool general may launch c5.large (Karpenter plans 17Gi, nodes of an earlier EC2NodeClass offer "
+        "16.9Gi), m5.large (Karpenter plans 17Gi, nodes of an earlier EC2NodeClass offer 16.9Gi) and 1 more "
+        "for this pod, which needs 17Gi of ephemeral-storage there: it would not fit"
     ]
