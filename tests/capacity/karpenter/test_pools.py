@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from capacity.karpenter.automode import automode_class_from_object
-from capacity.karpenter.fit import Shortfall
+from capacity.karpenter.fit import Change, NodePoolDecision, Reason, Shortfall
 from capacity.karpenter.nodeclass import NodeClassError
-from capacity.karpenter.pools import PoolsVerdict, judge_pools
+from capacity.karpenter.pools import PoolsVerdict, judge_pools, pool_lines
 from capacity.karpenter.published import PublishedNodePool, published
 from tests.capacity.karpenter.test_published import NODECLASS, SETTINGS
 
@@ -84,3 +84,90 @@ def test_an_unreadable_automode_nodeclass_is_refused_naming_the_field(nodeclass:
     with pytest.raises(NodeClassError, match=re.escape(says)):
         automode_class_from_object(nodeclass)  # type: ignore[arg-type]
     assert automode_class_from_object({"spec": {}}).ephemeral_bytes == 80 * 2**30
+
+
+def _ec2_record(nodeclass: dict[str, Any], daemonsets: dict[str, int]) -> PublishedNodePool:
+    """The `ec2` NodePool (m5.large) under `nodeclass`, the DaemonSets asking `daemonsets` on its nodes."""
+    made, _ = published(
+        pool("ec2", "karpenter.k8s.aws", "EC2NodeClass"),
+        nodeclass,
+        SETTINGS,
+        {},
+        lambda offer: dict(daemonsets),
+    )
+    return made
+
+
+def test_a_refusal_line_gives_each_reason_and_each_field_that_would_let_the_pod_fit() -> None:
+    """8 cpus and 30Gi of ephemeral-storage on an m5.large NodePool whose class sizes a volume it
+    does not mark as the root: one line, its two reasons joined by "; ", the storage reason naming
+    both fields (mark the volume as root, or grow the root volume) joined by " or "."""
+    sized = {
+        "spec": {
+            **NODECLASS["spec"],
+            "blockDeviceMappings": [{"deviceName": "/dev/xvdb", "ebs": {"volumeSize": "100Gi"}}],
+        }
+    }
+    verdict = judge_pools(
+        ["ec2"], {"ec2": _ec2_record(sized, {})}, {}, {"cpu": 8000, "ephemeral-storage": 30 * GI}
+    )
+    assert pool_lines(verdict.refused) == [
+        "NodePool ec2: no allowed instance type offers enough of a resource (cpu: needs 8 with the "
+        "DaemonSets, the allowed types offer at most 1930m): change NodePool "
+        "spec.template.spec.requirements; "
+        "no allowed instance type offers enough ephemeral-storage (ephemeral-storage: needs 30Gi with the "
+        "DaemonSets, the allowed types offer at most 17Gi): change EC2NodeClass "
+        "spec.blockDeviceMappings[].rootVolume: true or "
+        "EC2NodeClass spec.blockDeviceMappings[rootVolume].ebs.volumeSize"
+    ]
+
+
+def test_the_daemonsets_requests_count_against_karpenters_estimate() -> None:
+    """DaemonSets asking 2Gi of ephemeral-storage on m5.large (17Gi): a pod of 15Gi fits; one of
+    16Gi is refused, needing 18Gi with the DaemonSets, the reason whole."""
+    record = _ec2_record(NODECLASS, {"ephemeral-storage": 2 * GI})
+    assert judge_pools(["ec2"], {"ec2": record}, {}, {"ephemeral-storage": 15 * GI}) == PoolsVerdict(
+        True, (), ()
+    )
+    reason = Reason(
+        "ec2",
+        Shortfall.EPHEMERAL_STORAGE,
+        (Change.ROOT_VOLUME_SIZE,),
+        "ephemeral-storage: needs 18Gi with the DaemonSets, the allowed types offer at most 17Gi",
+        "ephemeral-storage",
+        18 * GI,
+        17 * GI,
+    )
+    assert judge_pools(["ec2"], {"ec2": record}, {}, {"ephemeral-storage": 16 * GI}) == PoolsVerdict(
+        False, (), (NodePoolDecision("ec2", False, (), (reason,)),)
+    )
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"tolerations": "all"},
+        {"nodeSelector": "zone-a"},
+        {
+            "affinity": {
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {
+                        "nodeSelectorTerms": [
+                            {"matchExpressions": [{"key": "a", "operator": "Near", "values": ["x"]}]}
+                        ]
+                    }
+                }
+            }
+        },
+    ],
+    ids=["tolerations-not-a-list", "node-selector-not-a-map", "unknown-operator"],
+)
+def test_a_pod_whose_requirements_cannot_be_read_leaves_each_nodepool_unjudged_by_name(
+    spec: dict[str, Any],
+) -> None:
+    """A pod spec the NodePools' judgement cannot read is never denied: every NodePool is unjudged,
+    each by its name, and the pod is not admitted by a NodePool."""
+    published_ = {"auto": AUTO, "ec2": EC2}
+    assert judge_pools(["ec2", "auto"], published_, spec, {"cpu": 1000}) == PoolsVerdict(
+        False, ("auto", "ec2"), ()
+    )
