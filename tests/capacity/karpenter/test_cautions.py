@@ -318,3 +318,12 @@ def test_a_caution_reads_what_a_node_offers_rounded_down_and_names_two_types_wit
         "16.9Gi), m5.large (Karpenter plans 17Gi, nodes of an earlier EC2NodeClass offer 16.9Gi) and 1 more "
         "for this pod, which needs 17Gi of ephemeral-storage there: it would not fit"
     ]
+
+
+def test_a_nodepool_its_live_nodes_refuse_leaves_the_next_nodepool_to_take_the_pod() -> None:
+    """NodePool a refuses a pod of 16Gi + 1 byte by its current node (16Gi); NodePool b, with no live
+    node, takes it on Karpenter's estimate: the pod is admitted, without a caution."""
+    short = _record("a", ["m5.large"], [_node("x", "a", "m5.large", "16Gi")])
+    assert _judge([short, _record("b", ["m5.large"])], {"ephemeral-storage": 16 * GI + 1000}) == PoolsVerdict(
+        True, (), (), ()
+    )

@@ -171,3 +171,20 @@ def test_a_pod_whose_requirements_cannot_be_read_leaves_each_nodepool_unjudged_b
     assert judge_pools(["ec2", "auto"], published_, spec, {"cpu": 1000}) == PoolsVerdict(
         False, ("auto", "ec2"), ()
     )
+
+
+def test_a_published_template_that_cannot_be_rebuilt_is_unjudged_and_the_next_nodepool_judged() -> None:
+    """A published template edited by hand to a requirement operator Karpenter has not ("Near"):
+    that NodePool alone is unjudged, named; the NodePools after it are still judged, and one that
+    takes the pod admits it."""
+    raw = EC2.to_object()
+    raw["nodePool"] = "a-edited"
+    raw["template"]["spec"]["requirements"].append(
+        {"key": "node.kubernetes.io/instance-type", "operator": "Near", "values": ["m5.large"]}
+    )
+    edited = PublishedNodePool.from_object(raw)
+    assert judge_pools(["a-edited"], {"a-edited": edited}, {}, {"cpu": 1000}) == PoolsVerdict(
+        False, ("a-edited",), ()
+    )
+    both = {"a-edited": edited, "ec2": EC2}
+    assert judge_pools(["a-edited", "ec2"], both, {}, {"cpu": 1000}) == PoolsVerdict(True, (), ())
