@@ -330,3 +330,17 @@ def test_the_policy_memo_matches_by_the_service_accounts_labels_for_groups_and_n
     assert memo.groups(with_sa, 1, lambda: listed) == ["sg-sa", "sg-pod"]
     assert memo.policy_names(without, 1, lambda: listed) == [f"{NS}/by-pod"]
     assert memo.groups(without, 1, lambda: listed) == ["sg-pod"]
+
+
+def test_the_policies_names_follow_a_changed_policy_asked_without_the_groups() -> None:
+    """The names of the matching policies (what a denial's "fields to edit" lists), asked on their
+    own, answer by the policies as they are now: a policy whose selector changes, then a second
+    policy added, each changes the very next answer for the same pod."""
+    cluster = view(sgp("db", {"matchLabels": {"app": "db"}}))
+    db = pod({"app": "db"})
+    assert cluster.matching_policies(NS, db) == [f"{NS}/db"]
+    assert cluster.matching_policies(NS, db) == [f"{NS}/db"]  # remembered
+    cluster.policies.apply("MODIFIED", sgp("db", {"matchLabels": {"app": "web"}}))
+    assert cluster.matching_policies(NS, db) == []
+    cluster.policies.apply("ADDED", sgp("all", {}))
+    assert cluster.matching_policies(NS, db) == [f"{NS}/all"]
