@@ -255,7 +255,8 @@ def test_a_spec_differing_only_where_the_needs_do_not_read_shares_the_key() -> N
 
 def test_needs_are_built_once_per_shape_and_equal_to_those_built_afresh() -> None:
     """The second replica of a shape gets the needs the first built; a shape that only reorders its
-    node selector gets its own, naming its keys in its own order; a malformed spec raises each time."""
+    node selector gets its own, naming its keys in its own order; a malformed spec raises each time,
+    naming the field where it was given (a pod's spec, a workload's template)."""
     first = pod_needs(BASE, "spec")
     again = pod_needs(copy.deepcopy(BASE), "spec.template.spec")
     assert again is first
@@ -264,9 +265,10 @@ def test_needs_are_built_once_per_shape_and_equal_to_those_built_afresh() -> Non
     reordered = pod_needs({**BASE, "nodeSelector": {"b": "2", "a": "1"}}, "spec")
     assert reordered.selector_keys == ("b", "a")
     assert first.selector_keys == ("a", "b")
-    for _ in range(2):
-        with pytest.raises(TypeError, match=r"spec\.containers"):
-            pod_needs({**BASE, "containers": "not a list"}, "spec")
+    for field in ("spec", "spec.template.spec", "spec"):
+        with pytest.raises(TypeError) as refused:
+            pod_needs({**BASE, "containers": "not a list"}, field)
+        assert str(refused.value) == f"{field}.containers: expected a list of containers"
 
 
 @pytest.mark.parametrize(
@@ -286,14 +288,16 @@ def test_values_orjson_writes_alike_or_not_at_all_get_keys_apart(values: tuple[A
 
 
 def test_a_spec_too_deep_to_write_is_built_each_time() -> None:
-    """No key (nesting past the recursion limit): the needs are built, or refused, as without a memo."""
+    """No key (nesting past the recursion limit): the needs are built, or refused, as without a memo,
+    the refusal naming the field where the spec was given (a workload's template, here)."""
     deep: Any = []
     for _ in range(5000):
         deep = [deep]
     spec = {**BASE, "affinity": {"nodeAffinity": deep}}
     assert needs_key(spec) is None
-    with pytest.raises((TypeError, ValueError)):
-        pod_needs(spec, "spec")
+    with pytest.raises(TypeError) as refused:
+        pod_needs(spec, "spec.template.spec")
+    assert str(refused.value) == "spec.template.spec.affinity.nodeAffinity: expected a map"
 
 
 def test_a_refused_spec_never_gets_the_needs_of_a_remembered_one() -> None:
