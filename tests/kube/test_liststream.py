@@ -10,6 +10,7 @@ import tracemalloc
 from collections.abc import Iterator
 from typing import Any
 
+import msgspec
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -241,3 +242,11 @@ def test_peak_memory_is_one_chunk_and_one_item_not_the_body() -> None:
     assert seen == count
     assert reader.members == {"metadata": {"resourceVersion": "1"}, "kind": "List"}
     assert peak < body_size / 20, f"peak {peak} B for a {body_size} B body"
+
+
+def test_an_item_the_callers_decoder_refuses_is_one_line_naming_the_decoders_words() -> None:
+    """An item that is JSON but not what the caller's decoder takes (a number where a typed decoder
+    wants an object): the list is refused with the decoder's own words, one line."""
+    with pytest.raises(BadList) as caught:
+        read([b'{"items": [{"a": 1}, 5]}'], msgspec.json.Decoder(dict).decode)
+    assert str(caught.value) == "list page is not JSON: Expected `object`, got `int`"
