@@ -173,7 +173,7 @@ def review(request: Mapping[str, Any], cluster: ClusterView, config: WebhookOpti
         needs = pod_needs(spec, template.path)
     except (TypeError, ValueError) as err:
         # The API server's own validation rejects such an object; never deny out of confusion.
-        metrics.UNCHECKED.labels("malformed").inc()
+        metrics.count(metrics.UNCHECKED, "malformed")
         return Verdict(warnings=[whole_warning(f"fitguard could not check this {template.subject}: {err}")])
     old = pod_template(kind, request.get("oldObject")) if kind == "DaemonSet" else None
     judged = Judged(template, spec, kind, namespace, cluster, config, remembered=old is None)
@@ -181,7 +181,7 @@ def review(request: Mapping[str, Any], cluster: ClusterView, config: WebhookOpti
     if pin is not None:
         return _judge_pinned(judged, needs, pin)
     if not len(cluster.templates) and not len(cluster.nodepool_templates):
-        metrics.UNCHECKED.labels("no templates").inc()
+        metrics.count(metrics.UNCHECKED, "no templates")
         return Verdict(warnings=[COLD_START])
     if old is not None:
         # its own old revision is no overhead for its new one: judged apart from the memo
@@ -195,7 +195,7 @@ def review(request: Mapping[str, Any], cluster: ClusterView, config: WebhookOpti
     if verdicts is None:
         relied = cluster.verdicts.memory_reliance(needs, templates, cluster.templates.version)
         if relied:
-            metrics.MEMORY_ADMISSIONS.inc()
+            metrics.count(metrics.MEMORY_ADMISSIONS)
             warnings = memory_warnings(relied, needs, template.subject)
             return Verdict(warnings=[whole_warning(line) for line in warnings])
         return Verdict()
@@ -358,7 +358,7 @@ def refuse(message: str, mode: str, warnings: list[str]) -> Verdict:
 def abstain(abstention: Abstention, subject: str, detail: str = "") -> Verdict:
     """Admitted without a verdict: said to the person applying, counted, and recorded in the API
     server's audit log (the response's audit annotation)."""
-    metrics.UNCHECKED.labels(abstention.value).inc()
+    metrics.count(metrics.UNCHECKED, abstention.value)
     return Verdict(warnings=[whole_warning(not_judged(abstention, subject, detail))], abstained=abstention)
 
 
