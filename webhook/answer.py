@@ -95,7 +95,9 @@ def review_response(api_version: str, uid: str, verdict: Verdict, mutating: bool
 
 # what orjson hands to `default` (absent here, so refused: json.dumps decides) instead of writing it
 # in a way json.dumps does not: dataclasses, datetimes, and subclasses of str, int, dict and list
-_AS_JSON_DUMPS = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_SUBCLASS
+_AS_JSON_DUMPS = (
+    orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_SUBCLASS
+)
 
 
 def json_bytes(value: Any) -> bytes:

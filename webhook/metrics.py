@@ -61,7 +61,7 @@ def bounded(value: object, allowed: frozenset[str]) -> str:
 
 TALLY = Tally()
 # registered before the metrics: the registry collects in registration order
-REGISTRY.register(FlushFirst(TALLY))  # type: ignore[arg-type]
+REGISTRY.register(FlushFirst(TALLY))
 
 
 def count(metric: Counter, *labels: str) -> None:

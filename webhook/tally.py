@@ -89,7 +89,7 @@ class Tally:
     def mine(self) -> ThreadTally:
         """This thread's tally (made, and the process's flusher started, on its first use)."""
         try:
-            return self._local.tally  # type: ignore[no-any-return]
+            return self._local.tally
         except AttributeError:
             return self._register()
 

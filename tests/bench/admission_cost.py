@@ -91,7 +91,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--endpoint", choices=("mutate", "validate", "both"), default="both")
     parser.add_argument("--reviews", type=int, default=3000, help="reviews per app and endpoint")
     parser.add_argument("--profile", action="store_true", help="cProfile fitguard's reviews")
-    parser.add_argument("--repeat", type=int, default=1, help="timed runs per app, alternating; the best counts")
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="timed runs per app, alternating; the best counts"
+    )
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     workdir = Path(tempfile.mkdtemp(prefix="fitguard-cost-"))
     # as webhook.server.serve does before anything imports prometheus_client
@@ -131,7 +133,8 @@ def main(argv: list[str] | None = None) -> int:
                 runs[name].append((time.process_time() - started) / args.reviews)
         for name, seconds in runs.items():
             cpu[name, endpoint] = min(seconds)  # the run least disturbed by other processes
-            print(f"{name} /{endpoint}: {cpu[name, endpoint] * 1e6:.1f} us CPU per review (best of {args.repeat})")
+            per_review = cpu[name, endpoint] * 1e6
+            print(f"{name} /{endpoint}: {per_review:.1f} us CPU per review (best of {args.repeat})")
         if ("fitguard", endpoint) in cpu and ("empty", endpoint) in cpu:
             extra = cpu["fitguard", endpoint] - cpu["empty", endpoint]
             print(f"/{endpoint}: fitguard costs {extra * 1e6:.1f} us more per review than the empty app")

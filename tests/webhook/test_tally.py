@@ -74,7 +74,9 @@ def test_a_flushed_histogram_is_the_one_observe_builds(registry: CollectorRegist
     """Durations on and between the bucket bounds (a duration equal to a bound is in that bound's
     bucket), beyond the last, flushed in two rounds: every sample (buckets, count, sum) is what
     Histogram.observe gives for the same durations."""
-    tallied = Histogram("tallied_seconds", "t", ["webhook"], buckets=metrics.DURATION_BUCKETS, registry=registry)
+    tallied = Histogram(
+        "tallied_seconds", "t", ["webhook"], buckets=metrics.DURATION_BUCKETS, registry=registry
+    )
     direct_registry = CollectorRegistry()
     direct = Histogram(
         "tallied_seconds", "t", ["webhook"], buckets=metrics.DURATION_BUCKETS, registry=direct_registry
