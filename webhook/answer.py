@@ -22,7 +22,7 @@ import orjson
 from webhook import mutate, validate
 from webhook.cluster import ClusterView
 from webhook.mutate import Mutation
-from webhook.review import Verdict, WebhookOptions, exemption
+from webhook.review import MAPPINGS, Verdict, WebhookOptions, exemption
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +66,7 @@ def is_pod_create(req: Mapping[str, Any]) -> bool:
     kind = req.get("kind")
     return (
         req.get("operation") == "CREATE"
-        and isinstance(kind, Mapping)
+        and isinstance(kind, MAPPINGS)
         and kind.get("group", "") == ""
         and kind.get("kind") == "Pod"
         and not req.get("subResource")

@@ -20,7 +20,7 @@ from werkzeug.exceptions import HTTPException, MethodNotAllowed
 from webhook import metrics
 from webhook.answer import Answer, Outcome, Webhook, answer, json_bytes
 from webhook.cluster import ClusterView
-from webhook.review import WebhookOptions
+from webhook.review import MAPPINGS, WebhookOptions
 from webhook.review_wire import decode_review
 from webhook.tally import ThreadTally
 
@@ -186,10 +186,10 @@ def create_app(cluster: ClusterView, config: WebhookOptions, audit: AuditSink | 
 
 def _kind(req: Mapping[str, Any]) -> str:
     kind = req.get("kind")
-    return str(kind.get("kind", "")) if isinstance(kind, Mapping) else ""
+    return str(kind.get("kind", "")) if isinstance(kind, MAPPINGS) else ""
 
 
 def _name(req: Mapping[str, Any]) -> str:
     obj = req.get("object")
-    meta = obj.get("metadata") if isinstance(obj, Mapping) else None
-    return str(meta.get("name") or meta.get("generateName") or "") if isinstance(meta, Mapping) else ""
+    meta = obj.get("metadata") if isinstance(obj, MAPPINGS) else None
+    return str(meta.get("name") or meta.get("generateName") or "") if isinstance(meta, MAPPINGS) else ""
