@@ -17,10 +17,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from webhook import mutate, validate
 from webhook.cluster import ClusterView
 from webhook.mutate import Mutation
-from webhook.review import Verdict, WebhookOptions, exemption
+from webhook.review import MAPPINGS, Verdict, WebhookOptions, exemption
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +66,7 @@ def is_pod_create(req: Mapping[str, Any]) -> bool:
     kind = req.get("kind")
     return (
         req.get("operation") == "CREATE"
-        and isinstance(kind, Mapping)
+        and isinstance(kind, MAPPINGS)
         and kind.get("group", "") == ""
         and kind.get("kind") == "Pod"
         and not req.get("subResource")
@@ -81,7 +83,7 @@ def review_response(api_version: str, uid: str, verdict: Verdict, mutating: bool
             status["reason"] = verdict.reason
         response["status"] = status
     if verdict.patch and verdict.allowed and mutating:
-        raw = json.dumps(verdict.patch, separators=(",", ":")).encode()
+        raw = json_bytes(verdict.patch)
         response["patchType"] = "JSONPatch"
         response["patch"] = base64.b64encode(raw).decode("ascii")
     if verdict.warnings:
@@ -89,6 +91,31 @@ def review_response(api_version: str, uid: str, verdict: Verdict, mutating: bool
     if verdict.abstained is not None:
         response["auditAnnotations"] = {ABSTAINED_ANNOTATION: verdict.abstained.value}
     return {"apiVersion": api_version, "kind": "AdmissionReview", "response": response}
+
+
+# what orjson hands to `default` (absent here, so refused: json.dumps decides) instead of writing it
+# in a way json.dumps does not: dataclasses, datetimes, and subclasses of str, int, dict and list
+_AS_JSON_DUMPS = (
+    orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_SUBCLASS
+)
+
+
+def json_bytes(value: Any) -> bytes:
+    """`json.dumps(value, separators=(",", ":")).encode()`, byte for byte, written by orjson (ten
+    times faster) where it writes the same. For what an answer holds: strings, integers, booleans,
+    None, lists and dicts with string keys (not floats, which json.dumps writes by `repr` and
+    orjson in a shortest form of its own). json.dumps writes the text instead when orjson refuses
+    the value (an integer beyond 64 bits, a lone surrogate, a key that is not a string, a type
+    passed through above) or when orjson's text holds what json.dumps escapes and orjson does not:
+    a character beyond ASCII, or DEL (every other ASCII character both write alike;
+    tests/webhook/test_answer_json.py)."""
+    try:
+        text = orjson.dumps(value, option=_AS_JSON_DUMPS)
+    except TypeError:  # orjson.JSONEncodeError is one
+        return json.dumps(value, separators=(",", ":")).encode()
+    if text.isascii() and b"\x7f" not in text:
+        return text
+    return json.dumps(value, separators=(",", ":")).encode()
 
 
 def failure_verdict(config: WebhookOptions) -> Verdict:

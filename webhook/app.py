@@ -9,20 +9,20 @@ policy; the caller never sees a stack trace.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from flask import Flask, Response, request
+from flask import Flask, Request, Response, request
 from werkzeug.exceptions import HTTPException, MethodNotAllowed
 
 from webhook import metrics
-from webhook.answer import Answer, Outcome, Webhook, answer
+from webhook.answer import Answer, Outcome, Webhook, answer, json_bytes
 from webhook.cluster import ClusterView
-from webhook.review import WebhookOptions
+from webhook.review import MAPPINGS, WebhookOptions
 from webhook.review_wire import decode_review
+from webhook.tally import ThreadTally
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +39,7 @@ class BadReview(Exception):
 
 
 def _json(body: Any, status: int = 200) -> Response:
-    return Response(json.dumps(body, separators=(",", ":")), status, mimetype=JSON_TYPE)
+    return Response(json_bytes(body), status, mimetype=JSON_TYPE)
 
 
 def parse_review(body: bytes) -> tuple[str, dict[str, Any]]:
@@ -70,76 +70,66 @@ class Admission:
         self.cluster = cluster
         self.config = config
         self.audit = audit
-        # labelled series, looked up once: `labels()` takes a lock and builds its key on every call
-        self._series: dict[tuple[Any, ...], Any] = {}
-
-    def _series_of(self, metric: Any, *labels: str) -> Any:
-        key = (metric, *labels)
-        series = self._series.get(key)
-        if series is None:
-            series = self._series[key] = metric.labels(*labels)
-        return series
 
     def admit(self, webhook: Webhook) -> Response:
         name = webhook.value
-        refused = self._refuse_unread(name)
+        # one look-up of the request: each use of Flask's `request` proxy costs a context look-up
+        current: Request = request._get_current_object()  # type: ignore[attr-defined]
+        refused = self._refuse_unread(name, current)
         if refused is not None:
             return refused
+        tally = metrics.TALLY.mine()
+        in_flight = (metrics.IN_FLIGHT, name)
         started = time.perf_counter()
-        in_flight = self._series_of(metrics.IN_FLIGHT, name)
-        in_flight.inc()
+        tally.enter(in_flight)
         try:
-            return self._answer(webhook)
+            return self._answer(webhook, current, tally)
         finally:
-            in_flight.dec()
-            self._series_of(metrics.DURATION, name).observe(time.perf_counter() - started)
+            tally.leave(in_flight)
+            elapsed = time.perf_counter() - started
+            tally.observe((metrics.DURATION, name), metrics.DURATION_BOUNDS, elapsed)
 
-    def _refuse_unread(self, name: str) -> Response | None:
+    def _refuse_unread(self, name: str, current: Request) -> Response | None:
         """415 for a wrong content type, 413 for a declared length over the limit; None to go on."""
         # the header as the apiserver sends it needs no parsing; anything else is parsed as before
-        if request.environ.get("CONTENT_TYPE") != JSON_TYPE and request.mimetype != JSON_TYPE:
-            metrics.INVALID.labels(name, "415").inc()
+        if current.environ.get("CONTENT_TYPE") != JSON_TYPE and current.mimetype != JSON_TYPE:
+            metrics.count(metrics.INVALID, name, "415")
             return _json({"message": f"content type must be {JSON_TYPE}"}, 415)
-        length = request.content_length
+        length = current.content_length
         if length is not None and length > self.config.max_body_bytes:
-            metrics.INVALID.labels(name, "413").inc()
+            metrics.count(metrics.INVALID, name, "413")
             # answered unread; gunicorn discards the declared body before reusing the connection
             return _json({"message": "request body too large"}, 413)
         return None
 
-    def _answer(self, webhook: Webhook) -> Response:
+    def _answer(self, webhook: Webhook, current: Request, tally: ThreadTally) -> Response:
         name = webhook.value
-        body = request.get_data(cache=False)
+        body = current.get_data(cache=False)
         if len(body) > self.config.max_body_bytes:  # chunked: no Content-Length to judge it by
-            metrics.INVALID.labels(name, "413").inc()
+            metrics.count(metrics.INVALID, name, "413")
             return _json({"message": "request body too large"}, 413)
         try:
             api_version, req = parse_review(body)
         except BadReview as err:
-            metrics.INVALID.labels(name, metrics.bounded(str(err.code), metrics.INVALID_CODES)).inc()
+            metrics.count(metrics.INVALID, name, metrics.bounded(str(err.code), metrics.INVALID_CODES))
             return _json({"message": err.message}, err.code)
         answered = answer(webhook, req, self.cluster, self.config)
         self._record(answered, req)
-        verdict = answered.verdict
         # label values from closed sets only (webhook/metrics.py): the request chooses none
         operation = metrics.bounded(req.get("operation"), metrics.OPERATIONS)
         kind = metrics.bounded(_kind(req), metrics.KINDS)
         outcome = metrics.bounded(answered.outcome.value, metrics.VERDICTS)
-        self._series_of(metrics.REVIEWS, name, kind, operation, outcome).inc()
-        self._series_of(
-            metrics.REQUESTS,
-            name,
-            operation,
-            "true" if verdict.allowed else "false",
-            "true" if req.get("dryRun") is True else "false",
-        ).inc()
-        return _json(answered.review(api_version))
+        tally.count((metrics.REVIEWS, name, kind, operation, outcome))
+        allowed = "true" if answered.verdict.allowed else "false"
+        dry_run = "true" if req.get("dryRun") is True else "false"
+        tally.count((metrics.REQUESTS, name, operation, allowed, dry_run))
+        return Response(json_bytes(answered.review(api_version)), 200, mimetype=JSON_TYPE)
 
     def _record(self, answered: Answer, req: Mapping[str, Any]) -> None:
         """An internal error is counted; a finding (validating, allowed, not a dry run: a dry run
         gets the same answer and causes nothing else) is counted, logged and sent to `audit`."""
         if answered.outcome is Outcome.ERROR:
-            metrics.ERRORS.labels(answered.webhook.value).inc()
+            metrics.count(metrics.ERRORS, answered.webhook.value)
         verdict = answered.verdict
         if (
             verdict.allowed
@@ -150,7 +140,7 @@ class Admission:
             self._finding(req, verdict.finding, verdict.finding_mode)
 
     def _finding(self, req: Mapping[str, Any], message: str, mode: str) -> None:
-        metrics.AUDITED.labels(metrics.bounded(mode, metrics.VERDICTS)).inc()
+        metrics.count(metrics.AUDITED, metrics.bounded(mode, metrics.VERDICTS))
         log.warning("%s: %s %s/%s: %s", mode, _kind(req), req.get("namespace"), _name(req), message)
         if self.audit is not None:
             self.audit(req, message)
@@ -196,10 +186,10 @@ def create_app(cluster: ClusterView, config: WebhookOptions, audit: AuditSink | 
 
 def _kind(req: Mapping[str, Any]) -> str:
     kind = req.get("kind")
-    return str(kind.get("kind", "")) if isinstance(kind, Mapping) else ""
+    return str(kind.get("kind", "")) if isinstance(kind, MAPPINGS) else ""
 
 
 def _name(req: Mapping[str, Any]) -> str:
     obj = req.get("object")
-    meta = obj.get("metadata") if isinstance(obj, Mapping) else None
-    return str(meta.get("name") or meta.get("generateName") or "") if isinstance(meta, Mapping) else ""
+    meta = obj.get("metadata") if isinstance(obj, MAPPINGS) else None
+    return str(meta.get("name") or meta.get("generateName") or "") if isinstance(meta, MAPPINGS) else ""

@@ -4,10 +4,16 @@ prometheus-client's multiprocess mode keeps each worker's values in files under
 $PROMETHEUS_MULTIPROC_DIR, which must be set before prometheus_client is first imported (the server
 does that, and wipes the directory at start); `/metrics` then merges the files. Without the
 variable (tests, one process) the ordinary in-process registry is used.
+
+What is counted per review goes to `TALLY` (webhook/tally.py: this thread's plain counters, no
+lock) and reaches the series when the tally is flushed: before each scrape this process serves and
+before the in-process registry is read (so they see every review answered before them), and every
+`tally.FLUSH_SECONDS` in each worker (what a scrape reads of the other workers is that fresh).
 """
 
 from __future__ import annotations
 
+import math
 import os
 
 from prometheus_client import (
@@ -22,6 +28,7 @@ from prometheus_client import (
 )
 
 from capacity.placement import Abstention
+from webhook.tally import FlushFirst, Tally
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 
@@ -52,17 +59,29 @@ def bounded(value: object, allowed: frozenset[str]) -> str:
     return value if isinstance(value, str) and value in allowed else OTHER
 
 
+TALLY = Tally()
+# registered before the metrics: the registry collects in registration order
+REGISTRY.register(FlushFirst(TALLY))
+
+
+def count(metric: Counter, *labels: str) -> None:
+    """One more in `metric`'s series of these label values, counted in this thread's tally."""
+    TALLY.mine().count((metric, *labels))
+
+
 REQUESTS = Counter(
     "fitguard_admission_requests_total",
     "Admission reviews answered, by webhook, operation, verdict and dry run.",
     ["webhook", "operation", "allowed", "dry_run"],
 )
+# the apiserver's default webhook timeout is 10 s; our own work should stay under a millisecond
+DURATION_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 2.5, 10.0)
+DURATION_BOUNDS = (*DURATION_BUCKETS, math.inf)  # as the histogram has them (+Inf appended)
 DURATION = Histogram(
     "fitguard_admission_duration_seconds",
     "Time to answer one admission review, from body read to response built.",
     ["webhook"],
-    # the apiserver's default webhook timeout is 10 s; our own work should stay under a millisecond
-    buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 2.5, 10.0),
+    buckets=DURATION_BUCKETS,
 )
 IN_FLIGHT = Gauge(
     "fitguard_admission_requests_in_flight",
@@ -150,7 +169,8 @@ def set_build_info(component: str) -> None:
 
 
 def render() -> tuple[bytes, str]:
-    """The exposition text and its content type."""
+    """The exposition text and its content type, with every review this process answered."""
+    TALLY.flush()
     if os.environ.get(MULTIPROC_ENV):
         registry = CollectorRegistry()
         multiprocess.MultiProcessCollector(registry)

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 from capacity.names import EXHAUSTED_LABEL
 from capacity.resources import POD_ENI
 from capacity.sgp import pod_has_eni_request
-from webhook.review import Verdict, WebhookOptions, effective_mode, request_namespace, soften
+from webhook.review import MAPPINGS, Verdict, WebhookOptions, effective_mode, request_namespace, soften
 
 PRIVATE_IPV4 = "vpc.amazonaws.com/PrivateIPv4Address"
 FARGATE_LABEL = "eks.amazonaws.com/fargate-profile"
@@ -90,14 +90,14 @@ def escape(token: str) -> str:
 
 def _map(parent: Mapping[str, Any], key: str, where: str) -> Mapping[str, Any] | None:
     value = parent.get(key)
-    if value is not None and not isinstance(value, Mapping):
+    if value is not None and not isinstance(value, MAPPINGS):
         raise PodError(f"{where}.{key}: expected a map, got {type(value).__name__}")
     return value
 
 
 def check_pod(pod: object) -> None:
     """Raises PodError unless every field this webhook reads has the type the API gives it."""
-    if not isinstance(pod, Mapping):
+    if not isinstance(pod, MAPPINGS):
         raise PodError("object: expected a Pod")
     meta = _map(pod, "metadata", "object")
     if meta is None:
@@ -110,7 +110,7 @@ def check_pod(pod: object) -> None:
     for key in ("nodeSelector", "affinity"):
         _map(spec, key, "spec")
     containers = spec.get("containers")
-    if not isinstance(containers, list) or not all(isinstance(c, Mapping) for c in containers):
+    if not isinstance(containers, list) or not all(isinstance(c, MAPPINGS) for c in containers):
         raise PodError("spec.containers: expected a list of containers")
     if containers:
         resources = _map(containers[0], "resources", "spec.containers[0]") or {}
@@ -195,7 +195,7 @@ def requests_pod_eni_elsewhere(pod: Mapping[str, Any]) -> bool:
 
 def _has_guard(expressions: list[Any]) -> bool:
     return any(
-        isinstance(e, Mapping) and e.get("key") == EXHAUSTED_LABEL and e.get("operator") == "DoesNotExist"
+        isinstance(e, MAPPINGS) and e.get("key") == EXHAUSTED_LABEL and e.get("operator") == "DoesNotExist"
         for e in expressions
     )
 
@@ -216,14 +216,14 @@ def guard_patch(patch: Patch, pod: Mapping[str, Any]) -> None:
         patch.append({"op": "add", "path": path, "value": value})
         return
     node_affinity = affinity.get("nodeAffinity")
-    if not isinstance(node_affinity, Mapping):
+    if not isinstance(node_affinity, MAPPINGS):
         patch.append(
             {"op": "add", "path": f"{path}/nodeAffinity", "value": {REQUIRED: {"nodeSelectorTerms": [term]}}}
         )
         return
     path = f"{path}/nodeAffinity/{REQUIRED}"
     required = node_affinity.get(REQUIRED)
-    if not isinstance(required, Mapping):
+    if not isinstance(required, MAPPINGS):
         patch.append({"op": "add", "path": path, "value": {"nodeSelectorTerms": [term]}})
         return
     terms = required.get("nodeSelectorTerms")
@@ -231,7 +231,7 @@ def guard_patch(patch: Patch, pod: Mapping[str, Any]) -> None:
         patch.append({"op": "add", "path": f"{path}/nodeSelectorTerms", "value": [term]})
         return
     for i, existing in enumerate(terms):
-        if not isinstance(existing, Mapping):
+        if not isinstance(existing, MAPPINGS):
             continue
         expressions = existing.get("matchExpressions")
         if not expressions and not existing.get("matchFields"):

@@ -12,6 +12,9 @@ from capacity.names import IGNORE_LABEL, MODE_LABEL
 from capacity.placement import Abstention
 
 MODES = ("enforce", "warn", "audit")
+# `isinstance(x, MAPPINGS)` answers as `isinstance(x, Mapping)`, but a dict (all a decoded review
+# holds) is recognised at once, without Mapping's instance check (a Python-level call of the ABC)
+MAPPINGS = (dict, Mapping)
 FAILURE_POLICIES = ("ignore", "fail")
 # A review carries object and oldObject, each up to the apiserver's 3 MiB request body limit.
 MAX_BODY_BYTES = 7 * 1024 * 1024
@@ -80,8 +83,8 @@ def request_namespace(request: Mapping[str, Any]) -> str:
     if isinstance(namespace, str) and namespace:
         return namespace
     obj = request.get("object")
-    meta = obj.get("metadata") if isinstance(obj, Mapping) else None
-    value = meta.get("namespace") if isinstance(meta, Mapping) else None
+    meta = obj.get("metadata") if isinstance(obj, MAPPINGS) else None
+    value = meta.get("namespace") if isinstance(meta, MAPPINGS) else None
     return value if isinstance(value, str) else ""
 
 
@@ -93,9 +96,9 @@ def exemption(request: Mapping[str, Any], cluster: NamespaceLabels, config: Webh
     if namespace in config.exempt_namespaces or namespace == config.own_namespace:
         return f"namespace {namespace} is exempt"
     obj = request.get("object")
-    meta = obj.get("metadata") if isinstance(obj, Mapping) else None
-    labels = meta.get("labels") if isinstance(meta, Mapping) else None
-    if config.allow_object_ignore and isinstance(labels, Mapping) and labels.get(IGNORE_LABEL) == "true":
+    meta = obj.get("metadata") if isinstance(obj, MAPPINGS) else None
+    labels = meta.get("labels") if isinstance(meta, MAPPINGS) else None
+    if config.allow_object_ignore and isinstance(labels, MAPPINGS) and labels.get(IGNORE_LABEL) == "true":
         return f"object has {IGNORE_LABEL}=true"
     if namespace and cluster.namespace_labels(namespace).get(IGNORE_LABEL) == "true":
         return f"namespace {namespace} has {IGNORE_LABEL}=true"

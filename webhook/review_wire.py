@@ -3,10 +3,11 @@
 A review of a pod is 4 to 20 KB of JSON, most of it the containers' env, probes and volume mounts,
 the request's userInfo and options, and managedFields; the answer reads the request's frame, the
 object's metadata, its pod spec and, of each container, its resources. `json.loads` builds every
-one of those objects and drops them. Here msgspec decodes against a schema of nested TypedDicts:
-the request's frame first, with `object` and `oldObject` kept as raw JSON, then the object of a
-CREATE of a kind the webhooks judge against the schema of that kind (every pod spec field; of each
-container only what is read), everything else skipped while parsing. What is kept is plain dicts
+one of those objects and drops them. Here msgspec decodes against a schema of nested TypedDicts in
+one pass: the request's frame, `oldObject` kept as raw JSON, and `object` against the union of the
+schemas of the kinds the webhooks judge (a Pod's every pod spec field, a workload's pod template,
+a CronJob's job template: no field of one is a field of another with another type); of each
+container only what is read, everything else skipped while parsing. What is kept is plain dicts
 with the keys and values `json.loads` gives, so the handlers run unchanged on it.
 
 Correctness rests on one rule (as for kube/podwire.py): the schema decode is trusted only where it
@@ -14,9 +15,10 @@ gives what `load_json` would. Whenever msgspec refuses (a field of another type 
 says, NaN, a lone surrogate, a byte-order mark, nesting too deep), that part is decoded by
 `load_json`, which then accepts, refuses or decodes it exactly as before. msgspec does not check
 the UTF-8 of a string it skips, so a body that is not ASCII is checked first and one that is not
-UTF-8 goes to `load_json` whole. An UPDATE's objects, and the object of any other kind, are decoded
-whole: an update is judged by comparing the old and new pod templates whole (webhook/validate.py
-`_template_changed`). tests/webhook/test_review_wire.py compares both paths.
+UTF-8 goes to `load_json` whole. A review that is not the CREATE of a kind in `SLIM_KINDS` is
+decoded whole as well (a second pass): an update is judged by comparing the old and new pod
+templates whole (webhook/validate.py `_template_changed`). tests/webhook/test_review_wire.py
+compares both paths.
 """
 
 from __future__ import annotations
@@ -114,13 +116,6 @@ class _Meta(TypedDict, total=False):
     annotations: Any
 
 
-class _Pod(TypedDict, total=False):
-    apiVersion: Any
-    kind: Any
-    metadata: _Meta | None
-    spec: _PodSpec | None
-
-
 class _Template(TypedDict, total=False):
     metadata: _Meta | None
     spec: _PodSpec | None
@@ -130,26 +125,23 @@ class _WithTemplate(TypedDict, total=False):
     template: _Template | None
 
 
-class _Workload(TypedDict, total=False):
-    apiVersion: Any
-    kind: Any
-    metadata: _Meta | None
-    spec: _WithTemplate | None
-
-
 class _JobTemplate(TypedDict, total=False):
     spec: _WithTemplate | None
 
 
-class _CronJobSpec(TypedDict, total=False):
+class _Spec(_PodSpec, total=False):
+    """A Pod's spec, a workload's (Deployment, StatefulSet, DaemonSet, ReplicaSet,
+    ReplicationController, Job: its `template`) or a CronJob's (`jobTemplate.spec.template`)."""
+
+    template: _Template | None
     jobTemplate: _JobTemplate | None
 
 
-class _CronJob(TypedDict, total=False):
+class _Object(TypedDict, total=False):
     apiVersion: Any
     kind: Any
     metadata: _Meta | None
-    spec: _CronJobSpec | None
+    spec: _Spec | None
 
 
 class _Request(TypedDict, total=False):
@@ -159,7 +151,7 @@ class _Request(TypedDict, total=False):
     namespace: Any
     subResource: Any
     dryRun: Any
-    object: msgspec.Raw
+    object: _Object | None
     oldObject: msgspec.Raw
 
 
@@ -170,17 +162,11 @@ class _Review(TypedDict, total=False):
 
 
 _REVIEW = msgspec.json.Decoder(_Review)
-_WORKLOAD = msgspec.json.Decoder(_Workload)
-# Each kind webhook/validate.py TEMPLATE_PATHS judges (tests/webhook/test_review_wire.py keeps the
-# two equal), by where its pod template sits.
-OBJECT_DECODERS: dict[str, msgspec.json.Decoder[Any]] = {
-    "Pod": msgspec.json.Decoder(_Pod),
-    **dict.fromkeys(
-        ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "ReplicationController", "Job"),
-        _WORKLOAD,
-    ),
-    "CronJob": msgspec.json.Decoder(_CronJob),
-}
+# The kinds whose object is kept slim: those webhook/validate.py TEMPLATE_PATHS judges
+# (tests/webhook/test_review_wire.py keeps the two equal).
+SLIM_KINDS = frozenset(
+    {"Pod", "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "ReplicationController", "Job", "CronJob"}
+)
 _REFUSED = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
 
 
@@ -197,20 +183,13 @@ def decode_review(body: bytes) -> Any:
     except _REFUSED:
         return load_json(body)
     request: dict[str, Any] | None = review.get("request")
-    if request is not None:
-        kind = request.get("kind")
-        name = kind.get("kind") if isinstance(kind, dict) else None
-        create = request.get("operation") == "CREATE" and isinstance(name, str)
-        slim = OBJECT_DECODERS.get(name) if create else None  # type: ignore[arg-type]
-        for key in ("object", "oldObject"):
-            raw = request.get(key)
-            if raw is not None:
-                request[key] = _decoded(raw, slim) if key == "object" and slim else load_json(bytes(raw))
+    if request is None:
+        return review
+    kind = request.get("kind")
+    name = kind.get("kind") if isinstance(kind, dict) else None
+    if request.get("operation") != "CREATE" or not isinstance(name, str) or name not in SLIM_KINDS:
+        return load_json(body)  # the objects whole: the slim one is not what this answer reads
+    old = request.get("oldObject")
+    if old is not None:
+        request["oldObject"] = load_json(bytes(old))
     return review
-
-
-def _decoded(raw: msgspec.Raw, slim: msgspec.json.Decoder[Any]) -> Any:
-    try:
-        return slim.decode(raw)
-    except _REFUSED:  # load_json decides, as for a whole body msgspec refuses
-        return load_json(bytes(raw))

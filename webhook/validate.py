@@ -49,7 +49,7 @@ from webhook.mutate import (
     requests_pod_eni_elsewhere,
     with_resource,
 )
-from webhook.review import Verdict, WebhookOptions, effective_mode, request_namespace
+from webhook.review import MAPPINGS, Verdict, WebhookOptions, effective_mode, request_namespace
 from webhook.shapes import pod_needs
 
 log = logging.getLogger(__name__)
@@ -102,20 +102,20 @@ class Listed:
 def pod_template(kind: str, obj: object) -> PodTemplate | None:
     """The pod template of a supported kind, or None (unsupported kind or no template)."""
     steps = TEMPLATE_PATHS.get(kind)
-    if steps is None or not isinstance(obj, Mapping):
+    if steps is None or not isinstance(obj, MAPPINGS):
         return None
     node: object = obj
     for step in steps:
-        node = node.get(step) if isinstance(node, Mapping) else None
-    if not isinstance(node, Mapping):
+        node = node.get(step) if isinstance(node, MAPPINGS) else None
+    if not isinstance(node, MAPPINGS):
         return None
     meta = node.get("metadata") or {}
     spec = node.get("spec")
-    if not isinstance(spec, Mapping) or not isinstance(meta, Mapping):
+    if not isinstance(spec, MAPPINGS) or not isinstance(meta, MAPPINGS):
         return None
     path = ".".join([*steps, "spec"])
     top = obj.get("metadata")
-    top = top if isinstance(top, Mapping) else {}
+    top = top if isinstance(top, MAPPINGS) else {}
     name = str(top.get("name") or top.get("generateName") or "")
     subject = "pod" if kind == "Pod" else f"{kind} {name}".strip()
     return PodTemplate(spec, string_map(meta.get("labels")), path, subject)
@@ -153,7 +153,7 @@ def _without_guard(config: WebhookOptions) -> WebhookOptions:
 
 def review(request: Mapping[str, Any], cluster: ClusterView, config: WebhookOptions) -> Verdict:
     kind_info = request.get("kind") or {}
-    kind = str(kind_info.get("kind", "")) if isinstance(kind_info, Mapping) else ""
+    kind = str(kind_info.get("kind", "")) if isinstance(kind_info, MAPPINGS) else ""
     operation = request.get("operation")
     if operation not in ("CREATE", "UPDATE") or (kind == "Pod" and operation != "CREATE"):
         return Verdict()
@@ -173,7 +173,7 @@ def review(request: Mapping[str, Any], cluster: ClusterView, config: WebhookOpti
         needs = pod_needs(spec, template.path)
     except (TypeError, ValueError) as err:
         # The API server's own validation rejects such an object; never deny out of confusion.
-        metrics.UNCHECKED.labels("malformed").inc()
+        metrics.count(metrics.UNCHECKED, "malformed")
         return Verdict(warnings=[whole_warning(f"fitguard could not check this {template.subject}: {err}")])
     old = pod_template(kind, request.get("oldObject")) if kind == "DaemonSet" else None
     judged = Judged(template, spec, kind, namespace, cluster, config, remembered=old is None)
@@ -181,7 +181,7 @@ def review(request: Mapping[str, Any], cluster: ClusterView, config: WebhookOpti
     if pin is not None:
         return _judge_pinned(judged, needs, pin)
     if not len(cluster.templates) and not len(cluster.nodepool_templates):
-        metrics.UNCHECKED.labels("no templates").inc()
+        metrics.count(metrics.UNCHECKED, "no templates")
         return Verdict(warnings=[COLD_START])
     if old is not None:
         # its own old revision is no overhead for its new one: judged apart from the memo
@@ -195,7 +195,7 @@ def review(request: Mapping[str, Any], cluster: ClusterView, config: WebhookOpti
     if verdicts is None:
         relied = cluster.verdicts.memory_reliance(needs, templates, cluster.templates.version)
         if relied:
-            metrics.MEMORY_ADMISSIONS.inc()
+            metrics.count(metrics.MEMORY_ADMISSIONS)
             warnings = memory_warnings(relied, needs, template.subject)
             return Verdict(warnings=[whole_warning(line) for line in warnings])
         return Verdict()
@@ -358,7 +358,7 @@ def refuse(message: str, mode: str, warnings: list[str]) -> Verdict:
 def abstain(abstention: Abstention, subject: str, detail: str = "") -> Verdict:
     """Admitted without a verdict: said to the person applying, counted, and recorded in the API
     server's audit log (the response's audit annotation)."""
-    metrics.UNCHECKED.labels(abstention.value).inc()
+    metrics.count(metrics.UNCHECKED, abstention.value)
     return Verdict(warnings=[whole_warning(not_judged(abstention, subject, detail))], abstained=abstention)
 
 
@@ -368,9 +368,9 @@ def never_judged(obj: object, spec: Mapping[str, Any]) -> Abstention | None:
     scheduler = spec.get("schedulerName")
     if isinstance(scheduler, str) and scheduler not in ("", DEFAULT_SCHEDULER):
         return Abstention.OTHER_SCHEDULER
-    meta = obj.get("metadata") if isinstance(obj, Mapping) else None
-    annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
-    if isinstance(annotations, Mapping) and MIRROR_ANNOTATION in annotations:
+    meta = obj.get("metadata") if isinstance(obj, MAPPINGS) else None
+    annotations = meta.get("annotations") if isinstance(meta, MAPPINGS) else None
+    if isinstance(annotations, MAPPINGS) and MIRROR_ANNOTATION in annotations:
         return Abstention.STATIC_POD
     return None
 

@@ -134,7 +134,8 @@ def test_the_console_script_serves_review_metrics_on_the_status_port(server: Ser
     """Started by the installed `fitguard webhook` with the manifests' args, the webhook counts a
     review in /metrics on the status port: the console script must not import prometheus_client
     (through another subcommand's modules) before the webhook sets up multiprocess metrics, or every
-    worker's counts stay in the worker and /metrics is empty."""
+    worker's counts stay in the worker and /metrics is empty. (Two workers: the one not serving
+    the scrape writes its counts every second, webhook/tally.py, so the count is waited for.)"""
     assert server.command[:2] == (FITGUARD, "webhook")
     key = (
         'fitguard_admission_requests_total{allowed="true",dry_run="true",operation="CREATE",webhook="mutate"}'
@@ -143,7 +144,7 @@ def test_the_console_script_serves_review_metrics_on_the_status_port(server: Ser
     conn = server.connect()
     assert post(conn, review(web_pod(), uid="metrics-1", dryRun=True))[0] == 200
     conn.close()
-    assert _samples(server).get(key) == before + 1
+    eventually(lambda: _samples(server).get(key) == before + 1, "the review counted in /metrics")
 
 
 def _samples(server: Server) -> dict[str, float]:
@@ -159,13 +160,15 @@ def _samples(server: Server) -> dict[str, float]:
 
 def test_metrics_are_summed_over_workers_and_survive_a_worker_death(server: Server) -> None:
     """Reviews counted by workers that were then killed still show in /metrics served by their
-    replacements: the count is summed over worker processes, not kept by one."""
+    replacements: the count is summed over worker processes, not kept by one. (Each worker writes
+    its counts to its file every second, webhook/tally.py: the workers are killed once the counts
+    are in /metrics, hence written.)"""
     before = _requests_total(server)
     for i in range(6):
         conn = server.connect()  # a fresh connection each time, to spread over the workers
         assert post(conn, review(web_pod(), uid=f"m-{i}"))[0] == 200
         conn.close()
-    assert _requests_total(server) == before + 6
+    eventually(lambda: _requests_total(server) == before + 6, "the six reviews counted in /metrics")
     workers = _worker_pids(server.process.pid)
     assert len(workers) == 2
     for pid in workers:

@@ -16,7 +16,7 @@ import jsonpatch
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from prometheus_client import REGISTRY, CollectorRegistry, Counter
+from prometheus_client import REGISTRY
 
 from capacity.fit import PodNeeds, Reason
 from capacity.serve import GroupVerdict, denial_message
@@ -25,7 +25,7 @@ from capacity.template import NodeGroupTemplate
 from kube.statefile import load_state
 from kube.store import Store
 from tests.bench.admission import split_cpus, spread
-from webhook.app import Admission, create_app
+from webhook.app import create_app
 from webhook.cluster import ClusterView, from_objects
 from webhook.denial_fields import field_lines, reason_path, warnings_for
 from webhook.memo import RefusalMemo
@@ -432,29 +432,3 @@ def test_a_denial_text_is_remembered_apart_for_each_pod_shape() -> None:
         texts.append(memo.denial_message(verdicts, shape, "pod", [], 1))
         assert texts[-1] == denial_message(verdicts, shape, "pod", [])
     assert texts[0] != texts[1]
-
-
-class LookedUp(Counter):
-    """A counter that counts its `labels()` lookups."""
-
-    lookups = 0
-
-    def labels(self, *values: Any, **named: Any) -> Any:
-        LookedUp.lookups += 1
-        return super().labels(*values, **named)
-
-
-def test_an_app_looks_each_label_set_up_once_and_counts_into_it_every_time() -> None:
-    """`Admission._series_of` asks the metric for a label set's series once per app, then hands
-    back that same series: two label sets asked three times each cost two lookups, and every
-    increment lands in its own series."""
-    metric = LookedUp("lookups_probe", "probe", ["webhook"], registry=CollectorRegistry())
-    admission = Admission(from_objects([]), WebhookOptions())
-    LookedUp.lookups = 0
-    for _ in range(3):
-        for name in ("validate", "mutate"):
-            admission._series_of(metric, name).inc()
-    assert LookedUp.lookups == 2
-    samples = metric.collect()[0].samples
-    totals = {s.labels["webhook"]: s.value for s in samples if s.name.endswith("_total")}
-    assert totals == {"validate": 3.0, "mutate": 3.0}

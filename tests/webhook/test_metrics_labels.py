@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import copy
 import random
+import time
 from pathlib import Path
 from urllib.parse import quote
 
 import pytest
 from prometheus_client.metrics import MetricWrapperBase
+from prometheus_client.parser import text_string_to_metric_families
 
 from kube.statefile import load_state
 from tests.reliability.hostile_labels import Series, fitguard_series, hostile_review, random_text, send
 from tests.tlsfixtures import TlsFiles
-from tests.webhook_server import get_status, running
+from tests.webhook_server import Server, get_status, running
 from webhook import metrics
 from webhook.app import create_app
 from webhook.cluster import from_objects
@@ -96,18 +98,36 @@ def test_random_request_fields_add_no_series_in_the_app() -> None:
 def test_random_request_fields_add_no_series_through_gunicorn(tls_files: TlsFiles, tmp_path: Path) -> None:
     """The same through `fitguard webhook` with two workers: /metrics after a second round of
     hostile reviews (4 KiB strings) and random status-port paths has the same series as after
-    the first, all within their closed sets."""
+    the first, all within their closed sets. Each round is read once both workers' reviews are
+    in it (the worker not serving the scrape flushes its tally every second: webhook/tally.py)."""
     state = ROOT / "examples" / "cluster.yaml"
     with running(tls_files, ["--state", str(state)], workers=2, metrics_dir=tmp_path / "m") as server:
         rounds = []
-        for seed in (1, 1001):
+        for sent, seed in enumerate((1, 1001), start=1):
             send(server, 60, seed, 4096)
             for _ in range(5):
                 path = "/" + quote(random_text(random.Random(seed), 256), safe="")
                 assert get_status(server, path)[0] == 404
-            status, body = get_status(server, "/metrics")
-            assert status == 200
-            rounds.append(fitguard_series(body.decode()))
+            rounds.append(scraped_with(server, 60 * sent))
     assert rounds[1] == rounds[0]
     assert_closed(rounds[1])
     assert any(("kind", "other") in labels for labels in rounds[1]["fitguard_admission_reviews_total"])
+
+
+def scraped_with(server: Server, reviews: int) -> Series:
+    """The series of /metrics once it counts `reviews` reviews (the deadline only ends a hang)."""
+    deadline = time.monotonic() + 30
+    while True:
+        status, body = get_status(server, "/metrics")
+        assert status == 200
+        text = body.decode()
+        counted = sum(
+            s.value
+            for family in text_string_to_metric_families(text)
+            for s in family.samples
+            if s.name == "fitguard_admission_reviews_total"
+        )
+        if counted >= reviews or time.monotonic() > deadline:
+            assert counted == reviews
+            return fitguard_series(text)
+        time.sleep(0.1)

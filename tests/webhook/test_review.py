@@ -211,3 +211,19 @@ def test_soften_turns_a_denial_into_the_modes_allowance(
 def test_string_map_keeps_only_string_pairs(raw: object, labels: dict[str, str]) -> None:
     """Labels as the API guarantees them: string keys to string values, anything else dropped."""
     assert string_map(raw) == labels
+
+
+def test_a_mapping_that_is_no_dict_is_read_as_a_dict_is() -> None:
+    """The handlers take any Mapping (`MAPPINGS` only recognises a dict first): a read-only view
+    of a request is read as the request, its namespace, exemption and pod check alike."""
+    from types import MappingProxyType
+
+    from webhook.mutate import check_pod
+
+    frozen = MappingProxyType
+    pod = frozen({"metadata": frozen({"namespace": "kube-system", "labels": frozen({})}),
+                  "spec": frozen({"containers": [frozen({"name": "c"})]})})  # fmt: skip
+    request = frozen({"object": pod})
+    assert request_namespace(request) == "kube-system"
+    assert exemption(request, Namespaces(), WebhookOptions()) == "namespace kube-system is exempt"
+    check_pod(pod)  # raises PodError for a pod it cannot read
