@@ -39,6 +39,20 @@ POD_FIELDS = (
 _SHARED_SHAPES = 16_384
 _shapes: dict[tuple[Any, ...], tuple[Any, ...]] = {}
 _SHAPE_TYPES = (str, str, int, int, int, int)
+# The scheduler's message is the same words for thousands of pending pods: one copy of each.
+_texts: dict[str, str] = {}
+
+
+def _text(value: str | None) -> str | None:
+    if type(value) is not str:
+        return value
+    found = _texts.get(value)
+    if found is not None:
+        return found
+    if len(_texts) >= _SHARED_SHAPES:
+        _texts.clear()
+    _texts[value] = value
+    return value
 
 
 def _shape(shape: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -65,11 +79,11 @@ class PodRecord:
     fields are read through properties and never assigned after construction."""
 
     __slots__ = (
+        "_eni_ids",
         "_rare",
         "_shared",
         "created_at",
         "eni_count",
-        "eni_ids",
         "name",
         "namespace",
         "node",
@@ -110,12 +124,13 @@ class PodRecord:
         self.node = node
         self.phase = phase
         self.eni_count = eni_count
-        self.eni_ids = eni_ids
+        # one branch ENI (most pods that have any): its id alone, without a tuple around it
+        self._eni_ids = eni_ids[0] if _one_id(eni_ids) else eni_ids
         self.started = started
         self.created_at = created_at
         self.scheduled_at = scheduled_at
         self._shared = _shape((owner_kind, owner_name, cpu, memory, ephemeral_storage, pod_eni))
-        rare = (finished_at, deleted_at, keep, unschedulable, pending_spec)
+        rare = (finished_at, deleted_at, keep, _text(unschedulable), pending_spec)
         self._rare = None if rare == _NOTHING_RARE and keep is False else rare
 
     @property
@@ -147,6 +162,12 @@ class PodRecord:
     def pod_eni(self) -> int:
         """Requested branch ENIs, a whole count."""
         return self._shared[5]  # type: ignore[no-any-return]
+
+    @property
+    def eni_ids(self) -> tuple[str, ...]:
+        """The branch ENIs' ids (the pod-eni annotation's `eniId`s), () without any."""
+        ids = self._eni_ids
+        return (ids,) if isinstance(ids, str) else ids
 
     @property
     def finished_at(self) -> float | None:
@@ -197,3 +218,7 @@ class PodRecord:
 
 
 _NOTHING_RARE = (None, None, False, None, None)
+
+
+def _one_id(ids: tuple[str, ...]) -> bool:
+    return type(ids) is tuple and len(ids) == 1 and type(ids[0]) is str

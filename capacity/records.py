@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from capacity.autoscaler_readiness import NEVER, node_readiness
 from capacity.names import EXHAUSTED_LABEL, KEEP_LABEL, TERMINAL_PHASES
-from capacity.pod_record import PodRecord as PodRecord  # re-exported: the records' module
+from capacity.pod_record import PodRecord as PodRecord  # noqa: PLC0414  # re-exported for mypy
 from capacity.pod_status import list_field as _list
 from capacity.pod_status import map_field as _map
 from capacity.pod_status import parse_time, released_at, scheduling, started

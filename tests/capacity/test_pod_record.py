@@ -140,3 +140,23 @@ def test_a_running_replica_costs_its_record_alone() -> None:
     grown = sum(stat.size_diff for stat in after.compare_to(before, "filename"))
     assert len(records) == 2000
     assert grown / len(records) < 180
+
+
+def test_one_branch_eni_is_kept_as_its_id_and_read_back_as_a_tuple() -> None:
+    """The common case of a pod with branch ENIs (one) is kept without a tuple around the id; every
+    count reads back as the tuple it was given."""
+    one = PodRecord("u", "ns", "p", eni_ids=("eni-1",))
+    assert one._eni_ids == "eni-1"
+    assert one.eni_ids == ("eni-1",)
+    assert PodRecord("u", "ns", "p", eni_ids=("eni-1", "eni-2")).eni_ids == ("eni-1", "eni-2")
+    assert PodRecord("u", "ns", "p").eni_ids == ()
+    assert one == PodRecord("u", "ns", "p", eni_ids=("eni-1",))
+    assert one != PodRecord("u", "ns", "p", eni_ids=("eni-2",))
+
+
+def test_pods_waiting_with_the_same_message_share_it() -> None:
+    """The scheduler's message, equal for many pending pods, is one object for all of them."""
+    message = "0/5000 nodes are available: 5000 Insufficient cpu."
+    a = PodRecord("u", "ns", "a", unschedulable="".join(message))
+    b = PodRecord("u", "ns", "b", unschedulable="".join([message[:10], message[10:]]))
+    assert a.unschedulable == message and a.unschedulable is b.unschedulable
