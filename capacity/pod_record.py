@@ -38,7 +38,6 @@ POD_FIELDS = (
 # sharing is lost). A field that is not a plain int or str is kept unshared, so a value keeps its type.
 _SHARED_SHAPES = 16_384
 _shapes: dict[tuple[Any, ...], tuple[Any, ...]] = {}
-_SHAPE_TYPES = (str, str, int, int, int, int)
 # The scheduler's message is the same words for thousands of pending pods: one copy of each.
 _texts: dict[str, str] = {}
 
@@ -56,7 +55,15 @@ def _text(value: str | None) -> str | None:
 
 
 def _shape(shape: tuple[Any, ...]) -> tuple[Any, ...]:
-    if any(type(v) is not t for v, t in zip(shape, _SHAPE_TYPES, strict=True)):
+    kind, name, cpu, memory, storage, pod_eni = shape
+    if not (
+        type(cpu) is int
+        and type(memory) is int
+        and type(storage) is int
+        and type(pod_eni) is int
+        and type(kind) is str
+        and type(name) is str
+    ):
         return shape
     found = _shapes.get(shape)
     if found is not None:
