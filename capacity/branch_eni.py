@@ -54,11 +54,16 @@ class PodFacts(Protocol):
     name: str
     node: str
     phase: str
-    pod_eni: int
     eni_count: int
-    finished_at: float | None
     created_at: float | None
     scheduled_at: float | None
+
+    # read-only on the record (capacity/pod_record.py keeps them in shared or optional parts)
+    @property
+    def pod_eni(self) -> int: ...
+
+    @property
+    def finished_at(self) -> float | None: ...
 
 
 class NodeFacts(Protocol):

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 from capacity.autoscaler_readiness import NEVER, node_readiness
 from capacity.names import EXHAUSTED_LABEL, KEEP_LABEL, TERMINAL_PHASES
+from capacity.pod_record import PodRecord as PodRecord  # noqa: PLC0414  # re-exported for mypy
 from capacity.pod_status import list_field as _list
 from capacity.pod_status import map_field as _map
 from capacity.pod_status import parse_time, released_at, scheduling, started
@@ -93,48 +94,6 @@ def branch_eni_count(annotation: object) -> int:
 def eni_ids_of(enis: list[Any]) -> tuple[str, ...]:
     """The `eniId`s of the annotation's entries (for --verify-with-ec2); () when there are none."""
     return tuple(str(e["eniId"]) for e in enis if isinstance(e, Mapping) and e.get("eniId")) or ()
-
-
-@dataclass(slots=True, repr=False)
-class PodRecord:
-    """One pod as the books see it. Requests are milli-units (capacity/resources.py) except
-    `pod_eni`, a whole count of branch ENIs. Slotted (no per-record dict); compared field by field
-    and never hashed (it is updated in place)."""
-
-    uid: str
-    namespace: str
-    name: str
-    _: KW_ONLY
-    node: str = ""
-    phase: str = "Pending"
-    pod_eni: int = 0
-    eni_count: int = 0
-    eni_ids: tuple[str, ...] = ()
-    started: bool = False
-    finished_at: float | None = None
-    deleted_at: float | None = None
-    created_at: float | None = None
-    scheduled_at: float | None = None
-    owner_kind: str = ""
-    owner_name: str = ""
-    keep: bool = False
-    unschedulable: str | None = None
-    cpu: int = 0
-    memory: int = 0
-    ephemeral_storage: int = 0
-    # only an unschedulable pod-eni pod keeps what decides where it fits (the guard reads it)
-    pending_spec: Mapping[str, Any] | None = None
-
-    @property
-    def terminal(self) -> bool:
-        return self.phase in TERMINAL_PHASES
-
-    @property
-    def has_eni(self) -> bool:
-        return self.eni_count > 0
-
-    def __repr__(self) -> str:
-        return f"PodRecord({self.namespace}/{self.name} on {self.node or '-'} {self.phase})"
 
 
 def project_pod(obj: Mapping[str, Any]) -> PodRecord:

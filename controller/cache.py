@@ -108,11 +108,13 @@ def _placement(spec: Mapping[str, Any]) -> dict[str, Any]:
 class PendingPods:
     """The pending store's projection: an unbound, Pending pod not being deleted, slim (about 0.3 KB
     where the decoded pod is about 5 KB), its placement shared with every pod of the same placement
-    (replicas of one workload wait together); None: not one the planner may place. The copies are
-    read only."""
+    (replicas of one workload wait together) and its status with every pod of the same status (the
+    phase and the scheduler's reason: a few kinds for all of them); None: not one the planner may
+    place. The copies are read only."""
 
     def __init__(self) -> None:
         self._specs: dict[bytes, dict[str, Any]] = {}
+        self._statuses: dict[bytes, dict[str, Any]] = {}
 
     def __call__(self, obj: Mapping[str, Any]) -> Any:
         meta, spec, status = (obj.get(k) or {} for k in ("metadata", "spec", "status"))
@@ -132,22 +134,24 @@ class PendingPods:
         return {
             **{k: obj[k] for k in ("kind", "apiVersion") if k in obj},
             "metadata": slim_meta,
-            "spec": self._shared(_placement(spec)),
-            "status": slim_status,
+            "spec": _shared(self._specs, _placement(spec)),
+            "status": _shared(self._statuses, slim_status),
         }
 
-    def _shared(self, placement: dict[str, Any]) -> dict[str, Any]:
-        try:
-            key = json.dumps(placement, sort_keys=True, separators=(",", ":")).encode()
-        except (TypeError, ValueError):  # not JSON's types (a hand-written state file): not shared
-            return placement
-        found = self._specs.get(key)
-        if found is not None:
-            return found
-        if len(self._specs) >= SHARED_SPECS:
-            self._specs = {}
-        self._specs[key] = placement
-        return placement
+
+def _shared(memo: dict[bytes, dict[str, Any]], value: dict[str, Any]) -> dict[str, Any]:
+    """The copy equal to `value` already kept (the same JSON), else `value`, kept from now on."""
+    try:
+        key = json.dumps(value, sort_keys=True, separators=(",", ":")).encode()
+    except (TypeError, ValueError):  # not JSON's types (a hand-written state file): not shared
+        return value
+    found = memo.get(key)
+    if found is not None:
+        return found
+    if len(memo) >= SHARED_SPECS:
+        memo.clear()
+    memo[key] = value
+    return value
 
 
 class ClusterCache:

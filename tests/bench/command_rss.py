@@ -1,6 +1,7 @@
 """Peak resident memory of the whole `fitguard controller` process, as deployed (the base manifest's
 args: --leader-elect --metrics-bind --manage-certificates), against a served cluster of N pods.
 
+It runs with the manifest's plain environment values (`manifest_env`: MALLOC_ARENA_MAX).
 The pods and nodes come pre-rendered from tests/bench/apiserve.py (tests/fakekube cannot list 150,000
 pods in reasonable time); everything else the command reads and writes (its Lease, the webhook's
 certificate Secret, DaemonSets, NodeGroupTemplates, events) goes to tests/fakekube; AWS is moto in
@@ -30,6 +31,7 @@ import yaml
 from tests.bench import apiserve, bigcluster
 
 NAMESPACE = "fitguard-system"
+DEPLOYMENT = Path(__file__).resolve().parents[2] / "manifests" / "base" / "controller-deployment.yaml"
 PRERENDERED = ("/api/v1/pods", "/api/v1/nodes")  # collection GETs (list and watch) only
 _HOP = {"connection", "transfer-encoding", "content-length", "keep-alive"}
 
@@ -90,6 +92,17 @@ def _router(prerendered: str, pending: str, fake: str) -> ThreadingHTTPServer:
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True).start()
     return server
+
+
+def manifest_env(path: Path = DEPLOYMENT) -> dict[str, str]:
+    """The controller container's environment variables with a plain value in the base manifest
+    (the allocator's settings among them): the command runs with them, as deployed. Those taken from
+    the pod (fieldRef) are set by the benchmark itself."""
+    deployment = yaml.safe_load(path.read_text())
+    (container,) = (
+        c for c in deployment["spec"]["template"]["spec"]["containers"] if c["name"] == "controller"
+    )
+    return {e["name"]: str(e["value"]) for e in container.get("env", []) if "value" in e}
 
 
 def _free_port() -> int:
@@ -185,6 +198,7 @@ def command_rss(
         kubeconfig.write_text(yaml.safe_dump(config))
         env = {
             **os.environ,
+            **manifest_env(),
             "KUBECONFIG": str(kubeconfig),
             "POD_NAME": "fitguard-controller-0",
             "POD_NAMESPACE": NAMESPACE,
@@ -237,6 +251,7 @@ def command_rss(
         "nodes": nodes,
         "lists": "streamed (WatchList)" if streaming else "paged",
         "args": command[1:],
+        "env": manifest_env(),
         "secondsToReady": synced,
         "peakRssMb": memory["VmHWM"] / 1024,
         "rssMb": memory["VmRSS"] / 1024,

@@ -21,6 +21,7 @@ from capacity.branch_eni import (
     release_window_from_configmap,
 )
 from capacity.branch_eni_words import free_words, held_message, overcommitted_message, waiting_message
+from capacity.pod_record import POD_FIELDS
 from capacity.records import NodeRecord, PodRecord
 from tests.budget import examples
 
@@ -49,9 +50,9 @@ def finished(pod: PodRecord, at: float | None) -> PodRecord:
 
 
 def replace_record(pod: PodRecord, **changes: object) -> PodRecord:
-    fields = {slot: getattr(pod, slot) for slot in PodRecord.__slots__}
+    fields = dict(zip(POD_FIELDS, pod.fields(), strict=True))
     fields.update(changes)
-    return PodRecord(**fields)  # type: ignore[arg-type]
+    return PodRecord(**fields)
 
 
 def row(b: BranchEniBooks, now: float, node: str = "n1") -> NodeSummary:

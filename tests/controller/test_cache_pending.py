@@ -147,3 +147,22 @@ def test_the_planner_reads_the_same_from_the_slim_copies_as_from_whole_pods() ->
 
     assert planned(slim) == planned(kept)
     assert [ObjectRef.of(s, "Pod", "v1") for s in slim] == [ObjectRef.of(p, "Pod", "v1") for p in kept]
+
+
+def test_pods_waiting_for_the_same_reason_share_their_status() -> None:
+    """Pending pods with the same phase and PodScheduled condition share one status copy (the
+    scheduler's reason is one of a few for thousands of pods); a different reason has its own,
+    which reads as it came."""
+    project = PendingPods()
+    first, second = project(pod("a")), project(pod("b"))
+    other_pod = pod("c")
+    other_pod["status"]["conditions"] = [
+        {"type": "PodScheduled", "status": "False", "reason": "SchedulerError", "message": "x"}
+    ]
+    other = project(other_pod)
+    assert first["status"] is second["status"]
+    assert other["status"] is not first["status"]
+    assert other["status"] == {
+        "phase": "Pending",
+        "conditions": [{"type": "PodScheduled", "status": "False", "reason": "SchedulerError"}],
+    }
