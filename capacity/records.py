@@ -92,10 +92,11 @@ def _time(value: object) -> float | None:
         return _shared_time(parse_time(value))
     found = _times.get(value)
     if found is None:
-        found = _shared(_floats, parse_time(value))
-        if len(_times) >= _MEMO_MAX:
-            _times.clear()
-        _times[value] = found
+        found = _shared_time(parse_time(value))
+        if found is not None:
+            if len(_times) >= _MEMO_MAX:
+                _times.clear()
+            _times[value] = found
     return found
 
 

@@ -202,15 +202,16 @@ class ListReader:
         `WHOLE_BELOW` bytes and the array is valid and accepted whole; item by item otherwise,
         from the same byte, so a bad array is refused with the same words either way."""
         buffer = self._buffer
-        whole = self._decode_items is not None and buffer.fill(WHOLE_BELOW)
+        decode_items = self._decode_items
+        whole = decode_items is not None and buffer.fill(WHOLE_BELOW)
         start = buffer.pos  # after the read-ahead, which moves the pending bytes to the front
-        if whole:
+        if whole and decode_items is not None:
             try:
                 end = _value_end(buffer.data, start)
             except BadList:
                 end = None
             if end is not None:
-                items = _decoded_items(buffer.data[start:end], self._decode_items)
+                items = _decoded_items(buffer.data[start:end], decode_items)
                 if items is not None:
                     buffer.pos = end
                     yield from items

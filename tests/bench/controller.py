@@ -52,7 +52,7 @@ def quiet_events(pods: list[bytes], books_events: list[bytes], count: int, first
 
     touched = {json.loads(line)["object"]["metadata"]["name"] for line in books_events}
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    lines = []
+    lines: list[bytes] = []
     for raw in pods:
         if len(lines) >= count:
             break

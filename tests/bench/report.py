@@ -215,7 +215,12 @@ def _against_decoding(label: str, run: dict[str, Any], top: bool) -> list[Row]:
             "x",
             0.5 if top else None,
         ),
-        Row("controller", f"{label}: CPU per status update the books do not read", run.get("quietEventCpuMs"), "ms"),
+        Row(
+            "controller",
+            f"{label}: CPU per status update the books do not read",
+            run.get("quietEventCpuMs"),
+            "ms",
+        ),
         Row("controller", f"{label}: same / json.loads", run.get("quietEventCpuOverJsonLoads"), "x"),
         Row(
             "controller",

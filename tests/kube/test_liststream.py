@@ -115,7 +115,9 @@ def test_streamed_items_equal_the_whole_body_decode(
 
 @settings(max_examples=200, deadline=None)
 @given(items=st.lists(_VALUES, min_size=1, max_size=4), others=_OTHERS, seed=st.integers(), whole=_MODES)
-def test_every_truncated_body_is_refused(items: list[Any], others: dict[str, Any], seed: int, whole: Any) -> None:
+def test_every_truncated_body_is_refused(
+    items: list[Any], others: dict[str, Any], seed: int, whole: Any
+) -> None:
     """A body that breaks off anywhere before the object's end is a BadList, never a short list."""
     rng = random.Random(seed)
     body = list_body(items, others, rng, False).rstrip()

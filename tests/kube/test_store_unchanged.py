@@ -27,7 +27,7 @@ from tests.objects import Clock
 
 LATER = "2024-05-01T12:30:00Z"
 ENI = "vpc.amazonaws.com/pod-eni"
-Change = Callable[[dict[str, Any]], None]
+Change = Callable[[dict[str, Any]], Any]  # changes the pod in place
 
 
 def _first(pod: dict[str, Any]) -> dict[str, Any]:
@@ -75,13 +75,17 @@ READ_CHANGES: dict[str, Change] = {
     "a container terminated": lambda p: _statuses(p)[0].update(
         state={"terminated": {"exitCode": 1, "finishedAt": LATER}}
     ),
-    "a container never started": lambda p: [s.update(state={"waiting": {}}, lastState={}) for s in _statuses(p)],
+    "a container never started": lambda p: [
+        s.update(state={"waiting": {}}, lastState={}) for s in _statuses(p)
+    ],
     "a finished container's finishedAt": lambda p: [
         s["state"]["terminated"].update(finishedAt=LATER)
         for s in _statuses(p)
         if "terminated" in s.get("state", {})
     ],
-    "a condition's lastTransitionTime": lambda p: p["status"]["conditions"][0].update(lastTransitionTime=LATER),
+    "a condition's lastTransitionTime": lambda p: p["status"]["conditions"][0].update(
+        lastTransitionTime=LATER
+    ),
     "PodScheduled time": lambda p: _scheduled(p).update(lastTransitionTime=LATER),
     "PodScheduled unschedulable": lambda p: _scheduled(p).update(
         status="False", reason="Unschedulable", message="0/9 nodes"
@@ -219,7 +223,8 @@ def test_books_fed_with_the_skip_equal_books_fed_every_event() -> None:
     planner's pending store and the records equal those of books told every event as it came."""
     rendered = bigcluster.render(bigcluster.VARIANTS, 0)
     nodes = [json.loads(raw) for raw in rendered.nodes]
-    pods, final = [], []
+    pods: list[dict[str, Any]] = []
+    final: list[dict[str, Any]] = []
     for name, change in sorted({**READ_CHANGES, **QUIET}.items()):
         for pod in _pods():
             mutated = _changed(pod, change)
@@ -262,5 +267,6 @@ def test_the_books_age_moves_on_an_event_that_changed_nothing_they_read() -> Non
     cache.pods.apply("ADDED", pod)
     clock.now += 30
     quiet = _changed(pod, QUIET["readiness"])
+    assert quiet is not None
     cache.pods.apply("MODIFIED", quiet)
     assert books.last_event == clock.now
