@@ -79,6 +79,10 @@ def probe(
     synced = live.wait_synced(600)
     sync_seconds, sync_cpu = time.perf_counter() - wall, time.process_time() - cpu
     gc.collect()
+    # as the deployed controller's cache does once synced (controller/cache.py wait_synced): the
+    # records leave the GC's generations, and a full collection during the events does not walk
+    # them (without it the events' figures varied with where such a collection fell)
+    gc.freeze()
     rss_synced, peak_synced = rss_mb()
     figures: dict[str, Any] = {
         "synced": synced,
