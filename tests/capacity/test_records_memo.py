@@ -1,4 +1,4 @@
-"""capacity/records.py's memos of a pod's requests and timestamps: a hit is exactly what the
+"""capacity/pod_memo.py, the memos of a pod's requests and timestamps: a hit is exactly what the
 function would compute, whatever came before (values equal as keys but not as quantities, maps in
 another order, odd shapes that are computed and refused as before), and the memos are bounded."""
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from capacity import records
+from capacity import pod_memo
 from capacity.pod_status import parse_time
 from capacity.requests import pod_requests
 from tests.bench import bigcluster
@@ -67,18 +67,18 @@ SPECS: list[Any] = [
 def test_every_spec_gets_what_pod_requests_gives_with_the_memo_warm(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each spec twice, in order and then reversed, through the memo: the requests (or the error)
     `pod_requests` gives that spec alone."""
-    monkeypatch.setattr(records, "_requests", {})
+    monkeypatch.setattr(pod_memo, "_requests", {})
     for spec in [*SPECS, *reversed(SPECS), *SPECS]:
-        assert _outcome(records._pod_requests, spec) == _outcome(pod_requests, copy.deepcopy(spec)), spec
+        assert _outcome(pod_memo.requests_of, spec) == _outcome(pod_requests, copy.deepcopy(spec)), spec
 
 
 def test_the_benchmarks_pods_get_the_same_requests_through_the_memo(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every variant of the benchmark's pods, the memo shared between them: pod_requests' figures."""
-    monkeypatch.setattr(records, "_requests", {})
+    monkeypatch.setattr(pod_memo, "_requests", {})
     pods = [json.loads(raw) for raw in bigcluster.render(2 * bigcluster.VARIANTS, 0).pods]
     for pod in pods:
-        assert records._pod_requests(pod["spec"]) == pod_requests(pod["spec"])
-    assert 0 < len(records._requests) <= bigcluster.VARIANTS
+        assert pod_memo.requests_of(pod["spec"]) == pod_requests(pod["spec"])
+    assert 0 < len(pod_memo._requests) <= bigcluster.VARIANTS
 
 
 @pytest.mark.parametrize(
@@ -88,18 +88,18 @@ def test_a_timestamp_reads_as_parse_time_reads_it_the_first_and_second_time(
     value: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The same float or the same error as `parse_time`, twice (the second time from the memo)."""
-    monkeypatch.setattr(records, "_times", {})
+    monkeypatch.setattr(pod_memo, "_times", {})
     for _ in range(2):
-        assert _outcome(records._time, value) == _outcome(parse_time, value)
+        assert _outcome(pod_memo.time_of, value) == _outcome(parse_time, value)
 
 
 def test_the_memos_start_again_when_full(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Past _MEMO_MAX keys a memo is emptied before the next key goes in: never larger."""
-    monkeypatch.setattr(records, "_MEMO_MAX", 2)
-    monkeypatch.setattr(records, "_times", {})
-    monkeypatch.setattr(records, "_requests", {})
+    """Past MEMO_MAX keys a memo is emptied before the next key goes in: never larger."""
+    monkeypatch.setattr(pod_memo, "MEMO_MAX", 2)
+    monkeypatch.setattr(pod_memo, "_times", {})
+    monkeypatch.setattr(pod_memo, "_requests", {})
     for second in range(5):
-        records._time(f"2024-05-01T12:00:0{second}Z")
-        records._pod_requests({"containers": [_container({"cpu": f"{second + 1}"})]})
-        assert len(records._times) <= 2 and len(records._requests) <= 2
-    assert records._time("2024-05-01T12:00:04Z") == parse_time("2024-05-01T12:00:04Z")
+        pod_memo.time_of(f"2024-05-01T12:00:0{second}Z")
+        pod_memo.requests_of({"containers": [_container({"cpu": f"{second + 1}"})]})
+        assert len(pod_memo._times) <= 2 and len(pod_memo._requests) <= 2
+    assert pod_memo.time_of("2024-05-01T12:00:04Z") == parse_time("2024-05-01T12:00:04Z")
