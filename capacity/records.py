@@ -16,12 +16,17 @@ from typing import Any, TypeVar
 
 from capacity.autoscaler_readiness import NEVER, node_readiness
 from capacity.names import EXHAUSTED_LABEL, KEEP_LABEL, TERMINAL_PHASES
+from capacity.pod_memo import requests_of, time_of
 from capacity.pod_record import PodRecord as PodRecord  # noqa: PLC0414  # re-exported for mypy
 from capacity.pod_status import list_field as _list
 from capacity.pod_status import map_field as _map
-from capacity.pod_status import parse_time, released_at, scheduling, started
+from capacity.pod_status import (
+    parse_time,  # noqa: F401  (re-exported: callers of records read it)
+    released_at,
+    scheduling,
+    started,
+)
 from capacity.quantity import milli_to_units, parse_quantity
-from capacity.requests import pod_requests
 from capacity.resources import CPU, EPHEMERAL_STORAGE, MEMORY, POD_ENI, parse_resources
 from capacity.string_maps import string_map
 from capacity.taints import Taint
@@ -46,6 +51,8 @@ COMPUTE_TYPE_LABEL, AUTO_COMPUTE_TYPE = "eks.amazonaws.com/compute-type", "auto"
 
 
 def _intern(value: object) -> str:
+    if type(value) is str:
+        return sys.intern(value) if value else ""
     return sys.intern(str(value)) if value else ""
 
 
@@ -74,6 +81,11 @@ def _shared_int(value: int) -> int:
 
 def _shared_time(value: float | None) -> float | None:
     return None if value is None else _shared(_floats, value)
+
+
+def _time(value: object) -> float | None:
+    """`parse_time` through its memo (capacity/pod_memo.py), the value shared (`_shared_time`)."""
+    return _shared_time(time_of(value))
 
 
 def _branch_enis(annotation: object) -> list[Any]:
@@ -106,7 +118,7 @@ def project_pod(obj: Mapping[str, Any]) -> PodRecord:
         raise ValueError("metadata.name: missing")
     namespace = _intern(meta.get("namespace") or "default")
     uid = str(meta.get("uid") or f"{namespace}/{name}")
-    requests = pod_requests(spec)
+    requests = requests_of(spec)
     owners = _list(meta, "ownerReferences")
     owner = next((o for o in owners if isinstance(o, Mapping) and o.get("controller")), None)
     if owner is None and owners and isinstance(owners[0], Mapping):
@@ -125,8 +137,8 @@ def project_pod(obj: Mapping[str, Any]) -> PodRecord:
         eni_ids=eni_ids_of(enis),
         started=started(status),
         finished_at=_shared_time(released_at(status)) if phase in TERMINAL_PHASES else None,
-        deleted_at=_shared_time(parse_time(meta.get("deletionTimestamp"))),
-        created_at=_shared_time(parse_time(meta.get("creationTimestamp"))),
+        deleted_at=_time(meta.get("deletionTimestamp")),
+        created_at=_time(meta.get("creationTimestamp")),
         scheduled_at=_shared_time(scheduled_at),
         owner_kind=_intern(owner.get("kind")) if owner else "",
         owner_name=_intern(owner.get("name")) if owner else "",  # replicas share their owner's
@@ -137,6 +149,25 @@ def project_pod(obj: Mapping[str, Any]) -> PodRecord:
         ephemeral_storage=_shared_int(requests.get(EPHEMERAL_STORAGE, 0)),
         pending_spec=_placement(spec) if unschedulable is not None and requests.get(POD_ENI) else None,
     )
+
+
+def same_pod(old: PodRecord, new: PodRecord) -> bool:
+    """Whether two records of a pod say the same to every reader (kube/store.py `same`: an event
+    that changed nothing a record reads is then not told to the books as a change). Every field is
+    of a type the projection fixes, so `==` is exact, except `pending_spec`: raw JSON values, where
+    1 == 1.0 == True; two of them are the same only as the same JSON text."""
+    if old != new:
+        return False
+    if old.pending_spec is None or new.pending_spec is None:
+        return old.pending_spec is new.pending_spec
+    try:
+        return _json_text(old.pending_spec) == _json_text(new.pending_spec)
+    except (TypeError, ValueError):  # not JSON's values (a hand-written state file): told as changed
+        return False
+
+
+def _json_text(value: Mapping[str, Any]) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
 # What decides where a pod fits (capacity.fit.PodNeeds.from_spec reads these and nothing else).

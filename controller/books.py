@@ -58,6 +58,9 @@ class Books:
 
     def _on_pod(self, event: str, old: PodRecord | None, new: PodRecord | None) -> None:
         now = self.clock()
+        if new is old:  # the store kept its record (kube/store.py `same`): nothing the books read moved
+            self.last_event = now
+            return
         with self._lock:
             if event == "DELETED" and old is not None:
                 self.model.delete_pod(old, now)

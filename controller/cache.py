@@ -35,6 +35,7 @@ from capacity.records import (
     discovery_node,
     project_node,
     project_pod,
+    same_pod,
 )
 from capacity.template_taints import DEFAULT_TAINT_CONFIG, TaintOptions
 from controller.memory import looked_for, select_pods
@@ -117,8 +118,11 @@ class PendingPods:
         self._statuses: dict[bytes, dict[str, Any]] = {}
 
     def __call__(self, obj: Mapping[str, Any]) -> Any:
-        meta, spec, status = (obj.get(k) or {} for k in ("metadata", "spec", "status"))
-        if spec.get("nodeName") or meta.get("deletionTimestamp"):
+        spec = obj.get("spec") or {}
+        if spec.get("nodeName"):  # most pods: bound, answered before anything else is read
+            return None
+        meta, status = obj.get("metadata") or {}, obj.get("status") or {}
+        if meta.get("deletionTimestamp"):
             return None
         if (status.get("phase") or "Pending") != "Pending":
             return None
@@ -159,7 +163,7 @@ class ClusterCache:
 
     def __init__(self, settings: CacheOptions | None = None) -> None:
         self.settings = settings or CacheOptions()
-        self.pods: Store[PodRecord] = Store("pods", project_pod)
+        self.pods: Store[PodRecord] = Store("pods", project_pod, same_pod)
         self.pending: Store[Mapping[str, Any]] = Store("pending pods", PendingPods())
         self.nodes: Store[NodeRecord] = Store("nodes", project_node)
         self.node_objects: Store[dict[str, Any]] = Store("nodes (discovery)", discovery_node)

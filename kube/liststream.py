@@ -63,6 +63,14 @@ class _Buffer:
         self.data, self.pos = b"".join(parts), 0
         return got > 0
 
+    def fill(self, limit: int) -> bool:
+        """Reads ahead until the body has ended or `limit` bytes are pending; whether it ended
+        (the rest of the body is then all in `data`)."""
+        pending = len(self.data) - self.pos
+        if not self.ended and pending < limit:
+            self.more(limit - pending)
+        return self.ended
+
     def peek(self) -> int:
         """The next non-blank byte (consumed blanks are dropped); -1 at the end of the body."""
         while True:
@@ -119,6 +127,16 @@ def _value_end(data: bytes, start: int) -> int | None:
     return None  # the value runs to the end of what arrived: a number may go on in the next chunk
 
 
+def _decoded_items(raw: bytes, decode_items: Callable[[bytes], Any]) -> list[Any] | None:
+    """A whole items array decoded at once; None when the decoder refuses it (then each item is
+    read on its own, as any body is, which gives the same items or the same refusal)."""
+    try:
+        items = decode_items(raw)
+    except ValueError:  # json.JSONDecodeError and msgspec's errors are ValueErrors
+        return None
+    return items if type(items) is list else None
+
+
 def _decoded(raw: bytes, decode: Callable[[bytes], Any]) -> Any:
     try:
         return decode(raw)
@@ -126,13 +144,29 @@ def _decoded(raw: bytes, decode: Callable[[bytes], Any]) -> Any:
         raise BadList(f"list page is not JSON: {err}") from None
 
 
-class ListReader:
-    """One list body: iterate `items()` for its items, decoded by `decode_item`; once that ends,
-    `members` holds the body's other top-level members, decoded with `json.loads`."""
+# A body that ends within this many bytes of its `items` array (a list page: 500 pods are about
+# 3 MB) has the array decoded in one pass: read item by item, each item is parsed twice (the
+# validating skip that finds its end, then its decode) with a Python step between (measured at the
+# benchmark's pods: 25 against 11 us a pod). A longer body (a watch cache's unpaged answer) is read
+# item by item, holding at most this much beyond the item being read.
+WHOLE_BELOW = 4 * 1024 * 1024
 
-    def __init__(self, chunks: Iterable[bytes], decode_item: Callable[[bytes], Any]) -> None:
+
+class ListReader:
+    """One list body: iterate `items()` for its items, decoded by `decode_item` (or, where the body
+    ends within `WHOLE_BELOW` bytes of the array, by `decode_items` all at once, which gives the
+    same list); once that ends, `members` holds the body's other top-level members, decoded with
+    `json.loads`."""
+
+    def __init__(
+        self,
+        chunks: Iterable[bytes],
+        decode_item: Callable[[bytes], Any],
+        decode_items: Callable[[bytes], Any] | None = None,
+    ) -> None:
         self._buffer = _Buffer(chunks)
         self._decode_item = decode_item
+        self._decode_items = decode_items
         self.members: dict[str, Any] = {}
 
     def items(self) -> Iterator[Any]:
@@ -155,14 +189,35 @@ class ListReader:
                     if seen_items:
                         raise BadList("list page is not JSON: it has two items arrays")
                     seen_items = True
-                    buffer.pos += 1
-                    yield from self._array()
+                    yield from self._whole_array()
                 else:
                     self.members[key] = _decoded(buffer.value(), json.loads)
                 if buffer.expect(b",}", "the list object") == ord("}"):
                     break
         if buffer.peek() >= 0:
             raise BadList("list page is not JSON: data after the list object")
+
+    def _whole_array(self) -> Iterator[Any]:
+        """The items array (the buffer at its `[`): in one decode where the body has ended within
+        `WHOLE_BELOW` bytes and the array is valid and accepted whole; item by item otherwise,
+        from the same byte, so a bad array is refused with the same words either way."""
+        buffer = self._buffer
+        decode_items = self._decode_items
+        whole = decode_items is not None and buffer.fill(WHOLE_BELOW)
+        start = buffer.pos  # after the read-ahead, which moves the pending bytes to the front
+        if whole and decode_items is not None:
+            try:
+                end = _value_end(buffer.data, start)
+            except BadList:
+                end = None
+            if end is not None:
+                items = _decoded_items(buffer.data[start:end], decode_items)
+                if items is not None:
+                    buffer.pos = end
+                    yield from items
+                    return
+        buffer.pos = start + 1
+        yield from self._array()
 
     def _array(self) -> Iterator[Any]:
         buffer = self._buffer

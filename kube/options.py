@@ -47,6 +47,9 @@ class Decoders:
 
     item: Callable[[bytes], Any] = json.loads
     line: Callable[[bytes], Any] = json.loads
+    # a whole `items` array at once (a list page that arrived whole: kube/liststream.py), giving
+    # the list `item` gives one by one
+    items: Callable[[bytes], list[Any]] = json.loads
 
 
 @dataclass(frozen=True)

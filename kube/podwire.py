@@ -105,6 +105,8 @@ class _Event(TypedDict, total=False):
 
 
 _POD = msgspec.json.Decoder(_Pod)
+_PODS = msgspec.json.Decoder(list[_Pod])
+_RAW_PODS = msgspec.json.Decoder(list[msgspec.Raw])
 _PAGE = msgspec.json.Decoder(_Page)
 _PAGE_OF_RAW = msgspec.json.Decoder(_PageOfRaw)
 _EVENT = msgspec.json.Decoder(_Event)
@@ -119,6 +121,16 @@ def decode_pod(raw: bytes | msgspec.Raw) -> Any:
         return _POD.decode(raw)
     except _REFUSED:
         return json.loads(bytes(raw))
+
+
+def decode_items(data: bytes) -> list[Any]:
+    """A list body's whole `items` array (kube/liststream.py): the list `decode_pod` gives item by
+    item, in one pass unless some pod is odd (then each pod on its own). Raises ValueError when it
+    is not a valid JSON array."""
+    try:
+        return _PODS.decode(data)
+    except _REFUSED:
+        return [decode_pod(item) for item in _RAW_PODS.decode(data)]
 
 
 def decode_page(data: bytes) -> Any:
@@ -158,4 +170,4 @@ def decode_event(line: bytes) -> Any:
 
 
 # a pod reflector's list item and watch line decoders (ReflectorOptions.decoders)
-DECODERS = Decoders(item=decode_pod, line=decode_event)
+DECODERS = Decoders(item=decode_pod, line=decode_event, items=decode_items)

@@ -31,6 +31,7 @@ from kube.backoff import Backoff
 from kube.client import KubeClient, KubeError, Resource, as_kube_client
 from kube.liststream import BadList, ListReader
 from kube.options import ReflectorOptions
+from kube.pages import GcPause
 from kube.reflector_stats import ReflectorStats
 from kube.relist import AfterWatch
 from kube.responses import InFlight
@@ -76,6 +77,7 @@ class Reflector:
         self.stats = ReflectorStats()
         self._decode_item = options.decoders.item
         self._decode_line = options.decoders.line
+        self._decode_items = options.decoders.items
         selectors = (("labelSelector", options.label_selector), ("fieldSelector", options.field_selector))
         self._selectors = [(key, value) for key, value in selectors if value]
         self._rng = rng or random.Random()
@@ -255,7 +257,7 @@ class Reflector:
         """One list response, its items projected into `fresh` as they arrive (kube/liststream.py:
         a watch cache's unpaged answer is never held whole); returns its other top-level members."""
         response = self._open(query, read_timeout=60.0)
-        reader = ListReader(_chunks(response, "ListInterrupted"), self._decode_item)
+        reader = ListReader(_chunks(response, "ListInterrupted"), self._decode_item, self._decode_items)
         clean = False
         try:
             _project_page(self.store.project, reader.items(), fresh)
@@ -293,18 +295,21 @@ class Reflector:
                 raise NoWatchList(str(err)) from None
             raise
         stream = WatchProgress(None, started)
+        paused = GcPause()
         if initial:
             shut = functools.partial(_abort, response)
             stream.snapshot = InitialEvents(self.store.project, shut, self.initial_events_quiet)
+            paused.start()  # until the snapshot is installed, as a paged list's pages are read
         clean = False
         try:
-            self._consume(response, stream)
+            self._consume(response, stream, paused)
             clean = stream.snapshot is None or not stream.snapshot.stalled
         except (_Gone, NoWatchList, KubeError):
             raise
         except Exception as err:
             self._broken(err, stream.snapshot)
         finally:
+            paused.end()
             if stream.snapshot is not None:
                 stream.snapshot.close()
             self._in_flight.done(response, clean)
@@ -328,9 +333,9 @@ class Reflector:
             raise KubeError(0, "WatchInterrupted", str(err)) from None
         log.info("%s: watch stream broken (%s)", self.name, err)
 
-    def _consume(self, response: urllib3.BaseHTTPResponse, stream: WatchProgress) -> None:
-        """The stream's events until it ends: into its snapshot until the end bookmark installs it,
-        then into the store, counted on `stream`."""
+    def _consume(self, response: urllib3.BaseHTTPResponse, stream: WatchProgress, paused: GcPause) -> None:
+        """The stream's events until it ends: into its snapshot until the end bookmark installs it
+        (`paused` ends there), then into the store, counted on `stream`."""
         store = self.store
         stats = self.stats
         decode = self._decode_line
@@ -349,6 +354,7 @@ class Reflector:
                 stats.last_contact = time.monotonic()
                 if stream.snapshot.take(kind, obj):
                     stream.snapshot.close()
+                    paused.end()
                     self._install(stream.snapshot.fresh, rv or self._rv)
                     stats.streamed += 1
                     stats.bookmarks += 1

@@ -48,11 +48,22 @@ def identity(obj: Mapping[str, Any]) -> Any:
 
 
 class Store(Generic[T]):
-    """Objects of one kind by namespace and name. Thread-safe; readers get consistent snapshots."""
+    """Objects of one kind by namespace and name. Thread-safe; readers get consistent snapshots.
 
-    def __init__(self, kind: str, transform: Callable[[Mapping[str, Any]], T] = identity) -> None:
+    `same`: whether two records of one object say the same to every reader. Where given, a watch
+    event whose record is the same as the stored one keeps the stored record and tells the
+    listeners `(event, old, old)`: the very object twice, so a listener can skip its work (a pod's
+    status changed, but nothing its record reads). Without it, every event is told as it came."""
+
+    def __init__(
+        self,
+        kind: str,
+        transform: Callable[[Mapping[str, Any]], T] = identity,
+        same: Callable[[T, T], bool] | None = None,
+    ) -> None:
         self.kind = kind
         self._transform = transform
+        self._same = same
         self._lock = threading.Lock()
         self._by_namespace: dict[str, dict[str, T]] = {}
         self._listeners: list[Listener] = []
@@ -115,6 +126,8 @@ class Store(Generic[T]):
             previous = names.get(name)
             if record is None:
                 names.pop(name, None)
+            elif previous is not None and self._same is not None and self._same(previous, record):
+                record = previous  # unchanged: listeners are told (event, old, old)
             else:
                 names[name] = record
             if resource_version:

@@ -59,13 +59,25 @@ def decode_costs(pod_pages: list[bytes], node_pages: list[bytes], lines: list[by
     return figures
 
 
+def line_cost(lines: list[bytes]) -> float:
+    """ms of `json.loads` per watch line."""
+    return _cpu(_each(json.loads, lines)) * 1000 / max(1, len(lines))
+
+
 def ratios(figures: dict[str, Any]) -> dict[str, Any]:
     """The controller's figures over the decode costs of the same bytes (None when not measured)."""
     loads = figures.get("jsonLoadsSeconds") or 0.0
     per_line = figures.get("eventJsonLoadsMs") or 0.0
     event = figures.get("eventCpuMs")
+    quiet, quiet_line = figures.get("quietEventCpuMs"), figures.get("quietEventJsonLoadsMs") or 0.0
+    mixed = None
+    if event is not None and quiet is not None and per_line and quiet_line:
+        # half the issue's events, half status updates the books do not read: CPU adds up
+        mixed = (event + quiet) / (per_line + quiet_line)
     return {
         "syncOverJsonLoads": figures["syncSeconds"] / loads if loads else None,
         "syncCpuOverJsonLoads": figures["syncCpuSeconds"] / loads if loads else None,
         "eventCpuOverJsonLoads": event / per_line if event is not None and per_line else None,
+        "quietEventCpuOverJsonLoads": quiet / quiet_line if quiet is not None and quiet_line else None,
+        "mixedEventCpuOverJsonLoads": mixed,
     }

@@ -215,6 +215,19 @@ def _against_decoding(label: str, run: dict[str, Any], top: bool) -> list[Row]:
             "x",
             0.5 if top else None,
         ),
+        Row(
+            "controller",
+            f"{label}: CPU per status update the books do not read",
+            run.get("quietEventCpuMs"),
+            "ms",
+        ),
+        Row("controller", f"{label}: same / json.loads", run.get("quietEventCpuOverJsonLoads"), "x"),
+        Row(
+            "controller",
+            f"{label}: CPU per event, half of each / json.loads",
+            run.get("mixedEventCpuOverJsonLoads"),
+            "x",
+        ),
     ]
 
 

@@ -333,3 +333,35 @@ def test_too_large_resource_version_is_recognised_as_client_go_does() -> None:
         "other timeout": False,
         "gone": False,
     }
+
+
+def test_the_initial_events_are_projected_with_the_gc_paused_and_it_is_on_after(
+    fake_kube: FakeKubeServer,  # noqa: F811
+) -> None:
+    """Every object of a streamed list is projected with the cyclic GC off (kube/pages.py
+    GcPause, as a page's items are); once the state is installed it is on again, and the watch's
+    later events are projected with it on."""
+    import gc
+
+    assert gc.isenabled()
+    during: list[tuple[str, bool]] = []
+
+    def project(obj: Mapping[str, Any]) -> tuple[str, str]:
+        during.append((str(obj["metadata"]["name"]), gc.isenabled()))
+        return record(obj)
+
+    for name in ("a", "b"):
+        fake_kube.create(pod(name))
+    store: Store[Any] = Store("Pod", project)
+    options = ReflectorOptions(watch=WatchOptions(backoff_base=0.02, watch_timeout=WATCH_TIMEOUT))
+    reflector = Reflector(KubeClient(fake_kube.api_client()), PODS, store, options)
+    try:
+        reflector.start()
+        assert reflector.wait_synced(10)
+        assert gc.isenabled()
+        fake_kube.create(pod("c"))
+        eventually(lambda: ("c", True) in during, "the watch's event projected")
+    finally:
+        reflector.stop()
+    assert sorted(during) == [("a", False), ("b", False), ("c", True)]
+    assert gc.isenabled()
