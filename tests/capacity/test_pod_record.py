@@ -69,6 +69,16 @@ def test_a_falsy_keep_that_is_not_false_is_kept_as_given() -> None:
     assert PodRecord("u", "ns", "p", keep=0)._rare is not None  # type: ignore[arg-type]
 
 
+def test_records_equal_in_every_field_are_equal_however_their_slots_hold_them() -> None:
+    """Equality is by field: a record given keep=0 (kept in its rare part) equals one given
+    keep=False (no rare part), and two records differing in one field are unequal both ways."""
+    falsy = PodRecord("u", "ns", "p", node="n1", keep=0)  # type: ignore[arg-type]
+    plain = PodRecord("u", "ns", "p", node="n1")
+    assert falsy == plain and plain == falsy
+    assert PodRecord("u", "ns", "p", node="n2") != plain
+    assert PodRecord("u", "ns", "p", node="n1", cpu=1) != plain
+
+
 def _replicas(count: int, template: dict[str, object]) -> list[dict[str, object]]:
     pods = []
     for i in range(count):

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from capacity.pod_record import POD_FIELDS
 from capacity.records import PodRecord, project_pod, same_pod
 from controller.books import Books
 from controller.cache import CacheOptions, ClusterCache
@@ -132,11 +133,11 @@ def _record(pod: dict[str, Any]) -> PodRecord:
 def _strict(record: PodRecord) -> list[tuple[str, type, Any]]:
     """Every field with its type; `pending_spec` as JSON text (in which 300 and 300.0 differ)."""
     fields = []
-    for field in dataclasses.fields(record):
-        value = getattr(record, field.name)
-        if field.name == "pending_spec" and value is not None:
+    for name in POD_FIELDS:
+        value = getattr(record, name)
+        if name == "pending_spec" and value is not None:
             value = json.dumps(value, sort_keys=True)
-        fields.append((field.name, type(value), value))
+        fields.append((name, type(value), value))
     return fields
 
 
