@@ -8,6 +8,7 @@ import operator
 from collections.abc import Mapping
 from typing import Any
 
+from capacity.kept import kept
 from capacity.names import TERMINAL_PHASES
 
 # The fields of a PodRecord, in the order they compare and print (tests build records from them).
@@ -46,13 +47,7 @@ _texts: dict[str, str] = {}
 def _text(value: str | None) -> str | None:
     if type(value) is not str:
         return value
-    found = _texts.get(value)
-    if found is not None:
-        return found
-    if len(_texts) >= _SHARED_SHAPES:
-        _texts.clear()
-    _texts[value] = value
-    return value
+    return kept(_texts, value, value, _SHARED_SHAPES)
 
 
 def _shape(shape: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -66,13 +61,7 @@ def _shape(shape: tuple[Any, ...]) -> tuple[Any, ...]:
         and type(name) is str
     ):
         return shape
-    found = _shapes.get(shape)
-    if found is not None:
-        return found
-    if len(_shapes) >= _SHARED_SHAPES:
-        _shapes.clear()
-    _shapes[shape] = shape
-    return shape
+    return kept(_shapes, shape, shape, _SHARED_SHAPES)
 
 
 class PodRecord:

@@ -15,6 +15,7 @@ from dataclasses import KW_ONLY, dataclass
 from typing import Any, TypeVar
 
 from capacity.autoscaler_readiness import NEVER, node_readiness
+from capacity.kept import kept
 from capacity.names import EXHAUSTED_LABEL, KEEP_LABEL, TERMINAL_PHASES
 from capacity.pod_memo import requests_of, time_of
 from capacity.pod_record import PodRecord as PodRecord  # noqa: PLC0414  # re-exported for mypy
@@ -66,13 +67,7 @@ _floats: dict[float, float] = {}
 
 
 def _shared(memo: dict[_N, _N], value: _N) -> _N:
-    found = memo.get(value)
-    if found is not None:
-        return found
-    if len(memo) >= _SHARED_NUMBERS:
-        memo.clear()
-    memo[value] = value
-    return value
+    return kept(memo, value, value, _SHARED_NUMBERS)
 
 
 def _shared_int(value: int) -> int:

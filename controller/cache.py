@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from capacity.autoscaler_memory import DEFAULT_SELECTOR, AutoscalerProcess, running_autoscaler
 from capacity.karpenter.controller_options import KARPENTER_SELECTOR
+from capacity.kept import kept
 from capacity.names import IGNORE_LABEL, TEMPLATE_KIND
 from capacity.records import (
     CONTAINER_PLACEMENT_FIELDS,
@@ -149,13 +150,7 @@ def _shared(memo: dict[bytes, dict[str, Any]], value: dict[str, Any]) -> dict[st
         key = json.dumps(value, sort_keys=True, separators=(",", ":")).encode()
     except (TypeError, ValueError):  # not JSON's types (a hand-written state file): not shared
         return value
-    found = memo.get(key)
-    if found is not None:
-        return found
-    if len(memo) >= SHARED_SPECS:
-        memo.clear()
-    memo[key] = value
-    return value
+    return kept(memo, key, value, SHARED_SPECS)
 
 
 class ClusterCache:

@@ -550,7 +550,11 @@ def test_client_certificate_is_required_when_a_client_ca_is_given(tmp_path: Path
         for path in ("/healthz", "/readyz", "/metrics"):
             assert status_get(webhook, path)[0] == 200, path
         assert status_get(webhook, "/snapshotz")[0] == 404  # served only with --snapshotz
-        assert b"fitguard_admission_requests_total" in status_get(webhook, "/metrics")[1]
+        # two workers: the one not serving the scrape writes its counts within a second (webhook/tally.py)
+        eventually(
+            lambda: b"fitguard_admission_requests_total" in status_get(webhook, "/metrics")[1],
+            "the signed reviews counted in the plain port's /metrics",
+        )
     finally:
         stop_webhook(webhook)
 
