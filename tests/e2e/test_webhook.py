@@ -33,6 +33,7 @@ from tests.webhook_server import (
     running,
     wait_ready,
 )
+from webhook.tally import FLUSH_SECONDS
 
 pytestmark = pytest.mark.slow
 
@@ -144,7 +145,24 @@ def test_the_console_script_serves_review_metrics_on_the_status_port(server: Ser
     conn = server.connect()
     assert post(conn, review(web_pod(), uid="metrics-1", dryRun=True))[0] == 200
     conn.close()
-    eventually(lambda: _samples(server).get(key) == before + 1, "the review counted in /metrics")
+    assert _settled(lambda: _samples(server).get(key, 0.0), before + 1) == before + 1
+
+
+def _settled(read: Any, at_least: float) -> float:
+    """The value `read()` gives once it is at least `at_least` and has not moved for longer than a
+    worker's flush interval (webhook/tally.py): the other worker's counts, and those of reviews an
+    earlier test sent to this module's server, are then all written. The deadline ends a hang."""
+    seen: list[tuple[float, float]] = []
+
+    def still() -> bool:
+        now, value = time.monotonic(), read()
+        seen.append((now, value))
+        since = [t for t, v in seen if v != value]
+        last_change = since[-1] if since else seen[0][0]
+        return value >= at_least and now - last_change > 1.5 * FLUSH_SECONDS
+
+    eventually(still, f"the count at {at_least} or more, and settled")
+    return seen[-1][1]
 
 
 def _samples(server: Server) -> dict[str, float]:
@@ -168,7 +186,7 @@ def test_metrics_are_summed_over_workers_and_survive_a_worker_death(server: Serv
         conn = server.connect()  # a fresh connection each time, to spread over the workers
         assert post(conn, review(web_pod(), uid=f"m-{i}"))[0] == 200
         conn.close()
-    eventually(lambda: _requests_total(server) == before + 6, "the six reviews counted in /metrics")
+    counted = _settled(lambda: _requests_total(server), before + 6)
     workers = _worker_pids(server.process.pid)
     assert len(workers) == 2
     for pid in workers:
@@ -178,7 +196,7 @@ def test_metrics_are_summed_over_workers_and_survive_a_worker_death(server: Serv
         "two new workers",
     )
     wait_ready(server, time.monotonic() + 15)
-    assert _requests_total(server) == before + 6
+    assert _requests_total(server) == counted
 
 
 def test_policy_created_at_run_time_takes_effect(
