@@ -4,13 +4,13 @@ replicas share is one object for all of them, and a pod with nothing rare carrie
 from __future__ import annotations
 
 import copy
-import tracemalloc
 
 import pytest
 
 from capacity import pod_record
 from capacity.pod_record import POD_FIELDS, PodRecord
 from capacity.records import project_pod
+from tests.capacity.record_bytes import bytes_per_record
 
 GIVEN = {
     "uid": "u-1",
@@ -140,16 +140,7 @@ def test_a_running_replica_costs_its_record_alone() -> None:
     slots, 128 B) and the list's slot; nothing of the owner, the requests or the times per pod.
     Written at 141 B; the 21-slot dataclass it replaced measured 212 B."""
     raws = _replicas(2000, RUNNING)
-    tracemalloc.start()
-    try:
-        before = tracemalloc.take_snapshot()
-        records = [project_pod(raw) for raw in raws]
-        after = tracemalloc.take_snapshot()
-    finally:
-        tracemalloc.stop()
-    grown = sum(stat.size_diff for stat in after.compare_to(before, "filename"))
-    assert len(records) == 2000
-    assert grown / len(records) < 180
+    assert bytes_per_record(raws) < 180
 
 
 def test_one_branch_eni_is_kept_as_its_id_and_read_back_as_a_tuple() -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import copy
 import json
 import math
-import tracemalloc
 from typing import Any
 
 import pytest
@@ -27,6 +26,7 @@ from capacity.records import (
 from capacity.resources import POD_ENI
 from capacity.taints import Taint
 from capacity.template import View
+from tests.capacity.record_bytes import bytes_per_record
 
 ENI = [
     {"eniId": "eni-0a1b", "ifAddress": "02:aa", "privateIp": "10.0.1.5", "vlanId": 1, "subnetCidr": "10/19"}
@@ -251,16 +251,7 @@ def test_a_pod_record_stays_under_a_kilobyte() -> None:
         raw["metadata"]["name"] = f"job-a-{i:05d}"
         raw["metadata"]["uid"] = f"6c1f2a8e-0d3b-4a55-9b1e-{i:012d}"
         raws.append(raw)
-    tracemalloc.start()
-    try:
-        before = tracemalloc.take_snapshot()
-        records = [project_pod(raw) for raw in raws]
-        after = tracemalloc.take_snapshot()
-    finally:
-        tracemalloc.stop()
-    grown = sum(stat.size_diff for stat in after.compare_to(before, "filename"))
-    assert len(records) == 500
-    assert grown / len(records) < 1024
+    assert bytes_per_record(raws) < 1024
 
 
 # --------------------------------------------------------------------------------------------------
