@@ -141,7 +141,7 @@ def test_the_console_script_serves_review_metrics_on_the_status_port(server: Ser
     key = (
         'fitguard_admission_requests_total{allowed="true",dry_run="true",operation="CREATE",webhook="mutate"}'
     )
-    before = _samples(server).get(key, 0.0)
+    before = _settled(lambda: _samples(server).get(key, 0.0), 0.0)
     conn = server.connect()
     assert post(conn, review(web_pod(), uid="metrics-1", dryRun=True))[0] == 200
     conn.close()
@@ -151,7 +151,8 @@ def test_the_console_script_serves_review_metrics_on_the_status_port(server: Ser
 def _settled(read: Any, at_least: float) -> float:
     """The value `read()` gives once it is at least `at_least` and has not moved for longer than a
     worker's flush interval (webhook/tally.py): the other worker's counts, and those of reviews an
-    earlier test sent to this module's server, are then all written. The deadline ends a hang."""
+    earlier test sent to this module's server, are then all written (read so both before and after
+    a test's reviews). The deadline ends a hang."""
     seen: list[tuple[float, float]] = []
 
     def still() -> bool:
@@ -181,7 +182,7 @@ def test_metrics_are_summed_over_workers_and_survive_a_worker_death(server: Serv
     replacements: the count is summed over worker processes, not kept by one. (Each worker writes
     its counts to its file every second, webhook/tally.py: the workers are killed once the counts
     are in /metrics, hence written.)"""
-    before = _requests_total(server)
+    before = _settled(lambda: _requests_total(server), 0.0)
     for i in range(6):
         conn = server.connect()  # a fresh connection each time, to spread over the workers
         assert post(conn, review(web_pod(), uid=f"m-{i}"))[0] == 200
