@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from capacity.kept import kept
 from capacity.pod_status import parse_time
 from capacity.requests import pod_requests
 from capacity.resources import Resources
@@ -30,9 +31,7 @@ def time_of(value: object) -> float | None:
     if found is None:
         found = parse_time(value)
         if found is not None:
-            if len(_times) >= MEMO_MAX:
-                _times.clear()
-            _times[value] = found
+            kept(_times, value, found, MEMO_MAX)
     return found
 
 
@@ -95,8 +94,5 @@ def requests_of(spec: Mapping[str, Any]) -> Resources:
         return pod_requests(spec)
     found = _requests.get(key)
     if found is None:
-        found = pod_requests(spec)
-        if len(_requests) >= MEMO_MAX:
-            _requests.clear()
-        _requests[key] = found
+        found = kept(_requests, key, pod_requests(spec), MEMO_MAX)
     return found
