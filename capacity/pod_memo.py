@@ -11,7 +11,7 @@ before. Pure: no I/O, no clock; bounded.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from capacity.kept import kept
 from capacity.pod_status import parse_time
@@ -29,9 +29,8 @@ def time_of(value: object) -> float | None:
         return parse_time(value)
     found = _times.get(value)
     if found is None:
-        found = parse_time(value)
-        if found is not None:
-            kept(_times, value, found, MEMO_MAX)
+        # a non-empty string reads as a float or raises: never None
+        found = kept(_times, value, cast(float, parse_time(value)), MEMO_MAX)
     return found
 
 

@@ -161,3 +161,16 @@ def test_pods_waiting_with_the_same_message_share_it() -> None:
     a = PodRecord("u", "ns", "a", unschedulable="".join(message))
     b = PodRecord("u", "ns", "b", unschedulable="".join([message[:10], message[10:]]))
     assert a.unschedulable == message and a.unschedulable is b.unschedulable
+
+
+def test_a_message_met_first_reads_back_and_a_full_memo_starts_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """In a fresh process (the memo empty: a warm one would hide a miss written wrongly), the first
+    pod with a message keeps it; past the limit the memo is emptied and the next message still
+    reads back whole."""
+    monkeypatch.setattr(pod_record, "_texts", {})
+    monkeypatch.setattr(pod_record, "_SHARED_SHAPES", 1)
+    first = PodRecord("u", "ns", "a", unschedulable="0/3 nodes are available: 3 Insufficient cpu.")
+    second = PodRecord("u", "ns", "b", unschedulable="0/3 nodes are available: 3 Too many pods.")
+    assert first.unschedulable == "0/3 nodes are available: 3 Insufficient cpu."
+    assert second.unschedulable == "0/3 nodes are available: 3 Too many pods."
+    assert pod_record._texts == {second.unschedulable: second.unschedulable}

@@ -103,3 +103,72 @@ def test_the_memos_start_again_when_full(monkeypatch: pytest.MonkeyPatch) -> Non
         pod_memo.requests_of({"containers": [_container({"cpu": f"{second + 1}"})]})
         assert len(pod_memo._times) <= 2 and len(pod_memo._requests) <= 2
     assert pod_memo.time_of("2024-05-01T12:00:04Z") == parse_time("2024-05-01T12:00:04Z")
+
+
+def _counting(monkeypatch: pytest.MonkeyPatch, name: str) -> list[int]:
+    """How many times pod_memo calls its function `name` from now on (a one-element list)."""
+    calls, compute = [0], getattr(pod_memo, name)
+
+    def counted(*args: Any) -> Any:
+        calls[0] += 1
+        return compute(*args)
+
+    monkeypatch.setattr(pod_memo, name, counted)
+    return calls
+
+
+# shapes the memo keys (plain strings throughout): each one's second reading is a hit
+KEYED: list[Any] = [
+    {"containers": [_container({"cpu": "1"}, {"cpu": "2"})]},
+    {
+        "containers": [_container({"cpu": "1"})],
+        "initContainers": [_container({"cpu": "3"}, restartPolicy="Always")],
+    },
+    {"containers": [_container({"cpu": "1"})], "resources": {"requests": {"cpu": "4"}}},
+    {"containers": [_container({"cpu": "1"})], "overhead": {"cpu": "100m"}},
+]
+# shapes computed each time and never kept: a key of them could be unhashable or collide
+UNKEYED: list[Any] = [
+    {"containers": [_container({"cpu": "1"})], "resources": ["odd"]},
+    {
+        "containers": [_container({"cpu": "1"})],
+        "initContainers": [_container({"cpu": "3"}, restartPolicy={})],
+    },
+    {"containers": [_container({"cpu": 1})]},
+]
+
+
+@pytest.mark.parametrize("spec", KEYED, ids=["limits", "sidecar", "pod-level", "overhead"])
+def test_a_keyed_spec_read_again_is_the_memos_own_value(spec: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An equal spec (a copy: another object, the same strings) gets the very Resources the memo
+    kept the first time, without computing it again, and the memo holds that one key."""
+    monkeypatch.setattr(pod_memo, "_requests", {})
+    computed = _counting(monkeypatch, "pod_requests")
+    first = pod_memo.requests_of(spec)
+    assert first == pod_requests(spec)
+    assert pod_memo.requests_of(copy.deepcopy(spec)) is first
+    assert computed == [1]
+    assert list(pod_memo._requests.values()) == [first]
+
+
+@pytest.mark.parametrize("spec", UNKEYED, ids=["pod-level-not-a-map", "policy-not-a-string", "number"])
+def test_an_odd_spec_is_computed_and_never_kept(spec: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A shape that is not plain strings is computed as `pod_requests` computes it, every time,
+    and leaves the memo empty."""
+    monkeypatch.setattr(pod_memo, "_requests", {})
+    assert _outcome(pod_memo.requests_of, spec) == _outcome(pod_requests, copy.deepcopy(spec))
+    assert _outcome(pod_memo.requests_of, spec) == _outcome(pod_requests, copy.deepcopy(spec))
+    assert pod_memo._requests == {}
+
+
+def test_a_timestamp_read_again_is_the_memos_own_float(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The second reading of a timestamp is the float kept by the first (parse_time makes a new
+    one each call); what parse_time cannot read, and what is not a string, is never kept."""
+    monkeypatch.setattr(pod_memo, "_times", {})
+    computed = _counting(monkeypatch, "parse_time")
+    first = pod_memo.time_of("2024-05-01T12:00:00Z")
+    assert pod_memo.time_of("".join(["2024-05-01T12:00:00", "Z"])) is first
+    assert computed == [1]
+    for odd in ("not a time", "", None, 17):
+        assert _outcome(pod_memo.time_of, odd) == _outcome(parse_time, odd)
+    assert pod_memo._times == {"2024-05-01T12:00:00Z": first}

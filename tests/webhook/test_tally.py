@@ -7,10 +7,12 @@ worker (the manifests' default), a scrape that counts every review answered befo
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from unittest import mock
 
 import pytest
@@ -22,7 +24,7 @@ from tests.tlsfixtures import TlsFiles
 from tests.waiting import eventually
 from tests.webhook_server import SHOP_STATE, admission_review, get_status, post, running
 from webhook import metrics
-from webhook.tally import FlushFirst, Tally
+from webhook.tally import FlushFirst, Tally, ThreadTally
 
 BOUNDS = (*metrics.DURATION_BUCKETS, float("inf"))
 
@@ -131,6 +133,41 @@ def test_the_in_flight_gauge_is_what_the_threads_do_now(registry: CollectorRegis
     assert registry.get_sample_value("flight", {"webhook": "mutate"}) == 0
 
 
+def test_two_threads_at_once_add_up_and_an_unchanged_gauge_is_not_written(
+    registry: CollectorRegistry,
+) -> None:
+    """Two threads inside a review at once, each timing one: the gauge reads 2 and the histogram
+    both durations (each thread's cells added, not the last thread's kept); a flush with nothing
+    changed writes the gauge no more."""
+    gauge = Gauge("flight", "f", ["webhook"], registry=registry)
+    timed = Histogram("timed_seconds", "t", ["webhook"], buckets=metrics.DURATION_BUCKETS, registry=registry)
+    tally, inside, leave = Tally(interval=0), threading.Barrier(3), threading.Event()
+
+    def review(seconds: float) -> None:
+        mine = tally.mine()
+        mine.enter((gauge, "mutate"))
+        mine.observe((timed, "mutate"), BOUNDS, seconds)
+        inside.wait(30)
+        leave.wait(30)
+
+    threads = [threading.Thread(target=review, args=(seconds,)) for seconds in (0.002, 0.3)]
+    for thread in threads:
+        thread.start()
+    inside.wait(30)
+    tally.flush()
+    assert registry.get_sample_value("flight", {"webhook": "mutate"}) == 2
+    assert registry.get_sample_value("timed_seconds_count", {"webhook": "mutate"}) == 2
+    assert registry.get_sample_value("timed_seconds_sum", {"webhook": "mutate"}) == 0.302
+    writes = mock.patch.object(MutexValue, "set", autospec=True, side_effect=MutexValue.set)
+    gauge_value = id(gauge.labels(webhook="mutate")._value)
+    with writes as set_:
+        tally.flush()
+        assert [call for call in set_.call_args_list if id(call.args[0]) == gauge_value] == []
+    leave.set()
+    for thread in threads:
+        thread.join()
+
+
 def test_counts_of_threads_that_ended_are_kept_once(registry: CollectorRegistry) -> None:
     """A thread counts and ends; flushed twice, then another thread counts: each review once."""
     probe, tally = counter(registry), Tally(interval=0)
@@ -148,6 +185,66 @@ def test_the_process_flushes_on_its_own(registry: CollectorRegistry) -> None:
     probe, tally = counter(registry), Tally(interval=0.05)
     tally.mine().count((probe, "mutate"))
     eventually(lambda: registry.get_sample_value("probe_total", {"webhook": "mutate"}) == 1, "the flusher")
+
+
+def test_the_flusher_is_one_daemon_thread_started_by_the_first_review(registry: CollectorRegistry) -> None:
+    """No thread before the first review; then one, named for thread dumps (py-spy, faulthandler),
+    and a daemon: a gunicorn worker told to exit must not wait on it. Threads counting after
+    the first start no other flusher."""
+    probe, tally = counter(registry), Tally(interval=30)
+    assert tally._flusher is None
+    in_threads(3, lambda: tally.mine().count((probe, "mutate")))
+    flusher = tally._flusher
+    assert flusher is not None and flusher.is_alive()
+    assert (flusher.name, flusher.daemon) == ("metrics-flush", True)
+    assert [t for t in threading.enumerate() if t is flusher] == [flusher]
+
+
+class _FullVolume:
+    """A metric whose first write fails as a full multiprocess volume does (OSError from the
+    mmap'd file), then writes into `real`."""
+
+    def __init__(self, real: Counter) -> None:
+        self.real, self.failed = real, False
+
+    def labels(self, *values: str) -> Any:
+        if not self.failed:
+            self.failed = True
+            raise OSError(28, "No space left on device")
+        return self.real.labels(*values)
+
+
+def test_a_flush_that_fails_is_logged_and_the_next_one_writes(
+    registry: CollectorRegistry, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The flusher's flush fails once: the error is logged with its words, the thread goes on, and
+    the count reaches the series at the next flush, once."""
+    probe, tally = counter(registry), Tally(interval=0.05)
+    caplog.set_level(logging.ERROR, logger="webhook.tally")
+    tally.mine().count((_FullVolume(probe), "mutate"))
+    eventually(
+        lambda: registry.get_sample_value("probe_total", {"webhook": "mutate"}) == 1, "the second flush"
+    )
+    logged = [(r.name, r.getMessage(), type(r.exc_info[1]).__name__) for r in caplog.records if r.exc_info]
+    assert logged == [("webhook.tally", "could not write the admission metrics", "OSError")]
+    tally.flush()
+    assert registry.get_sample_value("probe_total", {"webhook": "mutate"}) == 1
+
+
+def test_a_thread_tally_holds_whole_values() -> None:
+    """One thread's tally, whole: counts add, the in-flight gauge goes up per entry and down per
+    exit, and a histogram series is [sum, one cell per bucket], +Inf last."""
+    tally = ThreadTally(threading.current_thread())
+    key = ("metric", "mutate")
+    tally.count(key)
+    tally.count(key)
+    tally.enter(key)
+    tally.enter(key)
+    tally.leave(key)
+    for amount in (0.001, 0.3, 99.0):
+        tally.observe(key, (0.005, 0.5, float("inf")), amount)
+    assert (tally.counts, tally.busy) == ({key: 2}, {key: 1})
+    assert tally.observed == {key: [99.301, 1, 1, 1]}
 
 
 def test_a_forked_child_starts_from_nothing(registry: CollectorRegistry) -> None:
