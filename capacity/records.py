@@ -153,15 +153,15 @@ def same_pod(old: PodRecord, new: PodRecord) -> bool:
     1 == 1.0 == True; two of them are the same only as the same JSON text."""
     if old != new:
         return False
-    if old.pending_spec is None or new.pending_spec is None:
-        return old.pending_spec is new.pending_spec
+    if old.pending_spec is None:  # equal records: the other's is None too
+        return True
     try:
         return _json_text(old.pending_spec) == _json_text(new.pending_spec)
     except (TypeError, ValueError):  # not JSON's values (a hand-written state file): told as changed
         return False
 
 
-def _json_text(value: Mapping[str, Any]) -> str:
+def _json_text(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 

@@ -38,7 +38,7 @@ class BadReview(Exception):
         self.message = message
 
 
-def _json(body: Any, status: int = 200) -> Response:
+def _json(body: Any, status: int) -> Response:
     return Response(json_bytes(body), status, mimetype=JSON_TYPE)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import sys
 from typing import Any
 
 import pytest
@@ -652,6 +653,18 @@ def test_the_discovery_copy_of_a_node_keeps_exactly_what_discovery_reads() -> No
         for n in ("a", "b")
     )
     assert first["metadata"]["labels"]["zone"] is second["metadata"]["labels"]["zone"]
+    # keys interned too (written out of parts, so not the compiler's constant); a key or value that
+    # is not a string (a YAML state file may hold one) kept as it came, never refused
+    third = discovery_node(
+        {
+            "metadata": {"name": "c", "labels": {"".join(["topology.kubernetes.io/", "zone"]): "a", 1: 2}},
+            "status": {"allocatable": {"".join(["c", "pu"]): 4}},
+        }
+    )
+    assert third["metadata"]["labels"] == {"topology.kubernetes.io/zone": "a", 1: 2}
+    assert third["status"]["allocatable"] == {"cpu": 4}
+    for kept in (third["metadata"]["labels"], third["status"]["allocatable"]):
+        assert all(key is sys.intern(key) for key in kept if type(key) is str)
     with pytest.raises(ValueError, match=r"^node without metadata\.name$"):
         discovery_node({"metadata": {}})
 

@@ -77,6 +77,21 @@ def test_the_guard_is_given_each_unschedulable_pod_eni_pod_until_it_is_bound_or_
     assert live.pending() == []
 
 
+def test_a_bound_pods_events_reach_the_books_without_an_error(caplog: pytest.LogCaptureFixture) -> None:
+    """A pod never pending (bound from its first event) is added, changed and deleted: the books
+    count it and no listener fails (a listener's exception is only logged by the store, so the log
+    is where a failing one shows)."""
+    clock = Clock(BASE)
+    live, cache = books(clock)
+    cache.nodes.replace([node("a")])
+    with caplog.at_level(logging.ERROR):
+        cache.pods.apply("ADDED", pod("w1", "a"))
+        cache.pods.apply("MODIFIED", pod("w1", "a"))
+        cache.pods.apply("DELETED", pod("w1", "a"))
+    assert [(r.name, r.getMessage()) for r in caplog.records if r.levelno >= logging.ERROR] == []
+    assert live.pending() == []
+
+
 def test_a_pending_pod_the_guard_cannot_read_is_logged_and_left_out(caplog: pytest.LogCaptureFixture) -> None:
     """A pod whose placement the guard cannot read (a node affinity that is not a map) is not
     guarded for, with one warning naming it and the error; the readable one still is."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+import sys
 from typing import Any
 
 import pytest
@@ -166,3 +167,27 @@ def test_pods_waiting_for_the_same_reason_share_their_status() -> None:
         "phase": "Pending",
         "conditions": [{"type": "PodScheduled", "status": "False", "reason": "SchedulerError"}],
     }
+
+
+def test_init_containers_odd_words_and_key_order_as_the_planner_needs_them() -> None:
+    """A pod with init containers keeps of each what pod_requests reads; its namespace and the
+    scheduler's words are one interned copy (built here out of parts, as a decoder builds them),
+    a word that is not a string is kept as it came; and a second pod whose placement has its keys
+    in another order shares the first one's placement."""
+    init = {"name": "i", "image": "x", "resources": {"requests": {"cpu": "1"}}, "restartPolicy": "Always"}
+    first = pod("a")
+    first["spec"]["initContainers"] = [init]
+    first["metadata"]["namespace"] = "".join(["n", "s"])
+    first["status"]["conditions"][1]["reason"] = 7
+    second = pod("b")
+    first["spec"]["containers"][0]["resources"]["requests"] = {"cpu": "1", "memory": "1Gi"}
+    second["spec"] = copy.deepcopy(dict(reversed(list(first["spec"].items()))))
+    second["spec"]["containers"][0]["resources"]["requests"] = {"memory": "1Gi", "cpu": "1"}
+    pending = PendingPods()
+    slim_first, slim_second = pending(first), pending(second)
+    assert slim_first["spec"]["initContainers"] == [
+        {"resources": {"requests": {"cpu": "1"}}, "restartPolicy": "Always"}
+    ]
+    assert slim_first["metadata"]["namespace"] is sys.intern("ns")
+    assert slim_first["status"]["conditions"] == [{"type": "PodScheduled", "status": "False", "reason": 7}]
+    assert slim_second["spec"] is slim_first["spec"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import datetime
 import json
 from collections.abc import Callable
 from typing import Any
@@ -176,6 +177,27 @@ def test_status_updates_the_books_do_not_read_leave_the_record_the_same(name: st
         assert mutated is not None
         old, new = _record(pod), _record(mutated)
         assert same_pod(old, new) and _strict(old) == _strict(new)
+
+
+def test_pending_specs_are_the_same_in_any_key_order_and_never_when_not_json() -> None:
+    """The same spec with its keys in another order (a client may write them so) is the same;
+    values equal in Python that JSON cannot write (a date read from a hand-written YAML state
+    file) are told as a change, never guessed the same."""
+    spec = {
+        "containers": [{"name": "c", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}],
+        "priority": 0,
+    }
+    reordered = {
+        "priority": 0,
+        "containers": [{"resources": {"requests": {"memory": "1Gi", "cpu": "1"}}, "name": "c"}],
+    }
+    assert same_pod(
+        PodRecord("u", "ns", "p", pending_spec=spec), PodRecord("u", "ns", "p", pending_spec=reordered)
+    )
+    dated = {"containers": [], "x": datetime.date(2024, 5, 1)}
+    assert not same_pod(
+        PodRecord("u", "ns", "p", pending_spec=dated), PodRecord("u", "ns", "p", pending_spec=dict(dated))
+    )
 
 
 def test_a_store_keeps_the_same_record_and_tells_its_listeners_old_twice() -> None:

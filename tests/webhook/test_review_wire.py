@@ -122,6 +122,20 @@ def test_an_update_is_decoded_whole_old_and_new() -> None:
     assert slim["object"] != slim["oldObject"]
 
 
+def test_a_create_that_carries_an_old_object_keeps_it_whole() -> None:
+    """The API server sends no oldObject with a CREATE; a client that does still has it read (a
+    DaemonSet's verdict compares the two): the old object comes whole, as json.loads reads it."""
+    daemonset = {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": "agent", "namespace": "kube-system"},
+        "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "agent:1"}]}}},
+    }
+    body = review_of(daemonset, "CREATE", old=daemonset)
+    slim, whole = decode_review(body)["request"], load_json(body)["request"]
+    assert slim["oldObject"] == whole["oldObject"] == daemonset
+
+
 def test_a_create_keeps_what_the_answer_reads_and_drops_the_rest() -> None:
     """The schema's cut: the request's frame, the object's kind, names, labels and annotations,
     every pod spec field, and of each container its name, resources and restartPolicy."""
