@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import json
 import logging
+import time
+from datetime import datetime
 from typing import Any
 
+from capacity.autoscaler_view import LABEL_PREFIX, TAINT_PREFIX
 from capacity.expander import PRIORITY
 from capacity.instances import lookup
 from capacity.plan_types import PlannerOptions
@@ -31,6 +34,7 @@ from tests.awsfixtures import AwsEnvironment, inject_errors
 from tests.controller.test_discovery_aws import ENABLED, ENI_TAG, EPH_TAG, asg, launch_template, scratch_pod
 from tests.controller.test_nodepools_automode import EC2_CLASS, EC2_REF, _pool
 from tests.controller.test_report import EXAMPLES, GOLDEN, LAST_SEEN, demo_report
+from tests.objects import node, pod, rfc3339
 
 Kinds = dict[str, list[dict[str, Any]]]
 CA_MEMORY = {
@@ -479,3 +483,140 @@ def test_the_demo_clusters_whole_report_with_autoscaler_memory_is_the_golden_one
     assert len(LAST_SEEN.findall(printed)) == 2
     masked = LAST_SEEN.sub('"lastSeen": "<the cycle\'s time>"', printed)
     assert masked == GOLDEN.read_text(encoding="utf-8")
+
+
+GROUP_LABEL = "example.com/node-group"  # --node-group-label: the only thing tying the node to ng-batch
+WARMING = "example.com/warming"  # the ASG's template taint, a startup taint by --ignore-taint
+DEGRADED = "example.com/degraded"  # the live node's taint, a status taint by --status-taint
+HOUR = 3600.0
+
+
+def autoscaler_pod(started: float, *flags: str) -> dict[str, Any]:
+    """cluster-autoscaler's pod as the Helm chart runs it, its container running since `started`."""
+    running = pod(
+        "cluster-autoscaler-0",
+        namespace="kube-system",
+        container="aws-cluster-autoscaler",
+        labels={"app.kubernetes.io/name": "aws-cluster-autoscaler"},
+        phase="Running",
+        started=started,
+    )
+    running["spec"]["containers"][0]["command"] = ["./cluster-autoscaler", *flags]
+    return running
+
+
+def daemonset(name: str, uid: str, cpu: str) -> dict[str, Any]:
+    container = {"name": name, "resources": {"requests": {"cpu": cpu}}}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"namespace": "kube-system", "name": name, "uid": uid},
+        "spec": {"template": {"spec": {"containers": [container]}}},
+    }
+
+
+def live_batch_node() -> dict[str, Any]:
+    """A Ready m5.large of ng-batch that only --node-group-label names (no EKS label, no providerID)."""
+    labels = {GROUP_LABEL: "ng-batch", "kubernetes.io/arch": "amd64", "kubernetes.io/os": "linux"}
+    found = node(
+        "ip-10-0-1-1",
+        {"cpu": "1930m", "memory": "7220Mi", "pods": "29", "ephemeral-storage": "44Gi"},
+        instance_type="m5.large",
+        labels=labels,
+        taints=[{"key": DEGRADED, "value": "disk", "effect": "NoSchedule"}],
+    )
+    found["status"]["capacity"] = {"cpu": "2", "memory": "8Gi"}
+    return found
+
+
+def daemonset_pod(name: str, owner: str, uid: str, cpu: str, node_name: str) -> dict[str, Any]:
+    controller = {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": owner, "uid": uid, "controller": True}
+    return pod(
+        name,
+        {"cpu": cpu},
+        namespace="kube-system",
+        node=node_name,
+        meta={"ownerReferences": [controller]},
+        phase="Running",
+    )
+
+
+# ng-batch's live node as both views and the memory see it once cluster-autoscaler's flags drop
+# its taint: the tags' taint and the node's are gone from every view
+LIVE_LABELS = {
+    GROUP_LABEL: "ng-batch",
+    "kubernetes.io/arch": "amd64",
+    "kubernetes.io/os": "linux",
+    "node.kubernetes.io/instance-type": "m5.large",
+}
+LIVE_ALLOCATABLE = {"cpu": "1930m", "ephemeral-storage": "44Gi", "memory": "7220Mi", "pods": "29"}
+
+
+def test_cluster_autoscalers_taint_flags_and_the_node_group_label_shape_the_published_template(
+    aws: AwsEnvironment,
+) -> None:
+    """cluster-autoscaler runs with --ignore-taint (the ASG's template taint), --status-taint (the
+    live node's taint), --force-ds and a 1h memory; the node is ng-batch's only by --node-group-label.
+    The whole published template: the actual view is the live node's without its taint, the
+    autoscaler view the tags' without theirs, both DaemonSets run on each (two pods, 75m), the memory
+    names the process, keeps the node as cluster-autoscaler caches it (its DaemonSet pod listed on
+    the node, the missing DaemonSet forced in) until an hour after it was seen; the label is planned
+    as a label/* tag, the dropped taint is not."""
+    clients = AwsClients.from_environment()
+    launch_template(clients.ec2, "ng-batch", "m5.large", 50)
+    asg(clients.autoscaling, "ng-batch", {**ENABLED, TAINT_PREFIX + WARMING: "true:NoSchedule"})
+    started = float(int(time.time()) - 86400)
+    flags = (f"--ignore-taint={WARMING}", f"--status-taint={DEGRADED}", "--force-ds=true")
+    kinds = {
+        "Pod": [
+            autoscaler_pod(started, *flags, "--node-info-cache-expire-time=1h"),
+            daemonset_pod("node-agent-x1", "node-agent", "ds-agent", "50m", "ip-10-0-1-1"),
+            pod("app", {"cpu": "1"}, node="ip-10-0-1-1", phase="Running"),  # not copied to a template
+        ],
+        "Node": [live_batch_node()],
+        "DaemonSet": [daemonset("node-agent", "ds-agent", "50m"), daemonset("log-shipper", "ds-log", "25m")],
+    }
+    options = ControllerOptions(node_group_label=GROUP_LABEL, sync_label_tags=True)
+    report = reconciler(options, kinds).reconcile()
+    [published] = report.node_groups
+    seen = published["spec"]["autoscalerMemory"]["lastSeen"]  # this cycle's time, whole seconds
+    expires = rfc3339(datetime.fromisoformat(seen).timestamp() + HOUR)
+    assert published == {
+        "apiVersion": "fitguard.io/v1alpha1",
+        "kind": "NodeGroupTemplate",
+        "metadata": {"name": "ng-batch", "labels": MANAGED},
+        "spec": {
+            **BATCH_SPEC,
+            "nodes": 1,
+            "nodeNames": ["ip-10-0-1-1"],
+            "actual": {
+                "source": "live-node",
+                "allocatable": LIVE_ALLOCATABLE,
+                "capacity": {"cpu": "2", "memory": "8Gi"},
+                "labels": LIVE_LABELS,
+                "taints": [],
+            },
+            "display": {"cpu": "1930m", "ephemeral-storage": "44Gi", "memory": "7Gi", "pods": "29"},
+            "daemonSetOverhead": {"cpu": "75m", "pods": "2"},
+            "autoscalerOverhead": {"cpu": "175m", "pods": "3"},
+            "autoscalerMemory": {
+                "remembers": True,
+                "reason": f"cluster-autoscaler kube-system/cluster-autoscaler-0 (started {rfc3339(started)}) "
+                f"saw a live node of the group at {seen} and builds the group's next node from it until "
+                f"it restarts or until {expires}",
+                "allocatable": LIVE_ALLOCATABLE,
+                "labels": {**LIVE_LABELS, "cluster-autoscaler.kubernetes.io/template-node": "true"},
+                "taints": [],
+                "lastSeen": seen,
+                "autoscaler": "kube-system/cluster-autoscaler-0",
+                "started": rfc3339(started),
+                "expires": expires,
+                "nodePods": {"cpu": "50m", "pods": "1"},
+                "runningDaemonSets": [{"namespace": "kube-system", "name": "node-agent", "uid": "ds-agent"}],
+                "overhead": {"cpu": "75m", "pods": "2"},
+            },
+        },
+    }
+    label = TagChange("ng-batch", "asg", "ng-batch", LABEL_PREFIX + GROUP_LABEL, "ng-batch", None)
+    assert report.tag_sync == (TagSyncLine(label), TagSyncLine(planned("ng-batch")[0]))
+    assert report.errors == {}
