@@ -32,7 +32,7 @@ from fitguard.demo_seed import seed_moto
 from kube.client import KubeClient
 from tests.awsfixtures import AwsEnvironment, inject_errors
 from tests.controller.test_discovery_aws import ENABLED, ENI_TAG, EPH_TAG, asg, launch_template, scratch_pod
-from tests.controller.test_nodepools_automode import EC2_CLASS, EC2_REF, _pool
+from tests.controller.test_nodepools_automode import AUTO_CLASS, AUTO_REF, EC2_CLASS, EC2_REF, _pool
 from tests.controller.test_report import EXAMPLES, GOLDEN, LAST_SEEN, demo_report
 from tests.objects import node, pod, rfc3339
 
@@ -620,3 +620,61 @@ def test_cluster_autoscalers_taint_flags_and_the_node_group_label_shape_the_publ
     label = TagChange("ng-batch", "asg", "ng-batch", LABEL_PREFIX + GROUP_LABEL, "ng-batch", None)
     assert report.tag_sync == (TagSyncLine(label), TagSyncLine(planned("ng-batch")[0]))
     assert report.errors == {}
+
+
+ZERO_DEVICES = dict.fromkeys(
+    (
+        "amd.com/gpu",
+        "aws.amazon.com/neuron",
+        "aws.amazon.com/neuroncore",
+        "habana.ai/gaudi",
+        "nvidia.com/gpu",
+        "vpc.amazonaws.com/efa",
+        "vpc.amazonaws.com/pod-eni",
+    ),
+    "0",
+)
+
+
+KARPENTER_DEFAULTS = {"reservedENIs": 0, "vmMemoryOverheadPercent": "0.075", "nodeClassCEL": False}
+
+
+def test_an_eks_auto_mode_nodepool_is_published_from_its_nodeclass(aws: AwsEnvironment) -> None:
+    """A NodePool whose nodeClassRef is EKS Auto Mode's NodeClass `shared`, beside an EC2NodeClass of
+    the same name: the cycle publishes the whole template built from the NodeClass (its 100Gi volume:
+    89Gi allocatable, where the EC2NodeClass would give 17Gi), Karpenter's defaults, no error."""
+    kinds = {"NodePool": [_pool("auto", AUTO_REF)], "NodeClass": [AUTO_CLASS], "EC2NodeClass": [EC2_CLASS]}
+    report = reconciler(ControllerOptions(), kinds).reconcile()
+    offer = {"cpu": "1930m", "ephemeral-storage": "89Gi", "memory": "6903Mi", "pods": "29"}
+    assert report.node_groups == (
+        {
+            "apiVersion": "fitguard.io/v1alpha1",
+            "kind": "NodeGroupTemplate",
+            "metadata": {"name": "auto", "labels": MANAGED},
+            "spec": {
+                "provider": "karpenter",
+                "instanceTypes": ["m5.large"],
+                "minSize": 0,
+                "maxSize": 0,
+                "desiredSize": 0,
+                "nodes": 0,
+                "display": {**offer, "memory": "6.7Gi"},
+                "daemonSetOverhead": {},
+                "autoscalerOverhead": {"cpu": "100m", "pods": "1"},
+                "scaleFromZero": "autoscaler",
+                "karpenter": {
+                    "nodePool": "auto",
+                    "nodeClass": "shared",
+                    "nodeClassKind": "NodeClass",
+                    "ready": True,
+                    "settings": KARPENTER_DEFAULTS,
+                    "discoveredMemory": {},
+                    "template": _pool("auto", AUTO_REF)["spec"]["template"],
+                    "nodeClassSpec": AUTO_CLASS["spec"],
+                    "daemonSetOverhead": {},
+                    "instanceTypes": [{"name": "m5.large", "allocatable": {**ZERO_DEVICES, **offer}}],
+                },
+            },
+        },
+    )
+    assert (report.errors, report.tag_sync) == ({}, ())
