@@ -678,3 +678,106 @@ def test_an_eks_auto_mode_nodepool_is_published_from_its_nodeclass(aws: AwsEnvir
         },
     )
     assert (report.errors, report.tag_sync) == ({}, ())
+
+
+TEMPLATES_PATH = "/apis/fitguard.io/v1alpha1/nodegrouptemplates"
+VIEW_MISSING = (
+    "cluster-autoscaler's template lacks ephemeral-storage (a real node offers 44Gi, cluster-autoscaler's "
+    "template 0): tag k8s.io/cluster-autoscaler/node-template/resources/ephemeral-storage=44Gi fixes it; "
+    "vpc.amazonaws.com/pod-eni (a real node offers 9, cluster-autoscaler's template 0): tag "
+    "k8s.io/cluster-autoscaler/node-template/resources/vpc.amazonaws.com/pod-eni=9 fixes it"
+)
+NOT_LOOKED_FOR = (
+    "no running cluster-autoscaler found (--autoscaler-selector is empty: not looked for): judged by its tags"
+)
+
+
+def batch_status(group: str, generation: int, at: str) -> dict[str, Any]:
+    """The status a cycle writes on an m5.large ASG's template discovered at `at`."""
+    conditions = [
+        ("AutoscalerRemembers", "False", "NotRemembered", NOT_LOOKED_FOR),
+        ("AutoscalerViewMatches", "False", "ResourcesMissing", VIEW_MISSING),
+        ("Discovered", "True", "Discovered", "node group read completely from AWS this cycle"),
+    ]
+    return {
+        "observedGeneration": generation,
+        "conditions": [
+            {
+                "type": kind,
+                "status": status,
+                "reason": reason,
+                "message": message,
+                "observedGeneration": generation,
+                "lastTransitionTime": at,
+            }
+            for kind, status, reason, message in conditions
+        ],
+        "autoscalerScalesFromZero": False,
+        "autoscalingGroup": group,
+        "lastDiscoveryTime": at,
+    }
+
+
+def test_a_cycle_publishes_against_its_own_reading_creating_updating_and_deleting(
+    aws: AwsEnvironment, fake_kube: Any, monkeypatch: Any, caplog: Any
+) -> None:
+    """From the API: ng-batch's template is out of date, ng-new has none, ng-gone's group is gone
+    and ng-manual is a person's. The cycle updates ng-batch, creates ng-new, deletes ng-gone (with
+    its uid as precondition), leaves ng-manual, and writes each of its two templates' whole status
+    with its ASG; it compares with the templates its cache read, listing none again. A later cycle
+    whose discovery fails patches only the two statuses, still from its own reading."""
+    clients = AwsClients.from_environment()
+    seed_batch(clients)
+    seed_batch(clients, "ng-new")
+    options = ControllerOptions(autoscaler_selector="", karpenter_selector="")
+    [batch, new] = reconciler(options, {}).reconcile().node_groups  # as published: what each should hold
+    kind = {"apiVersion": "fitguard.io/v1alpha1", "kind": "NodeGroupTemplate"}
+    outdated = {**kind, **batch, "spec": {**batch["spec"], "maxSize": 3}}
+    gone = {**outdated, "metadata": {"name": "ng-gone", "labels": MANAGED}}
+    manual = {**outdated, "metadata": {"name": "ng-manual", "annotations": {"fitguard.io/manual": "true"}}}
+    created = [fake_kube.create(obj) for obj in (outdated, gone, manual)]
+    uid = {obj["metadata"]["name"]: obj["metadata"]["uid"] for obj in created}
+
+    def cycle(clients: AwsClients) -> CycleReport:
+        cache = ClusterCache(options.cache()).list_from(KubeClient(fake_kube.api_client()))
+        books = Books(cache, options.books())
+        reconciler = DiscoveryReconciler(cache, books, options, lambda: clients, facts=lookup)
+        fake_kube.requests.clear()
+        return reconciler.reconcile()
+
+    caplog.set_level(logging.INFO, logger="controller.cycle")
+    report = cycle(clients)
+    assert report.node_groups == (batch, new)
+    requests = fake_kube.requests.find()
+    assert [(r.method, r.path, r.body if r.method == "DELETE" else None) for r in requests] == [
+        ("GET", f"{TEMPLATES_PATH}/ng-batch", None),
+        ("PUT", f"{TEMPLATES_PATH}/ng-batch", None),
+        ("GET", f"{TEMPLATES_PATH}/ng-new", None),
+        ("POST", TEMPLATES_PATH, None),
+        (
+            "DELETE",
+            f"{TEMPLATES_PATH}/ng-gone",
+            {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": uid["ng-gone"]}},
+        ),
+        ("PATCH", f"{TEMPLATES_PATH}/ng-batch/status", None),
+        ("PATCH", f"{TEMPLATES_PATH}/ng-new/status", None),
+    ]
+    listed = fake_kube.objects("NodeGroupTemplate", api_version=kind["apiVersion"])
+    stored = {o["metadata"]["name"]: o for o in listed}
+    at = stored["ng-new"]["status"]["lastDiscoveryTime"]  # the cycle's time, the same for each
+    assert {name: (o["spec"], o.get("status")) for name, o in stored.items()} == {
+        "ng-batch": (batch["spec"], batch_status("ng-batch", 2, at)),
+        "ng-manual": (manual["spec"], None),
+        "ng-new": (new["spec"], batch_status("ng-new", 1, at)),
+    }
+    assert [r.getMessage() for r in caplog.records if r.name == "controller.cycle"] == [
+        "NodeGroupTemplates: 1 created, 1 updated, 1 deleted, 0 unchanged"
+    ]
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
+    failing = AwsClients.from_environment()
+    inject_errors(failing.autoscaling, "DescribeAutoScalingGroups")
+    assert cycle(failing).discovery_error == "DescribeAutoScalingGroups: Throttling: Rate exceeded"
+    assert [(r.method, r.path) for r in fake_kube.requests.find()] == [
+        ("PATCH", f"{TEMPLATES_PATH}/ng-batch/status"),
+        ("PATCH", f"{TEMPLATES_PATH}/ng-new/status"),
+    ]
