@@ -781,3 +781,87 @@ def test_a_cycle_publishes_against_its_own_reading_creating_updating_and_deletin
         ("PATCH", f"{TEMPLATES_PATH}/ng-batch/status"),
         ("PATCH", f"{TEMPLATES_PATH}/ng-new/status"),
     ]
+
+
+def seed_managed_general(clients: AwsClients, eks: Any, tags: dict[str, str]) -> str:
+    """EKS managed node group ng-general (m5.xlarge, label workload=general) of cluster demo, its ASG
+    tagged `tags` and eks:nodegroup-name but not eks:cluster-name; its ARN."""
+    launch_template(clients.ec2, "eks-ng-general", "m5.xlarge", 20)
+    template = {"LaunchTemplateName": "eks-ng-general", "Version": "$Latest"}
+    managed = {**tags, "eks:nodegroup-name": "ng-general"}
+    asg(clients.autoscaling, "eks-ng-general-demo", managed, LaunchTemplate=template)
+    role = "arn:aws:iam::123456789012:role/fitguard-demo"
+    vpc = clients.ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
+    subnet = clients.ec2.create_subnet(VpcId=vpc, CidrBlock="10.0.0.0/20")["Subnet"]["SubnetId"]
+    eks.create_cluster(name="demo", roleArn=role, resourcesVpcConfig={"subnetIds": [subnet]})
+    return str(
+        eks.create_nodegroup(
+            clusterName="demo",
+            nodegroupName="ng-general",
+            nodeRole=role,
+            subnets=[subnet],
+            instanceTypes=["m5.xlarge"],
+            labels={"workload": "general"},
+            scalingConfig={"minSize": 0, "maxSize": 4, "desiredSize": 0},
+        )["nodegroup"]["nodegroupArn"]
+    )
+
+
+def test_discovery_reads_with_the_options_page_size_cluster_name_and_fitguards_instance_facts(
+    aws: AwsEnvironment,
+) -> None:
+    """--cluster-name demo, --page-size 1, DescribeInstanceTypes denied: both groups (each tagged for
+    demo) are found in two pages; ng-batch's template is built from fitguard's instance facts (the
+    same whole template as from EC2); the managed ng-general, whose ASG has no eks:cluster-name tag,
+    is described in cluster demo: its actual view carries the node group's labels, its tags are
+    planned on the node group itself."""
+    clients = AwsClients.from_environment()
+    demo = {**ENABLED, "k8s.io/cluster-autoscaler/demo": "owned"}
+    launch_template(clients.ec2, "ng-batch", "m5.large", 50)
+    asg(clients.autoscaling, "ng-batch", demo)
+    arn = seed_managed_general(clients, aws.client("eks"), demo)
+    inject_errors(clients.ec2, "DescribeInstanceTypes", code="AccessDenied", status=403, times=9)
+    pages = inject_errors(clients.autoscaling, "DescribeAutoScalingGroups", times=0)
+    cycle = reconciler(ControllerOptions(cluster_name="demo", page_size=1), {})
+    cycle.clients = lambda: clients
+    report = cycle.reconcile()
+    assert len(pages.calls) == 2
+    batch, general = report.node_groups
+    assert batch == {
+        "apiVersion": "fitguard.io/v1alpha1",
+        "kind": "NodeGroupTemplate",
+        "metadata": {"name": "ng-batch", "labels": MANAGED},
+        "spec": {**BATCH_SPEC, "autoscalerMemory": CA_MEMORY},
+    }
+    assert (general["metadata"]["name"], general["spec"]["provider"]) == ("ng-general", "eks-managed")
+    assert general["spec"]["actual"] == {
+        "source": "launch-template",
+        "allocatable": {
+            "cpu": "3920m",
+            "ephemeral-storage": "17Gi",
+            "memory": "15391Mi",
+            "pods": "58",
+            "vpc.amazonaws.com/pod-eni": "18",
+        },
+        "capacity": {"cpu": "4", "memory": "16Gi"},
+        "labels": {
+            "beta.kubernetes.io/arch": "amd64",
+            "beta.kubernetes.io/instance-type": "m5.xlarge",
+            "beta.kubernetes.io/os": "linux",
+            "eks.amazonaws.com/capacityType": "ON_DEMAND",
+            "eks.amazonaws.com/nodegroup": "ng-general",
+            "failure-domain.beta.kubernetes.io/region": "us-east-1",
+            "kubernetes.io/arch": "amd64",
+            "kubernetes.io/os": "linux",
+            "node.kubernetes.io/instance-type": "m5.xlarge",
+            "topology.kubernetes.io/region": "us-east-1",
+            "workload": "general",
+        },
+        "taints": [],
+    }
+    assert report.tag_sync == (
+        *(TagSyncLine(c) for c in planned("ng-batch")),
+        TagSyncLine(TagChange("ng-general", "eks-nodegroup", arn, EPH_TAG, "17Gi", None)),
+        TagSyncLine(TagChange("ng-general", "eks-nodegroup", arn, ENI_TAG, "18", None)),
+    )
+    assert report.errors == {}
