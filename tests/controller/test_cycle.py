@@ -865,3 +865,20 @@ def test_discovery_reads_with_the_options_page_size_cluster_name_and_fitguards_i
         TagSyncLine(TagChange("ng-general", "eks-nodegroup", arn, ENI_TAG, "18", None)),
     )
     assert report.errors == {}
+
+
+def test_a_template_kept_for_an_unreadable_live_node_plans_no_tags(aws: AwsEnvironment) -> None:
+    """ng-batch read completely from AWS, but its only live node's allocatable is unreadable: the
+    previous template is kept with the reason, and no tag is planned from it (a kept template may
+    describe nodes the group no longer makes), even though the group itself carries no error."""
+    clients = AwsClients.from_environment()
+    seed_batch(clients)
+    first = reconciler(ControllerOptions(), {}).reconcile()
+    broken = node("ip-10-0-1-1", {"cpu": "lots"}, group="ng-batch", instance_type="m5.large")
+    report = reconciler(ControllerOptions(), {**previous_of(first), "Node": [broken]}).reconcile()
+    reason = (
+        "live node unreadable: status.allocatable.cpu: invalid quantity 'lots' (quantities must match "
+        "the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$')"
+    )
+    assert report.outcomes == (GroupOutcome("ng-batch", first.templates[0], reason),)
+    assert (report.tag_sync, report.errors) == ((), {"ng-batch": reason})
