@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import json
 import logging
+import time
+from datetime import datetime
 from typing import Any
 
+from capacity.autoscaler_view import LABEL_PREFIX, TAINT_PREFIX
 from capacity.expander import PRIORITY
 from capacity.instances import lookup
 from capacity.plan_types import PlannerOptions
@@ -29,8 +32,9 @@ from fitguard.demo_seed import seed_moto
 from kube.client import KubeClient
 from tests.awsfixtures import AwsEnvironment, inject_errors
 from tests.controller.test_discovery_aws import ENABLED, ENI_TAG, EPH_TAG, asg, launch_template, scratch_pod
-from tests.controller.test_nodepools_automode import EC2_CLASS, EC2_REF, _pool
+from tests.controller.test_nodepools_automode import AUTO_CLASS, AUTO_REF, EC2_CLASS, EC2_REF, _pool
 from tests.controller.test_report import EXAMPLES, GOLDEN, LAST_SEEN, demo_report
+from tests.objects import node, pod, rfc3339
 
 Kinds = dict[str, list[dict[str, Any]]]
 CA_MEMORY = {
@@ -479,3 +483,402 @@ def test_the_demo_clusters_whole_report_with_autoscaler_memory_is_the_golden_one
     assert len(LAST_SEEN.findall(printed)) == 2
     masked = LAST_SEEN.sub('"lastSeen": "<the cycle\'s time>"', printed)
     assert masked == GOLDEN.read_text(encoding="utf-8")
+
+
+GROUP_LABEL = "example.com/node-group"  # --node-group-label: the only thing tying the node to ng-batch
+WARMING = "example.com/warming"  # the ASG's template taint, a startup taint by --ignore-taint
+DEGRADED = "example.com/degraded"  # the live node's taint, a status taint by --status-taint
+HOUR = 3600.0
+
+
+def autoscaler_pod(started: float, *flags: str) -> dict[str, Any]:
+    """cluster-autoscaler's pod as the Helm chart runs it, its container running since `started`."""
+    running = pod(
+        "cluster-autoscaler-0",
+        namespace="kube-system",
+        container="aws-cluster-autoscaler",
+        labels={"app.kubernetes.io/name": "aws-cluster-autoscaler"},
+        phase="Running",
+        started=started,
+    )
+    running["spec"]["containers"][0]["command"] = ["./cluster-autoscaler", *flags]
+    return running
+
+
+def daemonset(name: str, uid: str, cpu: str) -> dict[str, Any]:
+    container = {"name": name, "resources": {"requests": {"cpu": cpu}}}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"namespace": "kube-system", "name": name, "uid": uid},
+        "spec": {"template": {"spec": {"containers": [container]}}},
+    }
+
+
+def live_batch_node() -> dict[str, Any]:
+    """A Ready m5.large of ng-batch that only --node-group-label names (no EKS label, no providerID)."""
+    labels = {GROUP_LABEL: "ng-batch", "kubernetes.io/arch": "amd64", "kubernetes.io/os": "linux"}
+    found = node(
+        "ip-10-0-1-1",
+        {"cpu": "1930m", "memory": "7220Mi", "pods": "29", "ephemeral-storage": "44Gi"},
+        instance_type="m5.large",
+        labels=labels,
+        taints=[{"key": DEGRADED, "value": "disk", "effect": "NoSchedule"}],
+    )
+    found["status"]["capacity"] = {"cpu": "2", "memory": "8Gi"}
+    return found
+
+
+def daemonset_pod(name: str, owner: str, uid: str, cpu: str, node_name: str) -> dict[str, Any]:
+    controller = {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": owner, "uid": uid, "controller": True}
+    return pod(
+        name,
+        {"cpu": cpu},
+        namespace="kube-system",
+        node=node_name,
+        meta={"ownerReferences": [controller]},
+        phase="Running",
+    )
+
+
+# ng-batch's live node as both views and the memory see it once cluster-autoscaler's flags drop
+# its taint: the tags' taint and the node's are gone from every view
+LIVE_LABELS = {
+    GROUP_LABEL: "ng-batch",
+    "kubernetes.io/arch": "amd64",
+    "kubernetes.io/os": "linux",
+    "node.kubernetes.io/instance-type": "m5.large",
+}
+LIVE_ALLOCATABLE = {"cpu": "1930m", "ephemeral-storage": "44Gi", "memory": "7220Mi", "pods": "29"}
+
+
+def test_cluster_autoscalers_taint_flags_and_the_node_group_label_shape_the_published_template(
+    aws: AwsEnvironment,
+) -> None:
+    """cluster-autoscaler runs with --ignore-taint (the ASG's template taint), --status-taint (the
+    live node's taint), --force-ds and a 1h memory; the node is ng-batch's only by --node-group-label.
+    The whole published template: the actual view is the live node's without its taint, the
+    autoscaler view the tags' without theirs, both DaemonSets run on each (two pods, 75m), the memory
+    names the process, keeps the node as cluster-autoscaler caches it (its DaemonSet pod listed on
+    the node, the missing DaemonSet forced in) until an hour after it was seen; the label is planned
+    as a label/* tag, the dropped taint is not."""
+    clients = AwsClients.from_environment()
+    launch_template(clients.ec2, "ng-batch", "m5.large", 50)
+    asg(clients.autoscaling, "ng-batch", {**ENABLED, TAINT_PREFIX + WARMING: "true:NoSchedule"})
+    started = float(int(time.time()) - 86400)
+    flags = (f"--ignore-taint={WARMING}", f"--status-taint={DEGRADED}", "--force-ds=true")
+    kinds = {
+        "Pod": [
+            autoscaler_pod(started, *flags, "--node-info-cache-expire-time=1h"),
+            daemonset_pod("node-agent-x1", "node-agent", "ds-agent", "50m", "ip-10-0-1-1"),
+            pod("app", {"cpu": "1"}, node="ip-10-0-1-1", phase="Running"),  # not copied to a template
+        ],
+        "Node": [live_batch_node()],
+        "DaemonSet": [daemonset("node-agent", "ds-agent", "50m"), daemonset("log-shipper", "ds-log", "25m")],
+    }
+    options = ControllerOptions(node_group_label=GROUP_LABEL, sync_label_tags=True)
+    report = reconciler(options, kinds).reconcile()
+    [published] = report.node_groups
+    seen = published["spec"]["autoscalerMemory"]["lastSeen"]  # this cycle's time, whole seconds
+    expires = rfc3339(datetime.fromisoformat(seen).timestamp() + HOUR)
+    assert published == {
+        "apiVersion": "fitguard.io/v1alpha1",
+        "kind": "NodeGroupTemplate",
+        "metadata": {"name": "ng-batch", "labels": MANAGED},
+        "spec": {
+            **BATCH_SPEC,
+            "nodes": 1,
+            "nodeNames": ["ip-10-0-1-1"],
+            "actual": {
+                "source": "live-node",
+                "allocatable": LIVE_ALLOCATABLE,
+                "capacity": {"cpu": "2", "memory": "8Gi"},
+                "labels": LIVE_LABELS,
+                "taints": [],
+            },
+            "display": {"cpu": "1930m", "ephemeral-storage": "44Gi", "memory": "7Gi", "pods": "29"},
+            "daemonSetOverhead": {"cpu": "75m", "pods": "2"},
+            "autoscalerOverhead": {"cpu": "175m", "pods": "3"},
+            "autoscalerMemory": {
+                "remembers": True,
+                "reason": f"cluster-autoscaler kube-system/cluster-autoscaler-0 (started {rfc3339(started)}) "
+                f"saw a live node of the group at {seen} and builds the group's next node from it until "
+                f"it restarts or until {expires}",
+                "allocatable": LIVE_ALLOCATABLE,
+                "labels": {**LIVE_LABELS, "cluster-autoscaler.kubernetes.io/template-node": "true"},
+                "taints": [],
+                "lastSeen": seen,
+                "autoscaler": "kube-system/cluster-autoscaler-0",
+                "started": rfc3339(started),
+                "expires": expires,
+                "nodePods": {"cpu": "50m", "pods": "1"},
+                "runningDaemonSets": [{"namespace": "kube-system", "name": "node-agent", "uid": "ds-agent"}],
+                "overhead": {"cpu": "75m", "pods": "2"},
+            },
+        },
+    }
+    label = TagChange("ng-batch", "asg", "ng-batch", LABEL_PREFIX + GROUP_LABEL, "ng-batch", None)
+    assert report.tag_sync == (TagSyncLine(label), TagSyncLine(planned("ng-batch")[0]))
+    assert report.errors == {}
+
+
+ZERO_DEVICES = dict.fromkeys(
+    (
+        "amd.com/gpu",
+        "aws.amazon.com/neuron",
+        "aws.amazon.com/neuroncore",
+        "habana.ai/gaudi",
+        "nvidia.com/gpu",
+        "vpc.amazonaws.com/efa",
+        "vpc.amazonaws.com/pod-eni",
+    ),
+    "0",
+)
+
+
+KARPENTER_DEFAULTS = {"reservedENIs": 0, "vmMemoryOverheadPercent": "0.075", "nodeClassCEL": False}
+
+
+def test_an_eks_auto_mode_nodepool_is_published_from_its_nodeclass(aws: AwsEnvironment) -> None:
+    """A NodePool whose nodeClassRef is EKS Auto Mode's NodeClass `shared`, beside an EC2NodeClass of
+    the same name: the cycle publishes the whole template built from the NodeClass (its 100Gi volume:
+    89Gi allocatable, where the EC2NodeClass would give 17Gi), Karpenter's defaults, no error."""
+    kinds = {"NodePool": [_pool("auto", AUTO_REF)], "NodeClass": [AUTO_CLASS], "EC2NodeClass": [EC2_CLASS]}
+    report = reconciler(ControllerOptions(), kinds).reconcile()
+    offer = {"cpu": "1930m", "ephemeral-storage": "89Gi", "memory": "6903Mi", "pods": "29"}
+    assert report.node_groups == (
+        {
+            "apiVersion": "fitguard.io/v1alpha1",
+            "kind": "NodeGroupTemplate",
+            "metadata": {"name": "auto", "labels": MANAGED},
+            "spec": {
+                "provider": "karpenter",
+                "instanceTypes": ["m5.large"],
+                "minSize": 0,
+                "maxSize": 0,
+                "desiredSize": 0,
+                "nodes": 0,
+                "display": {**offer, "memory": "6.7Gi"},
+                "daemonSetOverhead": {},
+                "autoscalerOverhead": {"cpu": "100m", "pods": "1"},
+                "scaleFromZero": "autoscaler",
+                "karpenter": {
+                    "nodePool": "auto",
+                    "nodeClass": "shared",
+                    "nodeClassKind": "NodeClass",
+                    "ready": True,
+                    "settings": KARPENTER_DEFAULTS,
+                    "discoveredMemory": {},
+                    "template": _pool("auto", AUTO_REF)["spec"]["template"],
+                    "nodeClassSpec": AUTO_CLASS["spec"],
+                    "daemonSetOverhead": {},
+                    "instanceTypes": [{"name": "m5.large", "allocatable": {**ZERO_DEVICES, **offer}}],
+                },
+            },
+        },
+    )
+    assert (report.errors, report.tag_sync) == ({}, ())
+
+
+TEMPLATES_PATH = "/apis/fitguard.io/v1alpha1/nodegrouptemplates"
+VIEW_MISSING = (
+    "cluster-autoscaler's template lacks ephemeral-storage (a real node offers 44Gi, cluster-autoscaler's "
+    "template 0): tag k8s.io/cluster-autoscaler/node-template/resources/ephemeral-storage=44Gi fixes it; "
+    "vpc.amazonaws.com/pod-eni (a real node offers 9, cluster-autoscaler's template 0): tag "
+    "k8s.io/cluster-autoscaler/node-template/resources/vpc.amazonaws.com/pod-eni=9 fixes it"
+)
+NOT_LOOKED_FOR = (
+    "no running cluster-autoscaler found (--autoscaler-selector is empty: not looked for): judged by its tags"
+)
+
+
+def batch_status(group: str, generation: int, at: str) -> dict[str, Any]:
+    """The status a cycle writes on an m5.large ASG's template discovered at `at`."""
+    conditions = [
+        ("AutoscalerRemembers", "False", "NotRemembered", NOT_LOOKED_FOR),
+        ("AutoscalerViewMatches", "False", "ResourcesMissing", VIEW_MISSING),
+        ("Discovered", "True", "Discovered", "node group read completely from AWS this cycle"),
+    ]
+    return {
+        "observedGeneration": generation,
+        "conditions": [
+            {
+                "type": kind,
+                "status": status,
+                "reason": reason,
+                "message": message,
+                "observedGeneration": generation,
+                "lastTransitionTime": at,
+            }
+            for kind, status, reason, message in conditions
+        ],
+        "autoscalerScalesFromZero": False,
+        "autoscalingGroup": group,
+        "lastDiscoveryTime": at,
+    }
+
+
+def test_a_cycle_publishes_against_its_own_reading_creating_updating_and_deleting(
+    aws: AwsEnvironment, fake_kube: Any, monkeypatch: Any, caplog: Any
+) -> None:
+    """From the API: ng-batch's template is out of date, ng-new has none, ng-gone's group is gone
+    and ng-manual is a person's. The cycle updates ng-batch, creates ng-new, deletes ng-gone (with
+    its uid as precondition), leaves ng-manual, and writes each of its two templates' whole status
+    with its ASG; it compares with the templates its cache read, listing none again. A later cycle
+    whose discovery fails patches only the two statuses, still from its own reading."""
+    clients = AwsClients.from_environment()
+    seed_batch(clients)
+    seed_batch(clients, "ng-new")
+    options = ControllerOptions(autoscaler_selector="", karpenter_selector="")
+    [batch, new] = reconciler(options, {}).reconcile().node_groups  # as published: what each should hold
+    kind = {"apiVersion": "fitguard.io/v1alpha1", "kind": "NodeGroupTemplate"}
+    outdated = {**kind, **batch, "spec": {**batch["spec"], "maxSize": 3}}
+    gone = {**outdated, "metadata": {"name": "ng-gone", "labels": MANAGED}}
+    manual = {**outdated, "metadata": {"name": "ng-manual", "annotations": {"fitguard.io/manual": "true"}}}
+    created = [fake_kube.create(obj) for obj in (outdated, gone, manual)]
+    uid = {obj["metadata"]["name"]: obj["metadata"]["uid"] for obj in created}
+
+    def cycle(clients: AwsClients) -> CycleReport:
+        cache = ClusterCache(options.cache()).list_from(KubeClient(fake_kube.api_client()))
+        books = Books(cache, options.books())
+        reconciler = DiscoveryReconciler(cache, books, options, lambda: clients, facts=lookup)
+        fake_kube.requests.clear()
+        return reconciler.reconcile()
+
+    caplog.set_level(logging.INFO, logger="controller.cycle")
+    report = cycle(clients)
+    assert report.node_groups == (batch, new)
+    requests = fake_kube.requests.find()
+    assert [(r.method, r.path, r.body if r.method == "DELETE" else None) for r in requests] == [
+        ("GET", f"{TEMPLATES_PATH}/ng-batch", None),
+        ("PUT", f"{TEMPLATES_PATH}/ng-batch", None),
+        ("GET", f"{TEMPLATES_PATH}/ng-new", None),
+        ("POST", TEMPLATES_PATH, None),
+        (
+            "DELETE",
+            f"{TEMPLATES_PATH}/ng-gone",
+            {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": uid["ng-gone"]}},
+        ),
+        ("PATCH", f"{TEMPLATES_PATH}/ng-batch/status", None),
+        ("PATCH", f"{TEMPLATES_PATH}/ng-new/status", None),
+    ]
+    listed = fake_kube.objects("NodeGroupTemplate", api_version=kind["apiVersion"])
+    stored = {o["metadata"]["name"]: o for o in listed}
+    at = stored["ng-new"]["status"]["lastDiscoveryTime"]  # the cycle's time, the same for each
+    assert {name: (o["spec"], o.get("status")) for name, o in stored.items()} == {
+        "ng-batch": (batch["spec"], batch_status("ng-batch", 2, at)),
+        "ng-manual": (manual["spec"], None),
+        "ng-new": (new["spec"], batch_status("ng-new", 1, at)),
+    }
+    assert [r.getMessage() for r in caplog.records if r.name == "controller.cycle"] == [
+        "NodeGroupTemplates: 1 created, 1 updated, 1 deleted, 0 unchanged"
+    ]
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
+    failing = AwsClients.from_environment()
+    inject_errors(failing.autoscaling, "DescribeAutoScalingGroups")
+    assert cycle(failing).discovery_error == "DescribeAutoScalingGroups: Throttling: Rate exceeded"
+    assert [(r.method, r.path) for r in fake_kube.requests.find()] == [
+        ("PATCH", f"{TEMPLATES_PATH}/ng-batch/status"),
+        ("PATCH", f"{TEMPLATES_PATH}/ng-new/status"),
+    ]
+
+
+def seed_managed_general(clients: AwsClients, eks: Any, tags: dict[str, str]) -> str:
+    """EKS managed node group ng-general (m5.xlarge, label workload=general) of cluster demo, its ASG
+    tagged `tags` and eks:nodegroup-name but not eks:cluster-name; its ARN."""
+    launch_template(clients.ec2, "eks-ng-general", "m5.xlarge", 20)
+    template = {"LaunchTemplateName": "eks-ng-general", "Version": "$Latest"}
+    managed = {**tags, "eks:nodegroup-name": "ng-general"}
+    asg(clients.autoscaling, "eks-ng-general-demo", managed, LaunchTemplate=template)
+    role = "arn:aws:iam::123456789012:role/fitguard-demo"
+    vpc = clients.ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
+    subnet = clients.ec2.create_subnet(VpcId=vpc, CidrBlock="10.0.0.0/20")["Subnet"]["SubnetId"]
+    eks.create_cluster(name="demo", roleArn=role, resourcesVpcConfig={"subnetIds": [subnet]})
+    return str(
+        eks.create_nodegroup(
+            clusterName="demo",
+            nodegroupName="ng-general",
+            nodeRole=role,
+            subnets=[subnet],
+            instanceTypes=["m5.xlarge"],
+            labels={"workload": "general"},
+            scalingConfig={"minSize": 0, "maxSize": 4, "desiredSize": 0},
+        )["nodegroup"]["nodegroupArn"]
+    )
+
+
+def test_discovery_reads_with_the_options_page_size_cluster_name_and_fitguards_instance_facts(
+    aws: AwsEnvironment,
+) -> None:
+    """--cluster-name demo, --page-size 1, DescribeInstanceTypes denied: both groups (each tagged for
+    demo) are found in two pages; ng-batch's template is built from fitguard's instance facts (the
+    same whole template as from EC2); the managed ng-general, whose ASG has no eks:cluster-name tag,
+    is described in cluster demo: its actual view carries the node group's labels, its tags are
+    planned on the node group itself."""
+    clients = AwsClients.from_environment()
+    demo = {**ENABLED, "k8s.io/cluster-autoscaler/demo": "owned"}
+    launch_template(clients.ec2, "ng-batch", "m5.large", 50)
+    asg(clients.autoscaling, "ng-batch", demo)
+    arn = seed_managed_general(clients, aws.client("eks"), demo)
+    inject_errors(clients.ec2, "DescribeInstanceTypes", code="AccessDenied", status=403, times=9)
+    pages = inject_errors(clients.autoscaling, "DescribeAutoScalingGroups", times=0)
+    cycle = reconciler(ControllerOptions(cluster_name="demo", page_size=1), {})
+    cycle.clients = lambda: clients
+    report = cycle.reconcile()
+    assert len(pages.calls) == 2
+    batch, general = report.node_groups
+    assert batch == {
+        "apiVersion": "fitguard.io/v1alpha1",
+        "kind": "NodeGroupTemplate",
+        "metadata": {"name": "ng-batch", "labels": MANAGED},
+        "spec": {**BATCH_SPEC, "autoscalerMemory": CA_MEMORY},
+    }
+    assert (general["metadata"]["name"], general["spec"]["provider"]) == ("ng-general", "eks-managed")
+    assert general["spec"]["actual"] == {
+        "source": "launch-template",
+        "allocatable": {
+            "cpu": "3920m",
+            "ephemeral-storage": "17Gi",
+            "memory": "15391Mi",
+            "pods": "58",
+            "vpc.amazonaws.com/pod-eni": "18",
+        },
+        "capacity": {"cpu": "4", "memory": "16Gi"},
+        "labels": {
+            "beta.kubernetes.io/arch": "amd64",
+            "beta.kubernetes.io/instance-type": "m5.xlarge",
+            "beta.kubernetes.io/os": "linux",
+            "eks.amazonaws.com/capacityType": "ON_DEMAND",
+            "eks.amazonaws.com/nodegroup": "ng-general",
+            "failure-domain.beta.kubernetes.io/region": "us-east-1",
+            "kubernetes.io/arch": "amd64",
+            "kubernetes.io/os": "linux",
+            "node.kubernetes.io/instance-type": "m5.xlarge",
+            "topology.kubernetes.io/region": "us-east-1",
+            "workload": "general",
+        },
+        "taints": [],
+    }
+    assert report.tag_sync == (
+        *(TagSyncLine(c) for c in planned("ng-batch")),
+        TagSyncLine(TagChange("ng-general", "eks-nodegroup", arn, EPH_TAG, "17Gi", None)),
+        TagSyncLine(TagChange("ng-general", "eks-nodegroup", arn, ENI_TAG, "18", None)),
+    )
+    assert report.errors == {}
+
+
+def test_a_template_kept_for_an_unreadable_live_node_plans_no_tags(aws: AwsEnvironment) -> None:
+    """ng-batch read completely from AWS, but its only live node's allocatable is unreadable: the
+    previous template is kept with the reason, and no tag is planned from it (a kept template may
+    describe nodes the group no longer makes), even though the group itself carries no error."""
+    clients = AwsClients.from_environment()
+    seed_batch(clients)
+    first = reconciler(ControllerOptions(), {}).reconcile()
+    broken = node("ip-10-0-1-1", {"cpu": "lots"}, group="ng-batch", instance_type="m5.large")
+    report = reconciler(ControllerOptions(), {**previous_of(first), "Node": [broken]}).reconcile()
+    reason = (
+        "live node unreadable: status.allocatable.cpu: invalid quantity 'lots' (quantities must match "
+        "the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$')"
+    )
+    assert report.outcomes == (GroupOutcome("ng-batch", first.templates[0], reason),)
+    assert (report.tag_sync, report.errors) == ((), {"ng-batch": reason})
