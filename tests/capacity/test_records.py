@@ -774,3 +774,22 @@ def test_equal_requests_and_times_of_two_pods_are_one_object_each(monkeypatch: p
     assert (c.memory, c.created_at) == (a.memory, a.created_at)
     assert (len(records._ints), len(records._floats)) == (1, 1)
     assert records._shared_time(None) is None
+
+
+def test_words_that_are_not_strings_are_read_as_their_text() -> None:
+    """A hand-written state file may give a number where the API gives a string: the record reads
+    its text (never refuses the pod, never reads it as empty), an empty value as ""."""
+    record = project_pod(
+        {
+            "metadata": {
+                "name": "p",
+                "namespace": 5,
+                "uid": "u",
+                "ownerReferences": [{"kind": 7, "name": 8, "controller": True}],
+            },
+            "spec": {"nodeName": 12, "containers": []},
+            "status": {"phase": "Running"},
+        }
+    )
+    assert (record.namespace, record.node, record.owner_kind, record.owner_name) == ("5", "12", "7", "8")
+    assert project_pod({"metadata": {"name": "p", "uid": "u"}, "spec": {"nodeName": 0}}).node == ""
