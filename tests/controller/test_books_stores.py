@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from capacity.guard import PendingPod
+from capacity.records import discovery_node
 from controller.books import Books
 from controller.cache import CacheOptions, ClusterCache, PendingPods
 from controller.settings import BooksOptions
@@ -345,3 +346,15 @@ def test_a_new_cache_waits_for_every_store_by_name_and_answers_without_a_source(
     assert (cache.config_map("kube-system", "x"), cache.pods_on_node("n1")) == (None, [])
     assert cache.autoscaler() == (None, "pods app=cluster-autoscaler in namespace kube-system")
     cache.stop()
+
+
+def test_discoverys_store_keeps_the_slim_copy_of_each_node() -> None:
+    """The node store discovery reads holds `discovery_node`'s copy, not the object as listed: a
+    node's managedFields, images and annotations nobody reads are not kept for 5,000 nodes."""
+    cache = ClusterCache(CacheOptions(autoscaler_selector=""))
+    listed = node("a")
+    listed["metadata"]["managedFields"] = [{"manager": "kubelet"}]
+    listed["metadata"]["annotations"] = {"node.alpha.kubernetes.io/ttl": "0"}
+    listed["status"]["images"] = [{"names": ["busybox"], "sizeBytes": 1}]
+    cache.node_objects.replace([listed])
+    assert cache.node_objects.items() == [discovery_node(listed)]
