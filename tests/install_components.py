@@ -39,12 +39,11 @@ def combinations() -> Iterator[Combination]:
 
 
 def kubectl_sample() -> list[Combination]:
-    """The combinations `kubectl kustomize` renders with FITGUARD_KUBECTL_SAMPLE=1: the base, each
-    component alone, and each mode with every other component (no mode too). Components meet only
-    where they patch the same object (the two Deployments, the webhook configurations), in listing
-    order; these cover
-    each component without the others and each pair of components together, for a quick run on a
-    loaded machine (kubectl costs 0.3 to 0.8 s a render there; every run otherwise renders all 256)."""
+    """The combinations `kubectl kustomize` renders in `make test`: the base, each component alone,
+    and each mode with every other component (no mode too). Components meet only where they patch
+    the same object (the two Deployments, the webhook configurations), in listing order; these
+    cover each component without the others and each pair of components together (kubectl costs
+    0.2 to 0.8 s a render; `make test-deep` renders all 256)."""
     everything = [(), *((component,) for component in (*MODES, *FEATURES))]
     everything += [((mode,) if mode else ()) + FEATURES for mode in (None, *MODES)]
     return everything

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any
 import pytest
 
 from fitguard.cli import build_parser
+from tests.budget import deep
 from tests.install_components import (
     BASE,
     COMPONENTS,
@@ -125,11 +125,12 @@ def test_kubectl_kustomize_renders_the_combinations_as_the_loader_does(
     workspace: dict[Combination, Path], ours: dict[Combination, list[Obj]]
 ) -> None:
     """The loader, which renders all 256 combinations here, is trusted only while it agrees with
-    kustomize: whole objects, for every combination (about 30 s on two idle cores;
-    FITGUARD_KUBECTL_SAMPLE=1 keeps to the pairwise sample `kubectl_sample` names)."""
+    kustomize: whole objects, for the sample `kubectl_sample` names (every component alone and
+    every pair of components together); `make test-deep` renders all 256 with kubectl (a minute
+    of CPU, 0.2 to 0.8 s a render)."""
     if not kubectl_available():
         pytest.skip("kubectl is not on PATH")
-    sample = kubectl_sample() if os.environ.get("FITGUARD_KUBECTL_SAMPLE") == "1" else list(workspace)
+    sample = list(workspace) if deep() else kubectl_sample()
     with ThreadPoolExecutor(max_workers=2) as pool:
         theirs = dict(zip(sample, pool.map(render_with_kubectl, (workspace[c] for c in sample)), strict=True))
     differing = []
