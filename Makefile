@@ -30,9 +30,15 @@ lint: $(STAMP)
 
 # Three workers on two cores: a third of the suite's time is waiting (servers starting, retries'
 # backoff, leases), and with two workers the run used 1.44 cores; three fill it (1.74, 11% sooner).
+# Lint (half a minute of mypy on a fresh clone) runs beside the tests, in the cores they leave idle;
+# its output is printed after theirs, and either failing fails the target.
 TEST_WORKERS ?= 3
-test: lint
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup
+test: $(STAMP)
+	@$(MAKE) --no-print-directory lint > .lint.log 2>&1 & lint=$$!; \
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup; tests=$$?; \
+	wait $$lint; linted=$$?; cat .lint.log; rm -f .lint.log; \
+	if [ $$linted -ne 0 ]; then echo "make test: lint failed (above)" >&2; fi; \
+	[ $$linted -eq 0 ] && [ $$tests -eq 0 ]
 
 # The same suite with its sweeps whole: every install combination rendered by kubectl (256, not the
 # pairwise sample) and 300 groups in the cluster-autoscaler differential (not 150). About two

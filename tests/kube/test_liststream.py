@@ -354,12 +354,12 @@ def _big_list(count: int, item: bytes, chunk: int = 50_000) -> Iterator[bytes]:
 
 
 def test_peak_memory_is_one_chunk_and_one_item_not_the_body() -> None:
-    """Reading a 50,000-item list (about 25 MB) allocates at most a few chunks' worth at once:
+    """Reading a 20,000-item list (about 10 MB) allocates at most a few chunks' worth at once:
     the body is never held whole. The bound is a ratio of the body's size, not a time."""
     item = json.dumps(
         {"metadata": {"name": "x" * 300, "labels": {"a": "b" * 100}}, "spec": list(range(20))}
     ).encode()
-    count = 50_000
+    count = 20_000
     body_size = count * (len(item) + 1)
     seen = 0
     tracemalloc.start()
@@ -386,9 +386,9 @@ def test_an_item_the_callers_decoder_refuses_is_one_line_naming_the_decoders_wor
 def test_a_body_longer_than_the_read_ahead_is_read_item_by_item() -> None:
     """With an array decoder, a body that goes on past WHOLE_BELOW bytes is still never held whole:
     the peak is the read-ahead twice (its chunks, then their join) and a few chunks, not the body
-    (a third of it here)."""
+    (half of it here)."""
     item = json.dumps({"metadata": {"name": "x" * 300}, "spec": list(range(20))}).encode()
-    count = 6 * WHOLE_BELOW // len(item)
+    count = 4 * WHOLE_BELOW // len(item)
     arrays: list[int] = []
 
     def one_array(data: bytes) -> list[Any]:
