@@ -27,8 +27,12 @@ def to_json_schema(schema: Any) -> Any:
         return [to_json_schema(item) for item in schema]
     if not isinstance(schema, dict):
         return schema
+    # `properties` maps field names to schemas: converted once, below, not as if it were a schema
+    # itself (which, at every level, doubled the work: 4 million calls and 8 s at import)
     result = {
-        key: to_json_schema(value) for key, value in schema.items() if not key.startswith("x-kubernetes-")
+        key: to_json_schema(value)
+        for key, value in schema.items()
+        if key != "properties" and not key.startswith("x-kubernetes-")
     }
     if "properties" in schema:
         result["properties"] = {name: to_json_schema(child) for name, child in schema["properties"].items()}
