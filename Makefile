@@ -41,8 +41,8 @@ test: $(STAMP)
 	[ $$linted -eq 0 ] && [ $$tests -eq 0 ]
 
 # The same suite with its sweeps whole: every install combination rendered by kubectl (256, not the
-# pairwise sample) and 300 groups in the cluster-autoscaler differential (not 150). About two
-# minutes more on two cores; `make test` keeps to the samples to stay within ten minutes.
+# pairwise sample) and 300 groups in the cluster-autoscaler differential (not 150). About 130 s
+# more test time (a minute or so on two cores); `make test` keeps to the samples, within ten minutes.
 test-deep: lint
 	FITGUARD_TEST_DEPTH=deep $(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup
 

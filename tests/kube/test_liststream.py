@@ -389,12 +389,7 @@ def test_a_body_longer_than_the_read_ahead_is_read_item_by_item() -> None:
     (half of it here)."""
     item = json.dumps({"metadata": {"name": "x" * 300}, "spec": list(range(20))}).encode()
     count = 4 * WHOLE_BELOW // len(item)
-    arrays: list[int] = []
-
-    def one_array(data: bytes) -> list[Any]:
-        arrays.append(len(data))
-        return list(json.loads(data))
-
+    arrays, one_array = _counted_array_decoder()
     tracemalloc.start()
     try:
         reader = ListReader(_big_list(count, item), json.loads, one_array)
