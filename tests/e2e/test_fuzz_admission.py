@@ -6,7 +6,7 @@ never an answer made by the failure policy: every request leaves the internal-er
 the error log unchanged (the failure-policy path is tested on its own, by an injected fault). A
 few of them also go through real gunicorn over TLS, whose workers must survive them.
 
-`make test` runs about 5,600 cases here (the default profile's per-property `max_examples`);
+`make test` runs about 3,200 cases here (the default profile's per-property `max_examples`);
 `make fuzz` runs FUZZ_EXAMPLES per property.
 """
 
@@ -313,7 +313,7 @@ def set_at(document: Any, path: tuple[Any, ...], value: Any, delete: bool) -> No
         node[last] = value
 
 
-@examples(3000)
+@examples(1500)
 @given(app_keys, endpoints, st.sampled_from(BASE_PATHS), json_values, st.booleans())
 def test_a_wrong_value_at_any_field_of_a_realistic_review_is_answered(
     key: tuple[str, str], endpoint: str, where: tuple[int, tuple[Any, ...]], value: Any, delete: bool
@@ -325,7 +325,7 @@ def test_a_wrong_value_at_any_field_of_a_realistic_review_is_answered(
     roundtrip(APPS[key], endpoint, document)
 
 
-@examples(1200)
+@examples(600)
 @given(app_keys, endpoints, st.sampled_from(range(len(BASES))), quantities, st.sampled_from(
     [("containers", "requests", "cpu"), ("containers", "requests", "memory"),
      ("containers", "limits", "vpc.amazonaws.com/pod-eni"), ("containers", "requests", "ephemeral-storage"),
@@ -345,7 +345,7 @@ def test_quantities_out_of_range_are_answered(
     roundtrip(APPS[key], endpoint, document)
 
 
-@examples(1000)
+@examples(500)
 @given(app_keys, endpoints, json_values, content_types)
 def test_random_json_with_any_content_type_is_answered(
     key: tuple[str, str], endpoint: str, value: Any, content_type: str
@@ -356,7 +356,7 @@ def test_random_json_with_any_content_type_is_answered(
     roundtrip(APPS[key], endpoint, envelope, content_type)
 
 
-@examples(800)
+@examples(400)
 @given(app_keys, endpoints, st.binary(max_size=200), st.integers(min_value=0, max_value=2000))
 def test_bytes_that_are_not_json_or_not_utf8_get_400(
     key: tuple[str, str], endpoint: str, noise: bytes, at: int

@@ -92,7 +92,7 @@ _OTHERS = st.dictionaries(_TEXT.filter(lambda k: k != "items"), _VALUES, max_siz
 )
 
 
-@settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     items=st.lists(_VALUES, max_size=8),
     others=_OTHERS,
@@ -115,7 +115,7 @@ def test_streamed_items_equal_the_whole_body_decode(
     assert members == {k: v for k, v in expected.items() if k != "items"}
 
 
-@settings(max_examples=examples(200), deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(items=st.lists(_VALUES, min_size=1, max_size=4), others=_OTHERS, seed=st.integers(), whole=_MODES)
 def test_every_truncated_body_is_refused(
     items: list[Any], others: dict[str, Any], seed: int, whole: Any
@@ -128,7 +128,7 @@ def test_every_truncated_body_is_refused(
             read(chunked(body[:cut], rng), whole=whole)
 
 
-@settings(max_examples=examples(400), deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     items=st.lists(_VALUES, max_size=4),
     others=_OTHERS,
