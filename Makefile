@@ -43,8 +43,8 @@ test: $(STAMP)
 # The same suite with its sweeps whole: every install combination rendered by kubectl (256, not the
 # pairwise sample) and 300 groups in the cluster-autoscaler differential (not 150). About 130 s
 # more test time (a minute or so on two cores); `make test` keeps to the samples, within ten minutes.
-test-deep: lint
-	FITGUARD_TEST_DEPTH=deep $(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup
+test-deep: export FITGUARD_TEST_DEPTH = deep
+test-deep: test
 
 bench: $(STAMP)
 	$(PY) -m tests.bench

@@ -28,7 +28,7 @@ def to_json_schema(schema: Any) -> Any:
     if not isinstance(schema, dict):
         return schema
     # `properties` maps field names to schemas: converted once, below, not as if it were a schema
-    # itself (which, at every level, doubled the work: 4 million calls and 8 s at import)
+    # itself (which, at every level, doubled the work: 4.4 million calls and 4 s at import)
     result = {
         key: to_json_schema(value)
         for key, value in schema.items()

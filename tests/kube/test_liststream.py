@@ -8,7 +8,7 @@ import itertools
 import json
 import random
 import tracemalloc
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import msgspec
@@ -241,12 +241,13 @@ def test_an_array_decoder_that_gives_no_list_is_not_trusted() -> None:
     assert (items, members) == ([("item", 1), ("item", 2)], {"kind": "List"})
 
 
-def _counted_array_decoder() -> tuple[list[int], Any]:
+def _counted_array_decoder(decode: Callable[[bytes], Any] = json.loads) -> tuple[list[int], Any]:
+    """An array decoder that records the length of each array it is given, and `decode`s it."""
     arrays: list[int] = []
 
-    def one_array(data: bytes) -> list[Any]:
+    def one_array(data: bytes) -> Any:
         arrays.append(len(data))
-        return list(json.loads(data))
+        return decode(data)
 
     return arrays, one_array
 
@@ -305,11 +306,7 @@ def test_a_page_that_arrived_whole_is_decoded_as_one_array() -> None:
 
     pods = bigcluster.render(40, 0).pods
     body = b'{"kind":"PodList","items":[' + b",".join(pods) + b'],"metadata":{"resourceVersion":"9"}}'
-    arrays: list[int] = []
-
-    def one_array(data: bytes) -> list[Any]:
-        arrays.append(len(data))
-        return podwire.decode_items(data)
+    arrays, one_array = _counted_array_decoder(podwire.decode_items)
 
     def no_item(data: bytes) -> Any:
         raise AssertionError("an item decoded on its own")
